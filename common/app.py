@@ -1,0 +1,140 @@
+"""absl + gin entry helper shared by every paper's `main`: flags, config parsing, run directory.
+
+Everything here runs before any worker process or thread starts, so a bad flag, binding or value
+ends the program with one line naming it and nothing already in a run directory is touched.
+"""
+import datetime
+import json
+import os
+import sys
+import tokenize
+
+from absl import app
+from absl import flags
+import gin
+
+flags.DEFINE_multi_string('gin_file', [], 'Gin config file; repeatable, later files win.')
+flags.DEFINE_multi_string('gin_bindings', [],
+                          "Gin binding such as 'paac.train.num_envs = 16'; repeatable, "
+                          'applied after the files.')
+flags.DEFINE_string('run_dir', None,
+                    'Run directory. Default: the newest runs/<paper>-<game>-<timestamp> started '
+                    'by the same command (so rerunning resumes), else a new one.')
+
+FLAGS = flags.FLAGS
+
+# gin files include each other by paths from the repository root ('gin/paac/paper.gin').
+PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+INVOCATION_FILE = 'invocation.json'
+OPERATIVE_CONFIG_FILE = 'operative_config.gin'
+
+
+class ConfigError(ValueError):
+    """A configuration value that is out of range; the message names the value and the range."""
+
+
+def require(condition, message):
+    """Raises ConfigError(message) unless condition holds; for validating gin values up front."""
+    if not condition:
+        raise ConfigError(message)
+
+
+def fail(message, exit_code=2):
+    """Prints a one-line error for the user and exits; used before anything has started."""
+    print(f'error: {message}', file=sys.stderr)
+    sys.exit(exit_code)
+
+
+def parse_gin(gin_files, gin_bindings):
+    """Parses gin files and bindings (after clearing any earlier config) into the global gin
+    config, turning gin's exceptions into one-line ConfigErrors."""
+    gin.clear_config()
+    if PROJECT_ROOT not in gin.config._LOCATION_PREFIXES:
+        gin.add_config_file_search_path(PROJECT_ROOT)
+    for path in gin_files:
+        if not os.path.isfile(path):
+            raise ConfigError(f'gin file not found: {path!r}')
+    try:
+        gin.parse_config_files_and_bindings(gin_files, gin_bindings, finalize_config=False)
+    except (ValueError, SyntaxError, tokenize.TokenError, KeyError, TypeError) as error:
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigError(f'bad gin config {list(gin_files) + list(gin_bindings)}: {detail}')
+
+
+def _read_invocation(run_dir):
+    path = os.path.join(run_dir, INVOCATION_FILE)
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def resolve_run_dir(paper, game, run_dir, invocation, runs_root='runs'):
+    """Picks the run directory: the given one, else the newest one this same invocation started.
+
+    Reusing the newest matching directory is what makes rerunning an interrupted command resume
+    from its checkpoint instead of starting over in a fresh timestamped directory.
+    """
+    if run_dir:
+        return run_dir
+    prefix = f'{paper}-{game}-'
+    if os.path.isdir(runs_root):
+        candidates = sorted(
+            (name for name in os.listdir(runs_root) if name.startswith(prefix)), reverse=True)
+        for name in candidates:
+            if _read_invocation(os.path.join(runs_root, name)) == invocation:
+                return os.path.join(runs_root, name)
+    stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+    path = os.path.join(runs_root, prefix + stamp)
+    suffix = 1
+    while os.path.exists(path):  # Another run started in the same second.
+        path = os.path.join(runs_root, f'{prefix}{stamp}-{suffix}')
+        suffix += 1
+    return path
+
+
+def prepare_run_dir(run_dir, invocation):
+    """Creates run_dir and records the invocation; never overwrites what an earlier run wrote."""
+    os.makedirs(run_dir, exist_ok=True)
+    previous = _read_invocation(run_dir)
+    if previous is None:
+        with open(os.path.join(run_dir, INVOCATION_FILE), 'w') as f:
+            json.dump(invocation, f, indent=2)
+    elif previous != invocation:
+        # A changed config on resume is allowed (e.g. more total steps); keep both records.
+        stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+        with open(os.path.join(run_dir, f'invocation.resume-{stamp}.json'), 'w') as f:
+            json.dump(invocation, f, indent=2)
+
+
+def write_operative_config(run_dir):
+    """Writes what actually ran; a resumed run with another config gets a new file beside it."""
+    path = os.path.join(run_dir, OPERATIVE_CONFIG_FILE)
+    text = gin.operative_config_str()
+    if os.path.exists(path):
+        with open(path) as f:
+            if f.read() == text:
+                return path
+        stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+        path = os.path.join(run_dir, f'operative_config.resume-{stamp}.gin')
+    with open(path, 'w') as f:
+        f.write(text)
+    return path
+
+
+def run(main_fn):
+    """absl.app.run with ConfigError/KeyboardInterrupt turned into clean one-line exits."""
+
+    def wrapped(argv):
+        if len(argv) > 1:
+            fail(f'unexpected arguments {argv[1:]}; use --gin_file / --gin_bindings / --run_dir')
+        try:
+            return main_fn()
+        except ConfigError as error:
+            fail(str(error))
+        except KeyboardInterrupt:
+            print('interrupted', file=sys.stderr)
+            sys.exit(130)
+
+    app.run(wrapped)

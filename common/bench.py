@@ -1,0 +1,141 @@
+"""`python -m common.bench [--seconds S] [--json PATH] [--rows ...]`: throughput side by side.
+
+Every row runs in this one invocation with the same number of environments, one after another
+(never two at once: on a small machine they would measure each other). Rows:
+  env/<pool>  random actions through each pool: the ceiling any algorithm could reach;
+  paac        PAAC's full training rate (act + step + update) on Pong, nips network.
+Timings are only comparable within one invocation; quote ratios.
+"""
+import json
+import os
+import sys
+import time
+
+from absl import flags
+import numpy as np
+
+import common  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+from common import app
+from common.envs import atari
+from common.envs import pools
+
+flags.DEFINE_float('seconds', 10.0, 'Measured seconds per row (after a warm-up).')
+flags.DEFINE_float('warmup_seconds', 2.0, 'Unmeasured seconds per row before measuring.')
+flags.DEFINE_string('json', None, 'Write {"rows": [...]} here.')
+flags.DEFINE_integer('num_envs', 32, 'Environments in every row.')
+flags.DEFINE_integer('num_workers', None, 'Worker processes/threads (default: CPU count).')
+flags.DEFINE_string('game', 'pong', 'Atari game.')
+flags.DEFINE_list('rows', None, 'Only these rows (default: all).')
+FLAGS = flags.FLAGS
+
+
+def _timed(step_fn, steps_per_call, seconds, warmup_seconds):
+    """Calls step_fn for warmup_seconds, then for seconds; returns measured steps per second."""
+    end_warmup = time.perf_counter() + warmup_seconds
+    while time.perf_counter() < end_warmup:
+        step_fn()
+    calls = 0
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        step_fn()
+        calls += 1
+    return calls * steps_per_call / (time.perf_counter() - start)
+
+
+def env_row(kind):
+    """The env-only rate of one pool kind with uniformly random actions."""
+
+    def measure(settings):
+        env_config = atari.AtariConfig(game=settings['game'])
+        num_actions = env_config.num_actions()
+        rng = np.random.default_rng(0)
+        actions = rng.integers(0, num_actions, size=(64, settings['num_envs']), dtype=np.int32)
+        with pools.make_pool(env_config, settings['num_envs'], seed=0, kind=kind,
+                             num_workers=settings['num_workers'],
+                             num_threads=settings['num_workers']) as pool:
+            pool.reset()
+            counter = [0]
+
+            def step():
+                pool.step(actions[counter[0] % len(actions)])
+                counter[0] += 1
+
+            return _timed(step, settings['num_envs'], settings['seconds'],
+                          settings['warmup_seconds'])
+
+    return measure
+
+
+def paac_row(settings):
+    """PAAC training steps per second: the paper's config with this bench's pool settings."""
+    from paac_tf import main as paac_main
+    from paac_tf import paac
+    bindings = [f"AtariConfig.game = '{settings['game']}'",
+                f"PAACConfig.num_envs = {settings['num_envs']}",
+                f"PAACConfig.num_workers = {settings['num_workers']}",
+                "PAACConfig.network = 'nips'"]
+    config = paac_main.configure(['gin/paac/paper.gin'], bindings)
+    learner = paac.build_learner(config)
+    with pools.make_pool(config.env_config, config.num_envs, seed=0,
+                         num_workers=config.num_workers) as pool:
+        runner = paac.PAAC(config, pool, learner)
+        rate = _timed(runner.iterate, config.steps_per_update, settings['seconds'],
+                      settings['warmup_seconds'])
+        phases = runner.take_phase_seconds()
+    total = sum(phases.values())
+    print('  paac time shares: ' + ', '.join(
+        f'{name} {seconds / total:.0%}' for name, seconds in phases.items()))
+    return rate
+
+
+ROWS = {
+    'env/serial': env_row('serial'),
+    'env/thread': env_row('thread'),
+    'env/process': env_row('process'),
+    'env/ale_vector': env_row('ale_vector'),
+    'paac': paac_row,
+}
+
+
+def run_rows(names, settings):
+    rows = []
+    for name in names:
+        print(f'{name} ...', flush=True)
+        rate = ROWS[name](settings)
+        rows.append({'name': name, 'num_envs': settings['num_envs'], 'steps_per_sec': rate})
+        print(f'  {rate:,.0f} steps/s', flush=True)
+    return rows
+
+
+def format_table(rows):
+    env_rates = [row['steps_per_sec'] for row in rows if row['name'].startswith('env/')]
+    ceiling = max(env_rates) if env_rates else None
+    lines = [f"{'row':<18}{'envs':>6}{'steps/s':>12}{'/ best env':>12}"]
+    for row in rows:
+        ratio = f"{row['steps_per_sec'] / ceiling:.2f}" if ceiling else '-'
+        lines.append(f"{row['name']:<18}{row['num_envs']:>6}{row['steps_per_sec']:>12,.0f}"
+                     f"{ratio:>12}")
+    return '\n'.join(lines)
+
+
+def main():
+    names = FLAGS.rows or list(ROWS)
+    unknown = [name for name in names if name not in ROWS]
+    if unknown:
+        app.fail(f'unknown --rows {unknown}; allowed: {list(ROWS)}')
+    if FLAGS.num_envs <= 0 or FLAGS.seconds <= 0:
+        app.fail(f'--num_envs ({FLAGS.num_envs}) and --seconds ({FLAGS.seconds}) must be > 0')
+    settings = {'seconds': FLAGS.seconds, 'warmup_seconds': FLAGS.warmup_seconds,
+                'num_envs': FLAGS.num_envs, 'game': FLAGS.game,
+                'num_workers': FLAGS.num_workers or os.cpu_count()}
+    rows = run_rows(names, settings)
+    print(format_table(rows))
+    if FLAGS.json:
+        with open(FLAGS.json, 'w') as f:
+            json.dump({'rows': rows, 'cpu_count': os.cpu_count(), 'argv': sys.argv[1:]}, f,
+                      indent=2)
+        print(f'wrote {FLAGS.json}')
+
+
+if __name__ == '__main__':
+    app.run(main)

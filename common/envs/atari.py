@@ -1,0 +1,277 @@
+"""One ALE game with the papers' preprocessing, stepping ale_py.ALEInterface directly.
+
+gymnasium's Atari wrappers cost about a quarter of the throughput (ARCHITECTURE.md), so the
+frame skip, max-pooling, resizing and stacking happen here, with numpy/cv2, into preallocated
+buffers.
+"""
+import dataclasses
+import difflib
+import functools
+from typing import Optional
+
+import ale_py
+import cv2
+import gin
+import numpy as np
+
+VARIANTS = ('nature', 'stooke')
+# Default start-up decorrelation per variant (Stooke & Abbeel use rlpyt's
+# max_decorrelation_steps=100; the nature-family papers use none).
+DEFAULT_DECORRELATION_STEPS = {'nature': 0, 'stooke': 100}
+RAW_SCREEN_SHAPE = (210, 160)
+STOOKE_SCREEN_SHAPE = (104, 80)  # rows 1..208 of the raw screen, every second row and column
+FIRE = ale_py.Action.FIRE.value
+NOOP = ale_py.Action.NOOP.value
+
+
+def _is_int(value) -> bool:
+    """True for real integers (bools excluded, numpy integers included)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+@functools.lru_cache(maxsize=None)
+def action_set(game: str, full_action_space: bool) -> tuple:
+    """The game's ALE action ids (minimal set unless full), cached because it loads the ROM."""
+    ale = _new_ale(game, seed=0, repeat_action_probability=0.0)
+    actions = ale.getLegalActionSet() if full_action_space else ale.getMinimalActionSet()
+    return tuple(action.value for action in actions)
+
+
+def _new_ale(game: str, seed: int, repeat_action_probability: float) -> ale_py.ALEInterface:
+    """An ALEInterface with the ROM loaded, seeded and quiet, one emulator frame per act()."""
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
+    ale = ale_py.ALEInterface()
+    ale.setInt('random_seed', int(seed) % 2**31)
+    ale.setFloat('repeat_action_probability', float(repeat_action_probability))
+    ale.setInt('frame_skip', 1)
+    ale.loadROM(ale_py.roms.get_rom_path(game))
+    return ale
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class AtariConfig:
+    """What game and preprocessing to run; picklable, as it is sent to worker processes."""
+    game: str = 'pong'                # ale_py ROM id, see ale_py.roms.get_all_rom_ids()
+    variant: str = 'nature'           # 'nature': INTER_AREA resize to screen_size; 'stooke':
+                                      # crop a row top and bottom, every 2nd pixel -> 104x80
+    frame_skip: int = 4
+    max_pool: bool = True             # pixel-wise max of the last two raw frames of each skip
+    screen_size: tuple = (84, 84)     # (height, width), 'nature' only
+    stack: int = 4
+    noop_max: int = 30                # each reset: uniform 1..noop_max no-op frames; 0 = none
+    clip_rewards: bool = True         # to [-1, 1]; episode_return stays the game score
+    episodic_life: bool = False       # a life loss is terminal (without a reset)
+    fire_reset: bool = False          # press FIRE after a reset (and a life loss if episodic)
+    repeat_action_probability: float = 0.0  # sticky actions; 0 as in the papers
+    max_episode_steps: int = 27000    # agent steps (108,000 frames); 0 = no cap
+    decorrelation_steps: Optional[int] = None  # at the first reset, uniform 0..this many random
+                                               # actions; None = 0 'nature', 100 'stooke'
+    full_action_space: bool = False
+
+    def __post_init__(self):
+        # gin and YAML hand sequences over as lists; a tuple keeps the config hashable.
+        if isinstance(self.screen_size, list):
+            object.__setattr__(self, 'screen_size', tuple(self.screen_size))
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first bad field, before any process starts."""
+        all_games = ale_py.roms.get_all_rom_ids()
+        if self.game not in all_games:
+            close = difflib.get_close_matches(str(self.game), all_games, n=3) or all_games[:3]
+            raise ValueError(
+                f'AtariConfig.game={self.game!r} is not an ale_py ROM id (close ones: '
+                f'{", ".join(close)}); list all with ale_py.roms.get_all_rom_ids()')
+        if self.variant not in VARIANTS:
+            raise ValueError(f'AtariConfig.variant={self.variant!r}; allowed: {VARIANTS}')
+        for name, minimum in (('frame_skip', 1), ('stack', 1), ('noop_max', 0),
+                              ('max_episode_steps', 0)):
+            value = getattr(self, name)
+            if not _is_int(value) or value < minimum:
+                raise ValueError(f'AtariConfig.{name}={value!r}; must be an int >= {minimum}')
+        if self.decorrelation_steps is not None and (
+                not _is_int(self.decorrelation_steps) or self.decorrelation_steps < 0):
+            raise ValueError(f'AtariConfig.decorrelation_steps={self.decorrelation_steps!r}; '
+                             'must be None or an int >= 0')
+        size = self.screen_size
+        if (not isinstance(size, tuple) or len(size) != 2
+                or not all(_is_int(side) and side > 0 for side in size)):
+            raise ValueError(f'AtariConfig.screen_size={size!r}; must be (height, width), '
+                             'two positive ints')
+        probability = self.repeat_action_probability
+        if not isinstance(probability, (int, float)) or not 0.0 <= probability <= 1.0:
+            raise ValueError(f'AtariConfig.repeat_action_probability={probability!r}; '
+                             'must be in [0, 1]')
+        if self.fire_reset and FIRE not in action_set(self.game, self.full_action_space):
+            raise ValueError(f'AtariConfig.fire_reset=True but game {self.game!r} has no FIRE '
+                             'action in its action set')
+
+    @property
+    def observation_shape(self) -> tuple:
+        """(height, width, stack) of one stacked uint8 observation."""
+        height, width = STOOKE_SCREEN_SHAPE if self.variant == 'stooke' else self.screen_size
+        return (height, width, self.stack)
+
+    @property
+    def observation_dtype(self):
+        return np.uint8
+
+    @property
+    def resolved_decorrelation_steps(self) -> int:
+        """decorrelation_steps with None replaced by the variant's default."""
+        if self.decorrelation_steps is None:
+            return DEFAULT_DECORRELATION_STEPS[self.variant]
+        return self.decorrelation_steps
+
+    def num_actions(self) -> int:
+        """Size of the action set the agent picks from."""
+        return len(action_set(self.game, self.full_action_space))
+
+    def make(self, seed: int) -> 'AtariEnv':
+        return AtariEnv(self, seed)
+
+
+class AtariEnv:
+    """One preprocessed ALE game: reset() / step(action) -> (obs, reward, terminal, done)."""
+    observation_dtype = np.uint8
+
+    def __init__(self, config: AtariConfig, seed: int):
+        self.config = config
+        self.observation_shape = config.observation_shape
+        self._ale = _new_ale(config.game, seed, config.repeat_action_probability)
+        self._rng = np.random.default_rng(seed)
+        self._actions = action_set(config.game, config.full_action_space)
+        self.num_actions = len(self._actions)
+        if tuple(self._ale.getScreenDims()) != RAW_SCREEN_SHAPE:
+            raise ValueError(f'game {config.game!r} has screen {self._ale.getScreenDims()}, '
+                             f'expected {RAW_SCREEN_SHAPE}')
+        # The last two raw frames of a skip; max-pooled into _pooled.
+        self._last_frame = np.zeros(RAW_SCREEN_SHAPE, np.uint8)
+        self._previous_frame = np.zeros(RAW_SCREEN_SHAPE, np.uint8)
+        self._pooled = np.zeros(RAW_SCREEN_SHAPE, np.uint8)
+        # The stacked frames live in a ring (stack, H, W) and are interleaved into the
+        # channel-last observation by cv2.merge: shifting a channel-last array costs ~40x more.
+        height, width, stack = self.observation_shape
+        self._frames = np.zeros((stack, height, width), np.uint8)
+        self._newest = 0
+        self._ring_orders = [[self._frames[(newest + 1 + age) % stack] for age in range(stack)]
+                             for newest in range(stack)]
+        if stack == 1:
+            self._stack = self._frames.reshape(self.observation_shape)
+        else:
+            self._stack = np.zeros(self.observation_shape, np.uint8)
+        self._max_steps = config.max_episode_steps or np.inf
+        self._decorrelation_steps = config.resolved_decorrelation_steps
+        self._needs_decorrelation = self._decorrelation_steps > 0
+        self._lives = 0
+        self.noop_count = 0
+        self.episode_return = 0.0
+        self.episode_length = 0
+
+    def reset(self) -> np.ndarray:
+        """Start a new game (no-ops, FIRE, and once per env the decorrelation steps)."""
+        self._new_game()
+        if self._needs_decorrelation:
+            self._needs_decorrelation = False
+            self._decorrelate()
+        return self._stack
+
+    def step(self, action: int):
+        """Advance frame_skip frames; returns (obs, reward, terminal, done), obs env-owned."""
+        raw_reward, game_over, life_lost = self._advance(self._actions[action])
+        self.episode_return += raw_reward
+        self.episode_length += 1
+        done = game_over or self.episode_length >= self._max_steps
+        terminal = done or (life_lost and self.config.episodic_life)
+        if life_lost and not done and self.config.episodic_life and self.config.fire_reset:
+            self._fire()
+        reward = float(raw_reward)
+        if self.config.clip_rewards:
+            reward = max(-1.0, min(1.0, reward))
+        return self._stack, reward, terminal, done
+
+    def close(self) -> None:
+        self._ale = None
+
+    def _new_game(self) -> None:
+        ale = self._ale
+        ale.reset_game()
+        self.noop_count = 0
+        if self.config.noop_max > 0:
+            self.noop_count = int(self._rng.integers(1, self.config.noop_max + 1))
+            # No-ops are raw emulator frames, as in DQN/PAAC codes; a game that ends during
+            # them (it does not happen on real games) simply restarts.
+            for _ in range(self.noop_count):
+                ale.act(NOOP)
+                if ale.game_over():
+                    ale.reset_game()
+        self._lives = ale.lives()
+        self.episode_return = 0.0
+        self.episode_length = 0
+        if self.config.fire_reset:
+            self._fire()
+        else:
+            ale.getScreenGrayscale(self._last_frame)
+            self._pooled[:] = self._last_frame
+            self._push_frame()
+        # Zero padding before the first frame, as DQN replay pads across episode starts.
+        for frame in self._ring_orders[self._newest][:-1]:
+            frame.fill(0)
+        self._merge_stack()
+
+    def _fire(self) -> None:
+        """Press FIRE for one agent step (games that wait for it otherwise stall)."""
+        raw_reward, game_over, _ = self._advance(FIRE)
+        self.episode_return += raw_reward
+        if game_over:
+            self._new_game()
+
+    def _decorrelate(self) -> None:
+        """Take a uniform number of uniform-random actions so that envs start out of step."""
+        num_steps = int(self._rng.integers(0, self._decorrelation_steps + 1))
+        for _ in range(num_steps):
+            _, _, _, done = self.step(int(self._rng.integers(self.num_actions)))
+            if done:
+                self._new_game()
+
+    def _advance(self, ale_action: int):
+        """Play frame_skip frames, push the pooled frame; (raw reward, game over, life lost)."""
+        ale = self._ale
+        frame_skip = self.config.frame_skip
+        reward = 0
+        for frame in range(frame_skip):
+            reward += ale.act(ale_action)
+            if ale.game_over():
+                # The game ended inside the skip: the final screen stands for both frames.
+                ale.getScreenGrayscale(self._last_frame)
+                self._pooled[:] = self._last_frame
+                break
+            if frame == frame_skip - 2 and self.config.max_pool:
+                ale.getScreenGrayscale(self._previous_frame)
+        else:
+            ale.getScreenGrayscale(self._last_frame)
+            if self.config.max_pool and frame_skip > 1:
+                np.maximum(self._previous_frame, self._last_frame, out=self._pooled)
+            else:
+                self._pooled[:] = self._last_frame
+        self._push_frame()
+        lives = ale.lives()
+        life_lost = lives < self._lives
+        self._lives = lives
+        return reward, ale.game_over(), life_lost
+
+    def _push_frame(self) -> None:
+        """Put the preprocessed pooled frame into the ring as the newest, and restack."""
+        self._newest = (self._newest + 1) % len(self._frames)
+        frame = self._frames[self._newest]
+        if self.config.variant == 'stooke':
+            frame[:] = self._pooled[1:-1:2, ::2]
+        else:
+            height, width = frame.shape
+            cv2.resize(self._pooled, (width, height), dst=frame, interpolation=cv2.INTER_AREA)
+        self._merge_stack()
+
+    def _merge_stack(self) -> None:
+        """Interleave the ring, oldest first, into the (H, W, stack) observation."""
+        if len(self._frames) > 1:
+            cv2.merge(self._ring_orders[self._newest], self._stack)

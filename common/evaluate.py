@@ -1,0 +1,103 @@
+"""Evaluation protocol: 30 episodes, up to 30 no-op starts, an 18,000-step cap; writes eval.csv.
+
+`python -m common.evaluate --run_dir=runs/paac-pong-...` restores the run's latest checkpoint
+through its paper package (`<paper>_tf.main.load_policy`) and plays the episodes side by side in
+one batched pool, so evaluation costs one inference per step for all episodes.
+"""
+import csv
+import dataclasses
+import importlib
+import json
+import os
+import time
+
+from absl import flags
+import gin
+import numpy as np
+
+from common import app
+from common.envs import atari
+from common.envs import pools
+
+EVAL_COLUMNS = ('wall_time', 'env_steps', 'episodes', 'score_mean', 'score_min', 'score_max',
+                'score_std', 'seconds')
+
+
+@gin.configurable
+def evaluation_env_config(env_config, noop_max=30, max_episode_steps=18000):
+    """The training env config with the evaluation protocol's starts and cap.
+
+    Evaluation always plays whole games: episodic life is off whatever training used.
+    """
+    if isinstance(env_config, atari.AtariConfig):
+        return dataclasses.replace(env_config, noop_max=noop_max,
+                                   max_episode_steps=max_episode_steps, episodic_life=False)
+    return env_config
+
+
+def run_episodes(env_config, policy_fn, num_episodes, seed=12345):
+    """Plays num_episodes episodes, one per environment in a serial pool; returns their scores.
+
+    policy_fn maps a (num_episodes, ...) observation batch to actions. Each environment's first
+    finished episode counts; environments that finished keep stepping until all have.
+    """
+    if num_episodes <= 0:
+        raise ValueError(f'num_episodes must be > 0, got {num_episodes}')
+    scores = np.full(num_episodes, np.nan)
+    finished = np.zeros(num_episodes, bool)
+    with pools.SerialPool(env_config, num_episodes, seed=seed) as pool:
+        observations = pool.reset()
+        while not finished.all():
+            result = pool.step(np.asarray(policy_fn(observations)))
+            newly_finished = result.dones & ~finished
+            scores[newly_finished] = result.episode_returns[newly_finished]
+            finished |= result.dones
+            observations = result.observations
+    return scores
+
+
+def write_eval_row(run_dir, env_steps, scores, seconds):
+    """Appends one evaluation round to run_dir/eval.csv (header only when the file is new)."""
+    path = os.path.join(run_dir, 'eval.csv')
+    is_new = not os.path.exists(path)
+    row = {'wall_time': time.time(), 'env_steps': env_steps, 'episodes': len(scores),
+           'score_mean': float(np.mean(scores)), 'score_min': float(np.min(scores)),
+           'score_max': float(np.max(scores)), 'score_std': float(np.std(scores)),
+           'seconds': seconds}
+    with open(path, 'a', newline='') as f:
+        writer = csv.DictWriter(f, EVAL_COLUMNS)
+        if is_new:
+            writer.writeheader()
+        writer.writerow(row)
+    return row
+
+
+def evaluate_run(run_dir, num_episodes=30, greedy=False, seed=12345):
+    """Restores run_dir's policy through its paper package and evaluates it; returns the row."""
+    invocation_path = os.path.join(run_dir, app.INVOCATION_FILE)
+    if not os.path.isfile(invocation_path):
+        raise app.ConfigError(f'{run_dir!r} is not a run directory (no {app.INVOCATION_FILE})')
+    with open(invocation_path) as f:
+        paper = json.load(f)['paper']
+    paper_main = importlib.import_module(f'{paper}_tf.main')
+    env_config, policy_fn, env_steps = paper_main.load_policy(run_dir, greedy=greedy)
+    start = time.perf_counter()
+    scores = run_episodes(evaluation_env_config(env_config), policy_fn, num_episodes, seed)
+    return write_eval_row(run_dir, env_steps, scores, time.perf_counter() - start)
+
+
+def main():
+    flags_ = flags.FLAGS
+    if not flags_.run_dir:
+        app.fail('--run_dir is required')
+    row = evaluate_run(flags_.run_dir, flags_.num_episodes, flags_.greedy, flags_.seed)
+    print(f"{row['episodes']} episodes at step {row['env_steps']:,}: mean {row['score_mean']:.2f}"
+          f" min {row['score_min']:.1f} max {row['score_max']:.1f} std {row['score_std']:.2f}"
+          f" -> {os.path.join(flags_.run_dir, 'eval.csv')}")
+
+
+if __name__ == '__main__':
+    flags.DEFINE_integer('num_episodes', 30, 'Episodes to play.')
+    flags.DEFINE_boolean('greedy', False, 'Act greedily instead of sampling from the policy.')
+    flags.DEFINE_integer('seed', 12345, 'Seed of the evaluation environments.')
+    app.run(main)

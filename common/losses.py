@@ -1,0 +1,125 @@
+"""Returns, advantages and losses of the four papers as pure TF functions (tf.function-safe).
+
+Rollout tensors are time-major, [T, N]; terminal_t = 1 means the episode ended at step t, so
+nothing after t is bootstrapped into step t.
+"""
+from typing import NamedTuple
+
+import tensorflow as tf
+
+
+class ActorCriticLoss(NamedTuple):
+    """The optimized total and its parts, each a scalar mean over the batch."""
+    total: tf.Tensor
+    policy_loss: tf.Tensor
+    value_loss: tf.Tensor
+    entropy: tf.Tensor
+
+
+class DQNLoss(NamedTuple):
+    """The mean Huber loss and the per-sample TD errors (target - Q), e.g. for priorities."""
+    loss: tf.Tensor
+    td_errors: tf.Tensor
+
+
+def continuation(terminals, dtype):
+    """1 - terminal in the reward dtype, for terminals given as bool, int or float."""
+    return 1.0 - tf.cast(terminals, dtype)
+
+
+def n_step_returns(rewards, terminals, bootstrap_values, gamma):
+    """R_t = r_t + gamma * (1 - terminal_t) * R_{t+1}, R_T = bootstrap_values [N]; -> [T, N]."""
+    rewards = tf.convert_to_tensor(rewards)
+    discounts = gamma * continuation(terminals, rewards.dtype)
+    return tf.scan(lambda next_return, step: step[0] + step[1] * next_return,
+                   (rewards, discounts), initializer=tf.cast(bootstrap_values, rewards.dtype),
+                   reverse=True)
+
+
+def generalized_advantage_estimation(rewards, values, terminals, bootstrap_values, gamma, lam):
+    """GAE (Schulman et al. 2016): A_t = delta_t + gamma * lam * (1 - terminal_t) * A_{t+1}.
+
+    delta_t = r_t + gamma * (1 - terminal_t) * V_{t+1} - V_t, with V_T = bootstrap_values.
+    """
+    rewards = tf.convert_to_tensor(rewards)
+    values = tf.cast(values, rewards.dtype)
+    discounts = gamma * continuation(terminals, rewards.dtype)
+    next_values = tf.concat([values[1:], tf.cast(bootstrap_values, rewards.dtype)[None]], axis=0)
+    deltas = rewards + discounts * next_values - values
+    return tf.scan(lambda next_advantage, step: step[0] + step[1] * next_advantage,
+                   (deltas, lam * discounts), initializer=tf.zeros_like(deltas[0]),
+                   reverse=True)
+
+
+def select(per_action, actions):
+    """per_action[..., actions[...]]: the entry of the taken action in each row."""
+    return tf.reduce_sum(
+        per_action * tf.one_hot(actions, tf.shape(per_action)[-1], dtype=per_action.dtype),
+        axis=-1)
+
+
+def actor_critic_loss(logits, values, actions, returns, entropy_coef, value_loss_coef=0.5,
+                      log_epsilon=0.0):
+    """A3C's loss: policy gradient on stop_gradient(R - V), entropy bonus, squared value error.
+
+    log_epsilon > 0 uses GA3C's eq. (5), log(pi + epsilon) in the log-probability and the
+    entropy, which bounds the gradient for stale (lagged) policies; 0 uses log_softmax.
+    Returns are targets: no gradient flows into them.
+    """
+    returns = tf.stop_gradient(returns)
+    if log_epsilon > 0:
+        probs = tf.nn.softmax(logits)
+        log_probs = tf.math.log(probs + log_epsilon)
+    else:
+        log_probs = tf.nn.log_softmax(logits)
+        probs = tf.exp(log_probs)
+    advantages = tf.stop_gradient(returns - values)
+    policy_loss = -tf.reduce_mean(select(log_probs, actions) * advantages)
+    entropy = tf.reduce_mean(-tf.reduce_sum(probs * log_probs, axis=-1))
+    value_loss = tf.reduce_mean(tf.square(returns - values))
+    total = policy_loss - entropy_coef * entropy + value_loss_coef * value_loss
+    return ActorCriticLoss(total=total, policy_loss=policy_loss, value_loss=value_loss,
+                           entropy=entropy)
+
+
+def huber(errors, delta):
+    """Elementwise Huber: quadratic within +-delta, linear (slope delta) outside."""
+    abs_errors = tf.abs(errors)
+    quadratic = tf.minimum(abs_errors, delta)
+    return 0.5 * tf.square(quadratic) + delta * (abs_errors - quadratic)
+
+
+def dqn_loss(q_values, actions, rewards, terminals, next_q_target, gamma, next_q_online=None,
+             huber_delta=1.0):
+    """One-step (double) DQN: Huber(r + gamma * (1 - terminal) * Q_target(s', a*) - Q(s, a)).
+
+    a* = argmax Q_target(s') (Mnih et al. 2015), or argmax Q_online(s') when next_q_online is
+    given (double DQN, van Hasselt et al. 2016). Shapes: Q [N, A], the rest [N].
+    """
+    rewards = tf.cast(rewards, q_values.dtype)
+    if next_q_online is None:
+        next_values = tf.reduce_max(next_q_target, axis=-1)
+    else:
+        next_values = select(next_q_target, tf.argmax(next_q_online, axis=-1))
+    targets = tf.stop_gradient(
+        rewards + gamma * continuation(terminals, q_values.dtype) * next_values)
+    td_errors = targets - select(q_values, actions)
+    return DQNLoss(loss=tf.reduce_mean(huber(td_errors, huber_delta)), td_errors=td_errors)
+
+
+def categorical_projection(next_probs, rewards, terminals, gamma, support):
+    """C51's target (Bellemare et al. 2017, eq. 7): r + gamma * (1 - terminal) * z projected on z.
+
+    next_probs: [N, K] probabilities of the chosen next action over the fixed, evenly spaced
+    support [K]. Each shifted atom's mass goes to its two nearest support atoms, linearly.
+    """
+    support = tf.cast(support, next_probs.dtype)
+    rewards = tf.cast(rewards, next_probs.dtype)
+    discounts = gamma * continuation(terminals, next_probs.dtype)
+    shifted = tf.clip_by_value(rewards[:, None] + discounts[:, None] * support[None, :],
+                               support[0], support[-1])
+    atom_spacing = support[1] - support[0]
+    # weights[n, i, j]: share of shifted atom j that lands on support atom i.
+    weights = tf.clip_by_value(
+        1.0 - tf.abs(shifted[:, None, :] - support[None, :, None]) / atom_spacing, 0.0, 1.0)
+    return tf.reduce_sum(weights * next_probs[:, None, :], axis=-1)

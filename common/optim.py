@@ -1,0 +1,103 @@
+"""RMSProp as the papers' TF1 code ran it, with the epsilon placement as an explicit option.
+
+TF1's tf.train.RMSPropOptimizer (used by the PAAC and GA3C originals) divides by
+sqrt(ms + epsilon); tf.keras' RMSprop divides by sqrt(ms) + epsilon. With the papers' epsilon
+of 0.1 the two give very different step sizes, so the placement is a gin knob here.
+"""
+import gin
+import tensorflow as tf
+
+
+@gin.configurable
+class RMSProp(tf.Module):
+    """RMSProp (optionally centered) applying updates with TF's fused raw ops.
+
+    learning_rate: a float or a callable of the update count (a tf.int64 tensor) giving the rate.
+    """
+
+    def __init__(self, learning_rate, decay=0.99, epsilon=0.1, momentum=0.0, centered=False,
+                 epsilon_inside_sqrt=True, name='rmsprop'):
+        super().__init__(name=name)
+        self.learning_rate = learning_rate
+        self.decay = decay
+        self.epsilon = epsilon
+        self.momentum = momentum
+        self.centered = centered
+        self.epsilon_inside_sqrt = epsilon_inside_sqrt
+        self.iterations = tf.Variable(0, dtype=tf.int64, trainable=False, name='iterations')
+        self._mean_square = []
+        self._mean_grad = []
+        self._moment = []
+        self._built_for = None
+
+    def build(self, variables):
+        """Creates the slot variables (eagerly, once) for these model variables."""
+        if self._built_for is not None:
+            return
+        with tf.init_scope():
+            for variable in variables:
+                slot_name = variable.name.replace(':', '_').replace('/', '_')
+                self._mean_square.append(tf.Variable(tf.zeros_like(variable), trainable=False,
+                                                     name=f'ms_{slot_name}'))
+                self._mean_grad.append(tf.Variable(tf.zeros_like(variable), trainable=False,
+                                                   name=f'mg_{slot_name}'))
+                self._moment.append(tf.Variable(tf.zeros_like(variable), trainable=False,
+                                                name=f'mom_{slot_name}'))
+        self._built_for = [id(variable) for variable in variables]
+
+    def current_learning_rate(self):
+        if callable(self.learning_rate):
+            return tf.cast(self.learning_rate(self.iterations), tf.float32)
+        return tf.constant(self.learning_rate, tf.float32)
+
+    def apply_gradients(self, gradients, variables):
+        """One update of every variable from its gradient; increments iterations."""
+        self.build(variables)
+        if [id(variable) for variable in variables] != self._built_for:
+            raise ValueError('RMSProp.apply_gradients got a different variable list than it was '
+                             'built for')
+        learning_rate = self.current_learning_rate()
+        for index, (gradient, variable) in enumerate(zip(gradients, variables)):
+            if self.epsilon_inside_sqrt:
+                self._apply_tf1(index, gradient, variable, learning_rate)
+            else:
+                self._apply_keras(index, gradient, variable, learning_rate)
+        self.iterations.assign_add(1)
+
+    def _apply_tf1(self, index, gradient, variable, learning_rate):
+        kwargs = dict(var=variable.handle, ms=self._mean_square[index].handle,
+                      mom=self._moment[index].handle, lr=learning_rate, rho=self.decay,
+                      momentum=self.momentum, epsilon=self.epsilon, grad=gradient)
+        if self.centered:
+            tf.raw_ops.ResourceApplyCenteredRMSProp(mg=self._mean_grad[index].handle, **kwargs)
+        else:
+            tf.raw_ops.ResourceApplyRMSProp(**kwargs)
+
+    def _apply_keras(self, index, gradient, variable, learning_rate):
+        mean_square = self._mean_square[index]
+        mean_square.assign(self.decay * mean_square + (1.0 - self.decay) * tf.square(gradient))
+        denominator = mean_square
+        if self.centered:
+            mean_grad = self._mean_grad[index]
+            mean_grad.assign(self.decay * mean_grad + (1.0 - self.decay) * gradient)
+            denominator = mean_square - tf.square(mean_grad)
+        step = learning_rate * gradient / (tf.sqrt(denominator) + self.epsilon)
+        moment = self._moment[index]
+        moment.assign(self.momentum * moment + step)
+        variable.assign_sub(moment)
+
+
+@gin.configurable
+class LinearSchedule:
+    """Linear interpolation from `initial` to `final` over `duration` updates, then constant."""
+
+    def __init__(self, initial, final=0.0, duration=1):
+        if duration <= 0:
+            raise ValueError(f'LinearSchedule duration must be > 0, got {duration}')
+        self.initial = float(initial)
+        self.final = float(final)
+        self.duration = int(duration)
+
+    def __call__(self, step):
+        fraction = tf.minimum(tf.cast(step, tf.float64) / self.duration, 1.0)
+        return self.initial + fraction * (self.final - self.initial)

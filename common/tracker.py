@@ -1,0 +1,94 @@
+"""The bookkeeping every training loop shares: counters, log intervals, episodes, checkpoints.
+
+A paper's loop reports steps, updates and finished episodes; the tracker decides when to write a
+metrics row (with the paper's own columns) and when to checkpoint, and resumes all of it.
+"""
+import time
+
+from common import checkpoint as checkpoint_lib
+from common import metrics
+
+
+class RunTracker:
+    """Counts a run's progress and writes it in the common run format."""
+
+    def __init__(self, run_dir, total_steps, log_every_seconds, checkpoint_every_steps,
+                 extra_columns=(), frames_per_step=1, trackables=None, stream=None):
+        self.run_dir = run_dir
+        self.total_steps = total_steps
+        self.log_every_seconds = log_every_seconds
+        self.checkpoint_every_steps = checkpoint_every_steps
+        self.frames_per_step = frames_per_step
+        self.counters = checkpoint_lib.Counters()
+        self.checkpointer = checkpoint_lib.Checkpointer(
+            run_dir, counters=self.counters, **(trackables or {}))
+        self.restored_from = self.checkpointer.restore()
+        self.env_steps = int(self.counters.env_steps.numpy())
+        self.episodes = int(self.counters.episodes.numpy())
+        self.clock = metrics.Clock(float(self.counters.elapsed_seconds.numpy()))
+        self.episode_stats = metrics.EpisodeStats()
+        logger_kwargs = {} if stream is None else {'stream': stream}
+        self.logger = metrics.RunLogger(run_dir, extra_columns, total_steps, **logger_kwargs)
+        self._interval_start = time.perf_counter()
+        self._interval_steps = 0
+        self._interval_updates = 0
+        self._next_checkpoint = (self.env_steps // checkpoint_every_steps + 1) * \
+            checkpoint_every_steps
+
+    @property
+    def done(self):
+        return self.env_steps >= self.total_steps
+
+    def add_steps(self, env_steps, updates=0):
+        self.env_steps += env_steps
+        self._interval_steps += env_steps
+        self._interval_updates += updates
+
+    def add_episodes(self, episodes):
+        """episodes: iterable of (score, length) finished since the last call."""
+        wall_time = self.clock.elapsed()
+        for score, length in episodes:
+            self.episodes += 1
+            self.episode_stats.add(score, length)
+            self.logger.log_episode(wall_time, self.env_steps, score, length)
+
+    def interval_seconds(self):
+        return max(time.perf_counter() - self._interval_start, 1e-9)
+
+    def interval_due(self):
+        return time.perf_counter() - self._interval_start >= self.log_every_seconds
+
+    def log_interval(self, updates, extra=None):
+        """Writes one metrics row; extra maps the paper's columns to values for this interval."""
+        seconds = self.interval_seconds()
+        row = {
+            'wall_time': self.clock.elapsed(),
+            'env_steps': self.env_steps,
+            'frames': self.env_steps * self.frames_per_step,
+            'updates': updates,
+            'episodes': self.episodes,
+            'score_mean_100': self.episode_stats.mean_score,
+            'steps_per_sec': self._interval_steps / seconds,
+            'updates_per_sec': self._interval_updates / seconds,
+        }
+        row.update(extra or {})
+        self.logger.log_interval(row)
+        self._interval_start = time.perf_counter()
+        self._interval_steps = 0
+        self._interval_updates = 0
+        return seconds
+
+    def maybe_checkpoint(self):
+        if self.env_steps >= self._next_checkpoint:
+            self.save()
+            while self._next_checkpoint <= self.env_steps:
+                self._next_checkpoint += self.checkpoint_every_steps
+
+    def save(self):
+        self.counters.env_steps.assign(self.env_steps)
+        self.counters.episodes.assign(self.episodes)
+        self.counters.elapsed_seconds.assign(self.clock.elapsed())
+        return self.checkpointer.save(self.env_steps)
+
+    def close(self):
+        self.logger.close()

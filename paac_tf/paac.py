@@ -1,0 +1,289 @@
+"""PAAC (Clemente et al. 2017, Algorithm 1): ne environments stepped by nw worker processes, one
+batched policy/value forward per time step, one update on the ne*t_max batch every t_max steps.
+"""
+import dataclasses
+import time
+from typing import Any, Optional
+
+import gin
+import numpy as np
+import tensorflow as tf
+
+from common import app
+from common import losses
+from common import networks
+from common import optim
+from common.tracker import RunTracker
+from common.envs import atari
+from common.envs import gym as gym_envs
+
+
+@gin.configurable
+@dataclasses.dataclass
+class PAACConfig:
+    """Every PAAC knob; defaults are the paper's (section 5.1), gin/paac/*.gin cite each."""
+    env_config: Any = None             # @AtariConfig() or @GymConfig()
+    num_envs: int = 32                 # ne
+    num_workers: int = 8               # nw worker processes stepping ne/nw environments each
+    t_max: int = 5
+    total_steps: int = 115_000_000     # Nmax, in agent steps (x4 frames)
+    network: str = 'nips'              # archnips; 'nature' for archnature
+    learning_rate: float = 0.0224      # 0.0007 * ne
+    final_learning_rate: float = 0.0   # annealed linearly ...
+    anneal_steps: Optional[int] = None  # ... over this many agent steps (None: total_steps)
+    rmsprop_decay: float = 0.99
+    rmsprop_epsilon: float = 0.1
+    entropy_coef: float = 0.01         # beta
+    value_loss_coef: float = 1.0       # equation (11): gradient of the squared error
+    clip_norm: float = 40.0            # global-norm gradient clipping; 0 disables
+    gamma: float = 0.99
+    seed: int = 0
+    log_every_seconds: float = 10.0
+    checkpoint_every_steps: int = 1_000_000
+
+    def validate(self):
+        """Raises ConfigError naming the first out-of-range value."""
+        require = app.require
+        require(isinstance(self.env_config, (atari.AtariConfig, gym_envs.GymConfig)),
+                f'PAACConfig.env_config must be @AtariConfig() or @GymConfig(), '
+                f'got {self.env_config!r}')
+        try:
+            self.env_config.validate()
+        except ValueError as error:
+            raise app.ConfigError(str(error))
+        for name in ('num_envs', 'num_workers', 't_max', 'total_steps'):
+            value = getattr(self, name)
+            require(isinstance(value, int) and value > 0,
+                    f'PAACConfig.{name} must be a positive integer, got {value!r}')
+        require(self.num_envs % self.num_workers == 0,
+                f'PAACConfig.num_envs={self.num_envs} must be divisible by '
+                f'num_workers={self.num_workers}')
+        require(self.network in networks.NETWORK_NAMES,
+                f'PAACConfig.network={self.network!r}; allowed: {sorted(networks.NETWORK_NAMES)}')
+        require(self.learning_rate > 0, f'PAACConfig.learning_rate must be > 0, '
+                                        f'got {self.learning_rate}')
+        require(self.anneal_steps is None or self.anneal_steps > 0,
+                f'PAACConfig.anneal_steps must be > 0 or None, got {self.anneal_steps}')
+        require(0 < self.gamma <= 1, f'PAACConfig.gamma must be in (0, 1], got {self.gamma}')
+        require(self.clip_norm >= 0, f'PAACConfig.clip_norm must be >= 0, got {self.clip_norm}')
+        require(self.entropy_coef >= 0,
+                f'PAACConfig.entropy_coef must be >= 0, got {self.entropy_coef}')
+        require(self.log_every_seconds > 0, f'PAACConfig.log_every_seconds must be > 0, '
+                                            f'got {self.log_every_seconds}')
+        require(self.checkpoint_every_steps > 0, f'PAACConfig.checkpoint_every_steps must be '
+                                                 f'> 0, got {self.checkpoint_every_steps}')
+
+    @property
+    def steps_per_update(self):
+        return self.num_envs * self.t_max
+
+
+def sample_actions(logits, generator):
+    """Samples one action per row of logits by the Gumbel-max trick from a seeded generator."""
+    uniform = generator.uniform(tf.shape(logits), minval=1e-20, maxval=1.0)
+    return tf.argmax(logits - tf.math.log(-tf.math.log(uniform)), axis=-1, output_type=tf.int32)
+
+
+class PAACLearner(tf.Module):
+    """The shared policy/value network, its optimizer and the two tf.functions of the hot path."""
+
+    def __init__(self, config, observation_shape, observation_dtype, num_actions):
+        super().__init__(name='paac_learner')
+        self.config = config
+        self.model = networks.make_actor_critic(
+            num_actions=num_actions, observation_shape=observation_shape,
+            observation_dtype=observation_dtype, network=config.network)
+        anneal_updates = max(1, (config.anneal_steps or config.total_steps)
+                             // config.steps_per_update)
+        self.optimizer = optim.RMSProp(
+            learning_rate=optim.LinearSchedule(config.learning_rate, config.final_learning_rate,
+                                               anneal_updates),
+            decay=config.rmsprop_decay, epsilon=config.rmsprop_epsilon)
+        self.optimizer.build(self.model.trainable_variables)
+        self.generator = tf.random.Generator.from_seed(config.seed)
+        dtype = tf.as_dtype(observation_dtype)
+        self.act = tf.function(self._act, input_signature=[
+            tf.TensorSpec((None,) + tuple(observation_shape), dtype)])
+        t_max = config.t_max
+        self.train_step = tf.function(self._train_step, input_signature=[
+            tf.TensorSpec((t_max + 1, None) + tuple(observation_shape), dtype),
+            tf.TensorSpec((t_max, None), tf.int32),
+            tf.TensorSpec((t_max, None), tf.float32),
+            tf.TensorSpec((t_max, None), tf.float32)])
+        self.greedy_act = tf.function(self._greedy_act, input_signature=[
+            tf.TensorSpec((None,) + tuple(observation_shape), dtype)])
+
+    def _act(self, observations):
+        logits, _ = self.model(observations)
+        return sample_actions(logits, self.generator)
+
+    def _greedy_act(self, observations):
+        logits, _ = self.model(observations)
+        return tf.argmax(logits, axis=-1, output_type=tf.int32)
+
+    def _train_step(self, observations, actions, rewards, terminals):
+        """Algorithm 1, lines 12-19: n-step returns with bootstrap, one update on ne*t_max."""
+        config = self.config
+        num_steps = config.t_max
+        batch = tf.shape(actions)[1]
+        flat_observations = tf.reshape(observations, tf.concat(
+            [[-1], tf.shape(observations)[2:]], axis=0))
+        variables = self.model.trainable_variables
+        with tf.GradientTape() as tape:
+            logits, values = self.model(flat_observations)
+            values = tf.reshape(values, [num_steps + 1, batch])
+            returns = losses.n_step_returns(rewards, terminals, tf.stop_gradient(values[-1]),
+                                            config.gamma)
+            loss = losses.actor_critic_loss(
+                logits=logits[:num_steps * batch],
+                values=tf.reshape(values[:-1], [-1]),
+                actions=tf.reshape(actions, [-1]),
+                returns=tf.reshape(returns, [-1]),
+                entropy_coef=config.entropy_coef,
+                value_loss_coef=config.value_loss_coef)
+        gradients = tape.gradient(loss.total, variables)
+        global_norm = tf.linalg.global_norm(gradients)
+        if config.clip_norm > 0:
+            gradients, _ = tf.clip_by_global_norm(gradients, config.clip_norm,
+                                                  use_norm=global_norm)
+        learning_rate = self.optimizer.current_learning_rate()
+        self.optimizer.apply_gradients(gradients, variables)
+        return {'loss': loss.total, 'policy_loss': loss.policy_loss,
+                'value_loss': loss.value_loss, 'entropy': loss.entropy,
+                'grad_norm': global_norm, 'learning_rate': learning_rate}
+
+
+class RolloutBuffer:
+    """The (t_max+1, ne, ...) observation block and (t_max, ne) arrays, filled in place."""
+
+    def __init__(self, t_max, num_envs, observation_shape, observation_dtype):
+        self.observations = np.zeros((t_max + 1, num_envs) + tuple(observation_shape),
+                                     observation_dtype)
+        self.actions = np.zeros((t_max, num_envs), np.int32)
+        self.rewards = np.zeros((t_max, num_envs), np.float32)
+        self.terminals = np.zeros((t_max, num_envs), np.float32)
+
+    def carry_over(self):
+        """The last observation becomes the first of the next rollout."""
+        self.observations[0] = self.observations[-1]
+
+
+class PAAC:
+    """The master loop of Algorithm 1 over an env pool; one call of iterate() is one update."""
+
+    def __init__(self, config, pool, learner):
+        self.config = config
+        self.pool = pool
+        self.learner = learner
+        self.buffer = RolloutBuffer(config.t_max, config.num_envs, pool.observation_shape,
+                                    pool.observation_dtype)
+        self.buffer.observations[0] = pool.reset()
+        self.phase_seconds = {'env': 0.0, 'act': 0.0, 'learn': 0.0}
+        self.finished_episodes = []  # (score, length) since the last drain
+        self.last_stats = None
+
+    def iterate(self):
+        """t_max batched steps of all environments, then one update (lines 4-19)."""
+        buffer, pool, learner = self.buffer, self.pool, self.learner
+        clock = time.perf_counter
+        for step in range(self.config.t_max):
+            start = clock()
+            actions = learner.act(buffer.observations[step]).numpy()
+            acted = clock()
+            result = pool.step(actions)
+            stepped = clock()
+            buffer.actions[step] = actions
+            buffer.rewards[step] = result.rewards
+            buffer.terminals[step] = result.terminals
+            buffer.observations[step + 1] = result.observations
+            if result.dones.any():
+                for index in np.flatnonzero(result.dones):
+                    self.finished_episodes.append((float(result.episode_returns[index]),
+                                                   int(result.episode_lengths[index])))
+            self.phase_seconds['act'] += acted - start
+            self.phase_seconds['env'] += stepped - acted
+        start = clock()
+        self.last_stats = learner.train_step(buffer.observations, buffer.actions,
+                                             buffer.rewards, buffer.terminals)
+        self.last_stats['loss'].numpy()  # Waits for the update, so 'learn' time is honest.
+        self.phase_seconds['learn'] += clock() - start
+        buffer.carry_over()
+
+    def drain_episodes(self):
+        episodes, self.finished_episodes = self.finished_episodes, []
+        return episodes
+
+    def take_phase_seconds(self):
+        phases = self.phase_seconds
+        self.phase_seconds = {name: 0.0 for name in phases}
+        return phases
+
+
+PAAC_COLUMNS = ('env_share', 'act_share', 'learn_share', 'loss', 'policy_loss', 'value_loss',
+                'entropy', 'grad_norm', 'learning_rate')
+
+
+def frames_per_step(env_config):
+    return getattr(env_config, 'frame_skip', 1)
+
+
+def build_learner(config):
+    env_config = config.env_config
+    return PAACLearner(config, env_config.observation_shape, env_config.observation_dtype,
+                       env_config.num_actions())
+
+
+def train(config, run_dir, make_pool):
+    """Runs PAAC until config.total_steps, resuming from run_dir's checkpoint if there is one.
+
+    make_pool(env_config, num_envs, seed, num_workers) builds the environment pool.
+    """
+    learner = build_learner(config)
+    tracker = RunTracker(
+        run_dir, total_steps=config.total_steps, log_every_seconds=config.log_every_seconds,
+        checkpoint_every_steps=config.checkpoint_every_steps, extra_columns=PAAC_COLUMNS,
+        frames_per_step=frames_per_step(config.env_config),
+        trackables={'model': learner.model, 'optimizer': learner.optimizer,
+                    'generator': learner.generator})
+    try:
+        if tracker.restored_from:
+            print(f'resuming from {tracker.restored_from} at step {tracker.env_steps:,}')
+        if tracker.done:
+            print(f'run already complete: {tracker.env_steps:,} >= total_steps '
+                  f'{config.total_steps:,}')
+            return tracker.env_steps
+        # A resumed run continues with fresh environments, seeded apart from the first session.
+        pool = make_pool(config.env_config, config.num_envs, seed=config.seed + tracker.env_steps,
+                         num_workers=config.num_workers)
+        try:
+            _train_loop(config, PAAC(config, pool, learner), tracker)
+        except KeyboardInterrupt:
+            path = tracker.save()
+            print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the same '
+                  f'command to resume')
+            raise
+        finally:
+            pool.close()
+        tracker.save()
+        return tracker.env_steps
+    finally:
+        tracker.close()
+
+
+def _train_loop(config, paac, tracker):
+    learner = paac.learner
+    while not tracker.done:
+        paac.iterate()
+        tracker.add_steps(config.steps_per_update, updates=1)
+        tracker.add_episodes(paac.drain_episodes())
+        if tracker.interval_due() or tracker.done:
+            _log_interval(paac, tracker, learner)
+        tracker.maybe_checkpoint()
+
+
+def _log_interval(paac, tracker, learner):
+    phases = paac.take_phase_seconds()
+    wall_seconds = tracker.interval_seconds()
+    extra = {f'{name}_share': seconds / wall_seconds for name, seconds in phases.items()}
+    extra.update({name: float(value.numpy()) for name, value in paac.last_stats.items()})
+    tracker.log_interval(int(learner.optimizer.iterations.numpy()), extra)

@@ -1,0 +1,79 @@
+"""The gin entry helper: bad configs stop with one line naming the value; run dirs resume."""
+import json
+import os
+
+import gin
+import pytest
+
+from common import app
+
+
+@gin.configurable
+def _toy(size=1, name='a'):
+    return size, name
+
+
+@pytest.fixture(autouse=True)
+def _clean_gin():
+    yield
+    gin.clear_config()
+
+
+def test_missing_gin_file_names_the_path(tmp_path):
+    missing = str(tmp_path / 'nope.gin')
+    with pytest.raises(app.ConfigError, match='nope.gin'):
+        app.parse_gin([missing], [])
+
+
+@pytest.mark.parametrize('binding, fragment', [
+    ('_toy.sise = 3', 'sise'),                # unknown parameter
+    ('_unknown_thing.size = 3', '_unknown_thing'),  # unknown configurable
+    ('_toy.size = ', 'parse'),                # malformed value
+    ('_toy.size = [1,', '_toy.size'),         # unterminated
+])
+def test_bad_bindings_raise_one_line_config_errors(binding, fragment):
+    with pytest.raises(app.ConfigError) as error:
+        app.parse_gin([], [binding])
+    message = str(error.value)
+    assert '\n' not in message
+    assert fragment in message
+
+
+def test_good_bindings_apply_and_parse_clears_previous_config():
+    app.parse_gin([], ['_toy.size = 3'])
+    assert _toy() == (3, 'a')
+    app.parse_gin([], ["_toy.name = 'b'"])
+    assert _toy() == (1, 'b')
+
+
+def test_rerunning_the_same_invocation_reuses_its_run_dir(tmp_path):
+    runs = str(tmp_path / 'runs')
+    invocation = {'paper': 'paac', 'gin_files': ['x.gin'], 'gin_bindings': []}
+    first = app.resolve_run_dir('paac', 'pong', None, invocation, runs_root=runs)
+    app.prepare_run_dir(first, invocation)
+    assert app.resolve_run_dir('paac', 'pong', None, invocation, runs_root=runs) == first
+    other = dict(invocation, gin_bindings=['PAACConfig.t_max = 3'])
+    assert app.resolve_run_dir('paac', 'pong', None, other, runs_root=runs) != first
+    assert app.resolve_run_dir('paac', 'pong', 'explicit', other, runs_root=runs) == 'explicit'
+
+
+def test_prepare_run_dir_keeps_the_first_invocation(tmp_path):
+    run_dir = str(tmp_path / 'run')
+    first = {'paper': 'paac', 'gin_files': [], 'gin_bindings': []}
+    app.prepare_run_dir(run_dir, first)
+    app.prepare_run_dir(run_dir, dict(first, gin_bindings=['x']))
+    with open(os.path.join(run_dir, app.INVOCATION_FILE)) as f:
+        assert json.load(f) == first
+    assert any(name.startswith('invocation.resume-') for name in os.listdir(run_dir))
+
+
+def test_operative_config_is_not_overwritten_by_a_different_config(tmp_path):
+    app.parse_gin([], ['_toy.size = 3'])
+    _toy()
+    first = app.write_operative_config(str(tmp_path))
+    app.parse_gin([], ['_toy.size = 4'])
+    _toy()
+    second = app.write_operative_config(str(tmp_path))
+    assert first != second
+    assert '_toy.size = 3' in open(first).read()
+    assert '_toy.size = 4' in open(second).read()

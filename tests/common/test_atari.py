@@ -1,0 +1,191 @@
+"""AtariEnv: preprocessing against a hand-driven ALE, episode bookkeeping, validation."""
+import ale_py
+import cv2
+import numpy as np
+import pytest
+
+from common.envs.atari import AtariConfig, action_set
+
+
+def _reference_ale(game: str, seed: int) -> ale_py.ALEInterface:
+    """A bare ALE seeded as AtariEnv seeds its own, one frame per act()."""
+    ale = ale_py.ALEInterface()
+    ale.setInt('random_seed', seed)
+    ale.setFloat('repeat_action_probability', 0.0)
+    ale.loadROM(ale_py.roms.get_rom_path(game))
+    return ale
+
+
+def _rollout(config: AtariConfig, seed: int, num_steps: int, action_seed: int = 0) -> list:
+    env = config.make(seed)
+    rng = np.random.default_rng(action_seed)
+    trajectory = [env.reset().copy()]
+    for _ in range(num_steps):
+        observation, reward, terminal, done = env.step(int(rng.integers(env.num_actions)))
+        trajectory.append((observation.copy(), reward, terminal, done))
+        if done:
+            trajectory.append(env.reset().copy())
+    return trajectory
+
+
+def _trajectories_equal(first: list, second: list) -> bool:
+    if len(first) != len(second):
+        return False
+    for a, b in zip(first, second):
+        if isinstance(a, tuple):
+            if not (np.array_equal(a[0], b[0]) and a[1:] == b[1:]):
+                return False
+        elif not np.array_equal(a, b):
+            return False
+    return True
+
+
+@pytest.mark.parametrize('variant, shape', [('nature', (84, 84, 4)), ('stooke', (104, 80, 4))])
+def test_observation_shape_dtype_and_zero_padded_reset(variant, shape):
+    config = AtariConfig(variant=variant, decorrelation_steps=0)
+    env = config.make(0)
+    assert config.observation_shape == env.observation_shape == shape
+    observation = env.reset()
+    assert observation.shape == shape and observation.dtype == np.uint8
+    assert not observation[..., :-1].any() and observation[..., -1].any()
+    observation, *_ = env.step(0)
+    assert observation.shape == shape and observation.dtype == np.uint8
+
+
+@pytest.mark.parametrize('variant', ['nature', 'stooke'])
+def test_newest_frame_is_max_of_last_two_raw_frames(variant):
+    seed = 5
+    config = AtariConfig(game='pong', variant=variant, decorrelation_steps=0)
+    env = config.make(seed)
+    env.reset()
+    reference = _reference_ale('pong', seed)
+    for _ in range(env.noop_count):
+        reference.act(0)
+    actions = action_set('pong', False)
+    rng = np.random.default_rng(1)
+    previous = np.zeros((210, 160), np.uint8)
+    last = np.zeros((210, 160), np.uint8)
+    pooling_mattered = False
+    expected_frames = []
+    for _ in range(40):
+        action = int(rng.integers(len(actions)))
+        observation, *_ = env.step(action)
+        for frame in range(4):
+            reference.act(actions[action])
+            if frame == 2:
+                reference.getScreenGrayscale(previous)
+        reference.getScreenGrayscale(last)
+        pooled = np.maximum(previous, last)
+        pooling_mattered |= not np.array_equal(pooled, last)
+        if variant == 'nature':
+            expected = cv2.resize(pooled, (84, 84), interpolation=cv2.INTER_AREA)
+        else:
+            expected = pooled[1:-1:2, ::2]
+        expected_frames.append(expected)
+        np.testing.assert_array_equal(observation[..., -1], expected)
+        for age in range(1, min(4, len(expected_frames))):
+            np.testing.assert_array_equal(observation[..., -1 - age], expected_frames[-1 - age])
+    assert pooling_mattered
+
+
+def test_noop_count_is_uniform_in_one_to_noop_max():
+    env = AtariConfig(noop_max=5).make(0)
+    counts = set()
+    for _ in range(60):
+        env.reset()
+        counts.add(env.noop_count)
+        frame_number = env._ale.getEpisodeFrameNumber()  # pylint: disable=protected-access
+        assert frame_number == env.noop_count
+    assert counts == {1, 2, 3, 4, 5}
+    env = AtariConfig(noop_max=0).make(0)
+    env.reset()
+    assert env.noop_count == 0
+
+
+def test_reward_clipping_keeps_unclipped_episode_return():
+    clipped = AtariConfig(game='space_invaders', clip_rewards=True).make(3)
+    raw = AtariConfig(game='space_invaders', clip_rewards=False).make(3)
+    clipped.reset()
+    raw.reset()
+    rng = np.random.default_rng(0)
+    raw_rewards = []
+    for _ in range(300):
+        action = int(rng.integers(clipped.num_actions))
+        _, clipped_reward, _, _ = clipped.step(action)
+        _, raw_reward, _, _ = raw.step(action)
+        assert abs(clipped_reward) <= 1 and clipped_reward == np.clip(raw_reward, -1, 1)
+        raw_rewards.append(raw_reward)
+    assert max(abs(reward) for reward in raw_rewards) > 1
+    assert clipped.episode_return == raw.episode_return == sum(raw_rewards)
+
+
+def test_episode_cap_ends_with_terminal_and_done():
+    env = AtariConfig(max_episode_steps=50).make(0)
+    env.reset()
+    for step in range(1, 51):
+        _, _, terminal, done = env.step(0)
+        assert (terminal, done) == ((True, True) if step == 50 else (False, False))
+    assert env.episode_length == 50
+    env.reset()
+    assert env.episode_length == 0
+
+
+def test_same_seed_same_trajectory_different_seed_differs():
+    config = AtariConfig(max_episode_steps=60, repeat_action_probability=0.25)
+    first = _rollout(config, seed=7, num_steps=150)
+    assert _trajectories_equal(first, _rollout(config, seed=7, num_steps=150))
+    assert not _trajectories_equal(first, _rollout(config, seed=8, num_steps=150))
+
+
+def test_episodic_life_gives_terminal_without_done():
+    env = AtariConfig(game='breakout', episodic_life=True, fire_reset=True).make(0)
+    env.reset()
+    lives = env._ale.lives()  # pylint: disable=protected-access
+    rng = np.random.default_rng(0)
+    life_losses = 0
+    for _ in range(5000):
+        _, _, terminal, done = env.step(int(rng.integers(env.num_actions)))
+        if done:
+            break
+        if terminal:
+            life_losses += 1
+            assert env._ale.lives() == lives - life_losses  # pylint: disable=protected-access
+    assert done and terminal
+    assert life_losses == lives - 1
+    assert env.episode_length > 0
+
+
+def test_decorrelation_steps_only_at_first_reset():
+    env = AtariConfig(variant='stooke', max_episode_steps=0).make(2)
+    assert env.config.resolved_decorrelation_steps == 100
+    env.reset()
+    assert 0 <= env.episode_length <= 100
+    env.reset()
+    assert env.episode_length == 0
+
+
+def test_num_actions():
+    assert AtariConfig(game='pong').num_actions() == 6
+    assert AtariConfig(game='pong', full_action_space=True).num_actions() == 18
+
+
+@pytest.mark.parametrize('field, value, message', [
+    ('game', 'pongg', "'pongg'"),
+    ('variant', 'dqn', "'dqn'"),
+    ('frame_skip', 0, 'frame_skip=0'),
+    ('stack', 0, 'stack=0'),
+    ('noop_max', -1, 'noop_max=-1'),
+    ('repeat_action_probability', 1.5, 'repeat_action_probability=1.5'),
+    ('max_episode_steps', -1, 'max_episode_steps=-1'),
+    ('screen_size', (84,), r'screen_size=\(84,\)'),
+    ('decorrelation_steps', -3, 'decorrelation_steps=-3'),
+])
+def test_validation_names_the_bad_value(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        AtariConfig(**{field: value}).validate()
+
+
+def test_validation_rejects_fire_reset_without_fire():
+    with pytest.raises(ValueError, match='fire_reset'):
+        AtariConfig(game='freeway', fire_reset=True).validate()
+    AtariConfig(game='breakout', fire_reset=True).validate()

@@ -1,0 +1,189 @@
+"""Returns, advantages and losses against hand-computed values and tf-agents' implementations."""
+import common  # noqa: F401  (selects legacy Keras before TensorFlow loads)
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from tf_agents.agents.categorical_dqn.categorical_dqn_agent import project_distribution
+from tf_agents.utils import value_ops
+
+from common import losses
+
+
+def random_rollout(seed, num_steps=5, batch=4):
+    """Rewards, values, terminals [T, N] and bootstrap values [N], float32."""
+    rng = np.random.default_rng(seed)
+    rewards = rng.normal(size=(num_steps, batch)).astype(np.float32)
+    values = rng.normal(size=(num_steps, batch)).astype(np.float32)
+    terminals = (rng.random((num_steps, batch)) < 0.3).astype(np.float32)
+    bootstrap = rng.normal(size=batch).astype(np.float32)
+    return rewards, values, terminals, bootstrap
+
+
+def test_n_step_returns_hand_computed():
+    rewards = [[1., 0.], [0., 1.], [2., 0.]]
+    terminals = [[0., 0.], [1., 0.], [0., 0.]]
+    bootstrap = [10., -1.]
+    # Column 0: R2 = 2 + .9*10 = 11; the episode ends at t=1, so R1 = 0 and R0 = 1 + .9*0 = 1.
+    # Column 1: R2 = .9*-1 = -.9; R1 = 1 + .9*-.9 = .19; R0 = .9*.19 = .171.
+    expected = [[1., 0.171], [0., 0.19], [11., -0.9]]
+    returns = losses.n_step_returns(tf.constant(rewards), tf.constant(terminals),
+                                    tf.constant(bootstrap), 0.9)
+    np.testing.assert_allclose(returns, expected, rtol=1e-6)
+
+
+def test_n_step_returns_matches_tf_agents():
+    rewards, _, terminals, bootstrap = random_rollout(0)
+    gamma = 0.99
+    expected = value_ops.discounted_return(rewards, gamma * (1 - terminals),
+                                           final_value=bootstrap, time_major=True)
+    returns = losses.n_step_returns(rewards, terminals.astype(bool), bootstrap, gamma)
+    np.testing.assert_allclose(returns, expected, rtol=1e-6)
+
+
+def test_n_step_returns_traces_once_for_any_batch_size():
+    returns_fn = tf.function(
+        lambda r, d, b: losses.n_step_returns(r, d, b, 0.9),
+        input_signature=[tf.TensorSpec((3, None), tf.float32)] * 2
+        + [tf.TensorSpec((None,), tf.float32)])
+    for batch in (2, 5):
+        out = returns_fn(tf.ones((3, batch)), tf.zeros((3, batch)), tf.zeros(batch))
+        # 1 + .9 + .81 with a zero bootstrap.
+        np.testing.assert_allclose(out[0], np.full(batch, 2.71), rtol=1e-6)
+    assert returns_fn.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.parametrize('lam', [0.0, 0.95, 1.0])
+def test_gae_matches_tf_agents(lam):
+    rewards, values, terminals, bootstrap = random_rollout(1)
+    gamma = 0.99
+    # tf-agents: values [T, B], final_value [B], discounts [T, B]; td_lambda multiplies discounts.
+    expected = value_ops.generalized_advantage_estimation(
+        values, bootstrap, gamma * (1 - terminals), rewards, td_lambda=lam, time_major=True)
+    advantages = losses.generalized_advantage_estimation(rewards, values, terminals, bootstrap,
+                                                         gamma, lam)
+    np.testing.assert_allclose(advantages, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_gae_with_lambda_one_is_n_step_return_minus_value():
+    rewards, values, terminals, bootstrap = random_rollout(2)
+    advantages = losses.generalized_advantage_estimation(rewards, values, terminals, bootstrap,
+                                                         0.9, 1.0)
+    returns = losses.n_step_returns(rewards, terminals, bootstrap, 0.9)
+    np.testing.assert_allclose(advantages, returns - values, rtol=1e-5, atol=1e-6)
+
+
+LOGITS = np.array([[1., 2., 3.], [0.5, 0., -0.5]], np.float32)
+VALUES = np.array([0.5, -1.], np.float32)
+ACTIONS = np.array([2, 0], np.int32)
+RETURNS = np.array([1.5, -2.], np.float32)
+
+
+def numpy_actor_critic_loss(entropy_coef, value_loss_coef, log_epsilon):
+    """The 2x3 case written out in numpy."""
+    probs = np.exp(LOGITS) / np.exp(LOGITS).sum(axis=1, keepdims=True)
+    log_probs = np.log(probs + log_epsilon)
+    advantages = RETURNS - VALUES  # [1, -1]
+    policy_loss = -np.mean(log_probs[[0, 1], ACTIONS] * advantages)
+    entropy = np.mean(-(probs * log_probs).sum(axis=1))
+    value_loss = np.mean((RETURNS - VALUES) ** 2)  # (1 + 1) / 2
+    total = policy_loss - entropy_coef * entropy + value_loss_coef * value_loss
+    return total, policy_loss, value_loss, entropy
+
+
+@pytest.mark.parametrize('log_epsilon', [0.0, 0.05])
+def test_actor_critic_loss_matches_numpy(log_epsilon):
+    loss = losses.actor_critic_loss(LOGITS, VALUES, ACTIONS, RETURNS, entropy_coef=0.01,
+                                    value_loss_coef=0.5, log_epsilon=log_epsilon)
+    expected = numpy_actor_critic_loss(0.01, 0.5, log_epsilon)
+    np.testing.assert_allclose(
+        [loss.total, loss.policy_loss, loss.value_loss, loss.entropy], expected, rtol=1e-5)
+    # Row 0: log softmax([1, 2, 3])[2] = -0.407606; row 1: log softmax([.5, 0, -.5])[0] = -0.680270.
+    if log_epsilon == 0:
+        np.testing.assert_allclose(loss.policy_loss, -(-0.407606 + 0.680270) / 2, rtol=1e-5)
+        assert float(loss.value_loss) == pytest.approx(1.0)
+
+
+def test_actor_critic_loss_log_epsilon_changes_the_loss():
+    plain = losses.actor_critic_loss(LOGITS, VALUES, ACTIONS, RETURNS, entropy_coef=0.01)
+    ga3c = losses.actor_critic_loss(LOGITS, VALUES, ACTIONS, RETURNS, entropy_coef=0.01,
+                                    log_epsilon=0.05)
+    assert abs(float(plain.policy_loss) - float(ga3c.policy_loss)) > 1e-3
+
+
+def test_actor_critic_loss_critic_is_trained_only_by_the_value_term():
+    values = tf.Variable(VALUES)
+    returns = tf.Variable(RETURNS)
+    with tf.GradientTape(persistent=True) as tape:
+        loss = losses.actor_critic_loss(LOGITS, values, ACTIONS, returns, entropy_coef=0.01,
+                                        value_loss_coef=0.5)
+    # d/dV of 0.5 * mean((R - V)^2) = -(R - V) / N = -[1, -1] / 2; the advantage is a constant.
+    np.testing.assert_allclose(tape.gradient(loss.total, values), [-0.5, 0.5], rtol=1e-6)
+    assert tape.gradient(loss.policy_loss, values) is None
+    assert tape.gradient(loss.total, returns) is None
+
+
+Q_VALUES = np.array([[1., 2.], [3., 0.5], [0., 2.5]], np.float32)
+Q_ACTIONS = np.array([1, 0, 1], np.int32)
+Q_REWARDS = np.array([1., 0., -0.5], np.float32)
+Q_TERMINALS = np.array([0., 1., 0.], np.float32)
+NEXT_Q_TARGET = np.array([[5., 1.], [2., 2.], [0., 4.]], np.float32)
+NEXT_Q_ONLINE = np.array([[0., 1.], [1., 0.], [3., 0.]], np.float32)
+
+
+def test_dqn_loss_hand_computed():
+    loss, td_errors = losses.dqn_loss(Q_VALUES, Q_ACTIONS, Q_REWARDS, Q_TERMINALS,
+                                      NEXT_Q_TARGET, gamma=0.9)
+    # targets: 1 + .9*5 = 5.5; 0 (terminal); -.5 + .9*4 = 3.1. Q(s, a) = [2, 3, 2.5].
+    np.testing.assert_allclose(td_errors, [3.5, -3.0, 0.6], rtol=1e-6)
+    # Huber(delta=1): 3.5 - .5 = 3.0; 3 - .5 = 2.5; .5 * .6^2 = .18.
+    assert float(loss) == pytest.approx((3.0 + 2.5 + 0.18) / 3, rel=1e-6)
+
+
+def test_double_dqn_loss_hand_computed():
+    loss, td_errors = losses.dqn_loss(Q_VALUES, Q_ACTIONS, Q_REWARDS, Q_TERMINALS,
+                                      NEXT_Q_TARGET, gamma=0.9, next_q_online=NEXT_Q_ONLINE)
+    # online argmax [1, 0, 0] -> target values [1, 2, 0]; targets 1.9, 0 (terminal), -.5.
+    np.testing.assert_allclose(td_errors, [-0.1, -3.0, -3.0], rtol=1e-5)
+    # Huber: .5 * .1^2 = .005; 2.5; 2.5.
+    assert float(loss) == pytest.approx((0.005 + 2.5 + 2.5) / 3, rel=1e-5)
+
+
+def test_dqn_loss_huber_delta_and_no_gradient_into_target():
+    q_values = tf.Variable(Q_VALUES)
+    next_q_target = tf.Variable(NEXT_Q_TARGET)
+    with tf.GradientTape(persistent=True) as tape:
+        loss, _ = losses.dqn_loss(q_values, Q_ACTIONS, Q_REWARDS, Q_TERMINALS, next_q_target,
+                                  gamma=0.9, huber_delta=4.0)
+    # All |td| <= 4: quadratic, .5 * (3.5^2 + 3^2 + .6^2) / 3.
+    assert float(loss) == pytest.approx(0.5 * (12.25 + 9.0 + 0.36) / 3, rel=1e-6)
+    assert tape.gradient(loss, next_q_target) is None
+    # d/dQ(s,a) of mean(.5 td^2) = -td / 3, only at the taken actions.
+    np.testing.assert_allclose(tape.gradient(loss, q_values),
+                               [[0., -3.5 / 3], [1.0, 0.], [0., -0.2]], rtol=1e-5, atol=1e-7)
+
+
+def test_categorical_projection_hand_computed():
+    support = tf.constant([-1., 0., 1.])
+    probs = tf.constant([[0.2, 0.5, 0.3], [0.2, 0.5, 0.3]])
+    projected = losses.categorical_projection(probs, tf.constant([0.5, 0.5]),
+                                              tf.constant([0., 1.]), 0.5, support)
+    # Row 0: atoms move to [0, .5, 1]; the .5 at 0.5 splits evenly between 0 and 1.
+    # Row 1 (terminal): every atom lands on 0.5 and splits evenly.
+    np.testing.assert_allclose(projected, [[0., 0.45, 0.55], [0., 0.5, 0.5]], atol=1e-6)
+
+
+def test_categorical_projection_matches_tf_agents():
+    rng = np.random.default_rng(3)
+    support = np.linspace(-10., 10., 51).astype(np.float32)
+    logits = rng.normal(size=(6, 51)).astype(np.float32)
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    rewards = np.array([0., 1., -1., 7.5, -30., 30.], np.float32)  # the last two clip
+    terminals = np.array([0., 0., 1., 0., 0., 1.], np.float32)
+    gamma = 0.99
+    shifted = rewards[:, None] + gamma * (1 - terminals)[:, None] * support[None, :]
+    expected = project_distribution(tf.constant(shifted), tf.constant(probs),
+                                    tf.constant(support))
+    projected = losses.categorical_projection(probs, rewards, terminals, gamma, support)
+    np.testing.assert_allclose(projected, expected, atol=1e-6)
+    np.testing.assert_allclose(np.sum(projected, axis=1), np.ones(6), rtol=1e-5)

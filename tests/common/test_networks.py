@@ -1,0 +1,119 @@
+"""Shapes, in-model scaling, parameter counts, name checks and tracing of the shared networks."""
+import common  # noqa: F401  (selects legacy Keras before TensorFlow loads)
+
+import gin
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import networks
+
+ATARI_SHAPE = (84, 84, 4)
+STOOKE_SHAPE = (104, 80, 4)
+TORSO_CASES = [('nips', None), ('nature', None), ('ga3c_large', {'first_stride': 4}),
+               ('ga3c_large', {'first_stride': 1})]
+
+
+def pixels(shape, batch, seed=0):
+    """A batch of random uint8 frames."""
+    return np.random.default_rng(seed).integers(0, 256, (batch,) + shape, dtype=np.uint8)
+
+
+@pytest.mark.parametrize('shape', [ATARI_SHAPE, STOOKE_SHAPE])
+@pytest.mark.parametrize('network,torso_kwargs', TORSO_CASES)
+def test_actor_critic_output_shapes(network, torso_kwargs, shape):
+    model = networks.make_actor_critic(6, shape, np.uint8, network=network,
+                                       torso_kwargs=torso_kwargs)
+    logits, values = model(pixels(shape, 3))
+    assert logits.shape == (3, 6) and values.shape == (3,)
+    assert logits.dtype == tf.float32
+
+
+@pytest.mark.parametrize('dueling', [False, True])
+def test_q_network_output_shape(dueling):
+    model = networks.make_q_network(4, STOOKE_SHAPE, np.uint8, network='nature', dueling=dueling)
+    assert model(pixels(STOOKE_SHAPE, 2)).shape == (2, 4)
+
+
+def test_dueling_q_values_average_to_the_state_value():
+    model = networks.make_q_network(5, (4,), np.float32, network='mlp', dueling=True)
+    observations = np.random.default_rng(1).normal(size=(3, 4)).astype(np.float32)
+    state_values = model.value_head(model.torso(observations))[:, 0]
+    np.testing.assert_allclose(tf.reduce_mean(model(observations), axis=-1), state_values,
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_mlp_on_float_observations_uses_them_unscaled():
+    model = networks.make_actor_critic(2, (4,), np.float32, network='mlp')
+    observations = np.array([[0.1, -2.0, 3.0, 0.5]], np.float32)
+    logits, values = model(observations)
+    features = model.torso(observations)
+    np.testing.assert_allclose(logits, model.policy_head(features), rtol=1e-6)
+    np.testing.assert_allclose(values, model.value_head(features)[:, 0], rtol=1e-6)
+
+
+@pytest.mark.parametrize('input_scale,input_offset', [(1 / 255, 0.0), (1 / 128, -1.0)])
+def test_uint8_frames_are_scaled_inside_the_model(input_scale, input_offset):
+    model = networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, input_scale=input_scale,
+                                       input_offset=input_offset)
+    frames = pixels(ATARI_SHAPE, 2)
+    frames[0] = 255
+    scaled = frames.astype(np.float32) * input_scale + input_offset
+    # The same weights applied by hand to the float frames the model should see.
+    features = model.torso(scaled)
+    logits, values = model(frames)
+    np.testing.assert_allclose(logits, model.policy_head(features), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(values, model.value_head(features)[:, 0], rtol=1e-4, atol=1e-5)
+
+
+def test_nips_parameter_count_with_six_actions():
+    model = networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, network='nips')
+    conv1 = 8 * 8 * 4 * 16 + 16          # 84 -> 20
+    conv2 = 4 * 4 * 16 * 32 + 32         # 20 -> 9
+    dense = 9 * 9 * 32 * 256 + 256
+    policy = 256 * 6 + 6
+    value = 256 + 1
+    assert conv1 + conv2 + dense + policy + value == 677_943
+    assert model.count_params() == 677_943
+
+
+def test_ga3c_large_stride_one_grows_the_dense_input():
+    # Stride 4: 84 -> 20 -> 9 -> 3; stride 1: 84 -> 77 -> 37 -> 17 (64 filters each).
+    for stride, side in ((4, 3), (1, 17)):
+        torso = networks.ga3c_large(first_stride=stride)
+        torso.build((None,) + ATARI_SHAPE)
+        assert torso.layers[-1].kernel.shape == (side * side * 64, 256)
+
+
+def test_unknown_network_name_is_rejected():
+    with pytest.raises(ValueError, match=r"network='resnet'.*'ga3c_large'.*'nips'"):
+        networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, network='resnet')
+    with pytest.raises(ValueError, match='resnet'):
+        networks.make_q_network(6, ATARI_SHAPE, np.uint8, network='resnet')
+
+
+def test_bad_stride_and_bad_observation_rank_are_rejected():
+    with pytest.raises(ValueError, match='first_stride=5; allowed: 1, 2, 3, 4'):
+        networks.ga3c_large(first_stride=5)
+    with pytest.raises(ValueError, match=r'\(H, W, C\)'):
+        networks.make_actor_critic(2, (4,), np.float32, network='nips')
+
+
+def test_factory_is_gin_configurable():
+    with gin.unlock_config():
+        gin.parse_config(['make_q_network.network = "mlp"',
+                          'make_q_network.torso_kwargs = {"hidden_sizes": (8,)}'])
+    try:
+        model = networks.make_q_network(3, (4,), np.float32)
+    finally:
+        gin.clear_config()
+    assert model.count_params() == (4 * 8 + 8) + (8 * 3 + 3)
+
+
+def test_model_in_tf_function_traces_once_for_any_batch_size():
+    model = networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, network='nips')
+    act = tf.function(lambda observations: model(observations)[0],
+                      input_signature=[tf.TensorSpec((None,) + ATARI_SHAPE, tf.uint8)])
+    for batch in (1, 4, 7):
+        assert act(pixels(ATARI_SHAPE, batch)).shape == (batch, 6)
+    assert act.experimental_get_tracing_count() == 1

@@ -1,0 +1,78 @@
+"""RunTracker: CSV rows, episodes, checkpoints and resume (counters restored, CSVs appended)."""
+import csv
+import io
+import os
+
+import common  # noqa: F401
+import tensorflow as tf
+
+from common import metrics
+from common import tracker as tracker_lib
+
+
+def _rows(path):
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))
+
+
+def _make(run_dir, variable):
+    return tracker_lib.RunTracker(run_dir, total_steps=100, log_every_seconds=1e-6,
+                                  checkpoint_every_steps=30, extra_columns=('loss',),
+                                  frames_per_step=4, trackables={'weights': variable},
+                                  stream=io.StringIO())
+
+
+def test_tracker_writes_rows_checkpoints_and_resumes(tmp_path):
+    run_dir = str(tmp_path)
+    variable = tf.Variable(1.0)
+    tracker = _make(run_dir, variable)
+    assert tracker.restored_from is None
+    for _ in range(4):
+        tracker.add_steps(10, updates=1)
+        tracker.add_episodes([(21.0, 800)])
+        tracker.log_interval(updates=1, extra={'loss': 0.5})
+        tracker.maybe_checkpoint()
+    variable.assign(7.0)
+    tracker.save()
+    tracker.close()
+
+    rows = _rows(os.path.join(run_dir, 'metrics.csv'))
+    assert [int(row['env_steps']) for row in rows] == [10, 20, 30, 40]
+    assert [int(row['frames']) for row in rows] == [40, 80, 120, 160]
+    assert rows[-1]['loss'] == '0.5' and rows[-1]['score_mean_100'] == '21'
+    assert len(_rows(os.path.join(run_dir, 'episodes.csv'))) == 4
+    assert any(name.startswith('events.') for name in os.listdir(run_dir))
+
+    restored_variable = tf.Variable(0.0)
+    resumed = _make(run_dir, restored_variable)
+    assert resumed.restored_from is not None
+    assert resumed.env_steps == 40 and resumed.episodes == 4
+    assert float(restored_variable.numpy()) == 7.0
+    assert resumed.clock.elapsed() >= tracker.clock.elapsed_before
+    resumed.add_steps(10)
+    resumed.log_interval(updates=5)
+    resumed.close()
+    rows = _rows(os.path.join(run_dir, 'metrics.csv'))
+    assert [int(row['env_steps']) for row in rows] == [10, 20, 30, 40, 50]
+
+
+def test_progress_line_shows_rate_score_and_eta():
+    logger_line = metrics.RunLogger.progress_line
+    fake = type('Fake', (), {'total_steps': 1000})()
+    line = logger_line(fake, {'env_steps': 500, 'steps_per_sec': 100.0, 'score_mean_100': -20.5,
+                              'episodes': 3, 'wall_time': 3725.0})
+    assert 'steps 500/1000' in line and '100 steps/s' in line and '-20.5' in line
+    assert 'elapsed 1:02:05' in line and 'ETA 0:00:05' in line
+
+
+def test_csv_with_other_columns_is_refused_not_overwritten(tmp_path):
+    path = tmp_path / 'metrics.csv'
+    path.write_text('a,b\n1,2\n')
+    try:
+        metrics.RunLogger(str(tmp_path), extra_columns=('loss',), tensorboard=False,
+                          stream=io.StringIO())
+    except ValueError as error:
+        assert 'columns' in str(error)
+    else:
+        raise AssertionError('expected ValueError')
+    assert path.read_text() == 'a,b\n1,2\n'

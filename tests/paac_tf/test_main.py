@@ -1,0 +1,144 @@
+"""`python -m paac_tf.main` end to end: config errors, run directory, resume, evaluation, Atari."""
+import csv
+import os
+import subprocess
+import sys
+
+import gin
+import pytest
+
+from common import app
+from common.envs import atari
+from paac_tf import main as paac_main
+from paac_tf import paac
+
+CARTPOLE_BINDINGS = [
+    "PAACConfig.env_config = @GymConfig()",
+    "GymConfig.env_id = 'CartPole-v1'",
+    "PAACConfig.network = 'mlp'",
+    "PAACConfig.num_envs = 4",
+    "PAACConfig.num_workers = 2",
+    "PAACConfig.total_steps = 400",
+    "PAACConfig.checkpoint_every_steps = 200",
+    "PAACConfig.log_every_seconds = 0.01",
+]
+
+
+def _run(args, cwd):
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    return subprocess.run([sys.executable, '-m', 'paac_tf.main'] + args, cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=240)
+
+
+def _flags(bindings, gin_file='gin/paac/paper.gin'):
+    return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
+        f'--gin_bindings={binding}' for binding in bindings]
+
+
+@pytest.fixture(autouse=True)
+def _clean_gin():
+    yield
+    gin.clear_config()
+
+
+def test_presets_parse_and_hold_the_papers_values():
+    config = paac_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/paac/pong.gin')], [])
+    assert (config.num_envs, config.num_workers, config.t_max) == (32, 8, 5)
+    assert config.learning_rate == pytest.approx(0.0007 * 32)
+    assert (config.entropy_coef, config.clip_norm, config.gamma) == (0.01, 40.0, 0.99)
+    assert (config.rmsprop_decay, config.rmsprop_epsilon) == (0.99, 0.1)
+    assert config.network == 'nips' and config.env_config.game == 'pong'
+    original = paac_main.configure(
+        [os.path.join(app.PROJECT_ROOT, 'gin/paac/original_code.gin')], [])
+    assert (original.entropy_coef, original.clip_norm, original.anneal_steps) == (
+        0.02, 3.0, 80_000_000)
+
+
+@pytest.mark.parametrize('binding, named', [
+    ('PAACConfig.num_envs = 0', 'num_envs'),
+    ('PAACConfig.t_max = 0', 't_max'),
+    ("AtariConfig.game = 'pongg'", 'pongg'),
+    ('PAACConfig.num_envz = 3', 'num_envz'),
+    ('PAACConfig.num_envs = ', 'PAACConfig.num_envs'),
+])
+def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding, named):
+    result = _run(_flags([binding], 'gin/paac/pong.gin') + ['--run_dir=run'], cwd=tmp_path)
+    assert result.returncode == 2
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    assert len(error_lines) == 1 and named in error_lines[0], result.stderr[-2000:]
+    assert not (tmp_path / 'run').exists()
+
+
+def test_missing_gin_file_is_named(tmp_path):
+    result = _run(['--gin_file=gin/paac/nope.gin'], cwd=tmp_path)
+    assert result.returncode == 2 and 'nope.gin' in result.stderr
+
+
+def _csv_rows(path):
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))
+
+
+def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path):
+    first = _run(_flags(CARTPOLE_BINDINGS), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    (run_dir,) = [tmp_path / 'runs' / name for name in os.listdir(tmp_path / 'runs')]
+    assert run_dir.name.startswith('paac-CartPole-v1-')
+    names = set(os.listdir(run_dir))
+    assert {'operative_config.gin', 'metrics.csv', 'episodes.csv', 'checkpoints',
+            'invocation.json'} <= names
+    assert any(name.startswith('events.') for name in names)
+    assert 'PAACConfig.num_envs = 4' in (run_dir / 'operative_config.gin').read_text()
+    rows = _csv_rows(run_dir / 'metrics.csv')
+    assert int(rows[-1]['env_steps']) == 400
+    assert {'env_share', 'act_share', 'learn_share', 'steps_per_sec'} <= set(rows[-1])
+    shares = [float(rows[-1][name]) for name in ('env_share', 'act_share', 'learn_share')]
+    assert all(0 < share < 1 for share in shares) and sum(shares) <= 1.0 + 1e-6
+    assert 'steps 400/400' in first.stdout
+    episodes_before = len(_csv_rows(run_dir / 'episodes.csv'))
+    assert episodes_before > 0
+
+    # The same command resumes (nothing to do); more steps continue from 400.
+    again = _run(_flags(CARTPOLE_BINDINGS), cwd=tmp_path)
+    assert again.returncode == 0 and 'already complete' in again.stdout
+    longer = _run(_flags(CARTPOLE_BINDINGS + ['PAACConfig.total_steps = 800']) +
+                  [f'--run_dir={run_dir}'], cwd=tmp_path)
+    assert longer.returncode == 0, longer.stderr[-3000:]
+    assert 'resuming from' in longer.stdout and 'at step 400' in longer.stdout
+    rows = _csv_rows(run_dir / 'metrics.csv')
+    steps = [int(row['env_steps']) for row in rows]
+    assert steps == sorted(steps) and steps[-1] == 800
+    assert int(rows[-1]['updates']) == 800 // 20  # the optimizer's count was restored too
+    assert len(_csv_rows(run_dir / 'episodes.csv')) > episodes_before
+    assert (run_dir / 'operative_config.gin').read_text().count('total_steps = 400') == 1
+
+    evaluation = subprocess.run(
+        [sys.executable, '-m', 'common.evaluate', f'--run_dir={run_dir}', '--num_episodes=3'],
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True,
+        text=True, timeout=120)
+    assert evaluation.returncode == 0, evaluation.stderr[-3000:]
+    (row,) = _csv_rows(run_dir / 'eval.csv')
+    assert int(row['episodes']) == 3 and int(row['env_steps']) == 800
+    assert float(row['score_min']) <= float(row['score_mean']) <= float(row['score_max'])
+
+
+def _shm_entries():
+    return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
+
+
+def _spawned_workers():
+    found = subprocess.run(['pgrep', '-f', 'multiprocessing.spawn'], capture_output=True,
+                           text=True)
+    return set(found.stdout.split())
+
+
+def test_pong_runs_through_worker_processes_and_leaves_nothing_behind(tmp_path):
+    shm_before = _shm_entries()
+    workers_before = _spawned_workers()
+    result = _run(_flags(["AtariConfig.game = 'pong'", 'PAACConfig.num_envs = 4',
+                          'PAACConfig.num_workers = 2', 'PAACConfig.total_steps = 60',
+                          'PAACConfig.t_max = 5']) + ['--run_dir=run'], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert int(_csv_rows(tmp_path / 'run' / 'metrics.csv')[-1]['env_steps']) == 60
+    assert _shm_entries() <= shm_before
+    assert _spawned_workers() <= workers_before
