@@ -87,7 +87,9 @@ class ActorCriticNetwork(tf.keras.Model):
     def call(self, observations):
         features = self.torso(scale_observations(observations, self.input_scale,
                                                  self.input_offset))
-        return self.policy_head(features), tf.squeeze(self.value_head(features), axis=-1)
+        # float32 outputs whatever the compute dtype (mixed precision), so losses stay float32.
+        logits = tf.cast(self.policy_head(features), tf.float32)
+        return logits, tf.cast(tf.squeeze(self.value_head(features), axis=-1), tf.float32)
 
 
 class QNetwork(tf.keras.Model):

@@ -18,12 +18,17 @@ def configure(gin_files, gin_bindings):
     app.parse_gin(gin_files, gin_bindings)
     config = paac.PAACConfig()
     config.validate()
-    pools.validate_pool_config(config.env_config, config.num_envs, config.num_workers)
+    try:
+        pools.validate_pool_config(config.env_config, config.num_envs, config.num_workers,
+                                   num_groups=2 if config.alternating_halves else 1)
+    except ValueError as error:
+        raise app.ConfigError(f'make_pool: {error}')
     return config
 
 
-def make_pool(env_config, num_envs, seed, num_workers):
-    return pools.make_pool(env_config, num_envs, seed=seed, num_workers=num_workers)
+def make_pool(env_config, num_envs, seed, num_workers, num_groups=1):
+    return pools.make_pool(env_config, num_envs, seed=seed, num_workers=num_workers,
+                           num_groups=num_groups)
 
 
 def main():

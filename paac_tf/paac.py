@@ -38,6 +38,10 @@ class PAACConfig:
     clip_norm: float = 40.0            # global-norm gradient clipping; 0 disables
     gamma: float = 0.99
     seed: int = 0
+    # Stooke & Abbeel's alternating sampler: half the environments step while the policy runs on
+    # the other half. Same actions distribution and updates as Algorithm 1; only the schedule
+    # differs. Off by default (the paper steps all ne, then runs one forward).
+    alternating_halves: bool = False
     log_every_seconds: float = 10.0
     checkpoint_every_steps: int = 1_000_000
 
@@ -55,6 +59,9 @@ class PAACConfig:
             value = getattr(self, name)
             require(isinstance(value, int) and value > 0,
                     f'PAACConfig.{name} must be a positive integer, got {value!r}')
+        require(not self.alternating_halves or self.num_workers % 2 == 0,
+                f'PAACConfig.alternating_halves needs an even num_workers, '
+                f'got {self.num_workers}')
         require(self.num_envs % self.num_workers == 0,
                 f'PAACConfig.num_envs={self.num_envs} must be divisible by '
                 f'num_workers={self.num_workers}')
@@ -125,21 +132,18 @@ class PAACLearner(tf.Module):
         """Algorithm 1, lines 12-19: n-step returns with bootstrap, one update on ne*t_max."""
         config = self.config
         num_steps = config.t_max
-        batch = tf.shape(actions)[1]
-        flat_observations = tf.reshape(observations, tf.concat(
-            [[-1], tf.shape(observations)[2:]], axis=0))
+        observation_shape = tf.shape(observations)[2:]
+        rollout_observations = tf.reshape(observations[:num_steps],
+                                          tf.concat([[-1], observation_shape], axis=0))
+        # V(s_{tmax+1}) outside the tape: no backward pass over rows that get no gradient.
+        _, bootstrap_values = self.model(observations[num_steps])
+        returns = losses.n_step_returns(rewards, terminals, bootstrap_values, config.gamma)
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
-            logits, values = self.model(flat_observations)
-            values = tf.reshape(values, [num_steps + 1, batch])
-            returns = losses.n_step_returns(rewards, terminals, tf.stop_gradient(values[-1]),
-                                            config.gamma)
+            logits, values = self.model(rollout_observations)
             loss = losses.actor_critic_loss(
-                logits=logits[:num_steps * batch],
-                values=tf.reshape(values[:-1], [-1]),
-                actions=tf.reshape(actions, [-1]),
-                returns=tf.reshape(returns, [-1]),
-                entropy_coef=config.entropy_coef,
+                logits=logits, values=values, actions=tf.reshape(actions, [-1]),
+                returns=tf.reshape(returns, [-1]), entropy_coef=config.entropy_coef,
                 value_loss_coef=config.value_loss_coef)
         gradients = tape.gradient(loss.total, variables)
         global_norm = tf.linalg.global_norm(gradients)
@@ -184,30 +188,65 @@ class PAAC:
 
     def iterate(self):
         """t_max batched steps of all environments, then one update (lines 4-19)."""
-        buffer, pool, learner = self.buffer, self.pool, self.learner
-        clock = time.perf_counter
-        for step in range(self.config.t_max):
-            start = clock()
-            actions = learner.act(buffer.observations[step]).numpy()
-            acted = clock()
-            result = pool.step(actions)
-            stepped = clock()
-            buffer.actions[step] = actions
-            buffer.rewards[step] = result.rewards
-            buffer.terminals[step] = result.terminals
-            buffer.observations[step + 1] = result.observations
-            if result.dones.any():
-                for index in np.flatnonzero(result.dones):
-                    self.finished_episodes.append((float(result.episode_returns[index]),
-                                                   int(result.episode_lengths[index])))
-            self.phase_seconds['act'] += acted - start
-            self.phase_seconds['env'] += stepped - acted
-        start = clock()
-        self.last_stats = learner.train_step(buffer.observations, buffer.actions,
-                                             buffer.rewards, buffer.terminals)
+        if self.config.alternating_halves:
+            self._rollout_alternating()
+        else:
+            self._rollout()
+        start = time.perf_counter()
+        buffer = self.buffer
+        self.last_stats = self.learner.train_step(buffer.observations, buffer.actions,
+                                                  buffer.rewards, buffer.terminals)
         self.last_stats['loss'].numpy()  # Waits for the update, so 'learn' time is honest.
-        self.phase_seconds['learn'] += clock() - start
+        self.phase_seconds['learn'] += time.perf_counter() - start
         buffer.carry_over()
+
+    def _rollout(self):
+        """Lines 4-11: one forward for all ne environments, then all of them step."""
+        for step in range(self.config.t_max):
+            self._act(step, slice(None))
+            start = time.perf_counter()
+            result = self.pool.step(self.buffer.actions[step])
+            self.phase_seconds['env'] += time.perf_counter() - start
+            self._store(step, slice(None), result)
+
+    def _rollout_alternating(self):
+        """Lines 4-11 with the halves interleaved: half 0 steps while half 1 is acted on."""
+        half = self.config.num_envs // 2
+        halves = (slice(0, half), slice(half, None))
+        t_max = self.config.t_max
+        self._act_and_send(0, 0, halves[0])
+        for step in range(t_max):
+            self._act_and_send(step, 1, halves[1])
+            self._receive(step, 0, halves[0])
+            if step + 1 < t_max:
+                self._act_and_send(step + 1, 0, halves[0])
+            self._receive(step, 1, halves[1])
+
+    def _act(self, step, envs):
+        start = time.perf_counter()
+        self.buffer.actions[step, envs] = self.learner.act(
+            self.buffer.observations[step, envs]).numpy()
+        self.phase_seconds['act'] += time.perf_counter() - start
+
+    def _act_and_send(self, step, group, envs):
+        self._act(step, envs)
+        self.pool.step_async(self.buffer.actions[step, envs], group)
+
+    def _receive(self, step, group, envs):
+        start = time.perf_counter()
+        result = self.pool.step_wait(group)
+        self.phase_seconds['env'] += time.perf_counter() - start
+        self._store(step, envs, result)
+
+    def _store(self, step, envs, result):
+        buffer = self.buffer
+        buffer.rewards[step, envs] = result.rewards
+        buffer.terminals[step, envs] = result.terminals
+        buffer.observations[step + 1, envs] = result.observations
+        if result.dones.any():
+            for index in np.flatnonzero(result.dones):
+                self.finished_episodes.append((float(result.episode_returns[index]),
+                                               int(result.episode_lengths[index])))
 
     def drain_episodes(self):
         episodes, self.finished_episodes = self.finished_episodes, []
@@ -236,7 +275,7 @@ def build_learner(config):
 def train(config, run_dir, make_pool):
     """Runs PAAC until config.total_steps, resuming from run_dir's checkpoint if there is one.
 
-    make_pool(env_config, num_envs, seed, num_workers) builds the environment pool.
+    make_pool(env_config, num_envs, seed, num_workers, num_groups) builds the environment pool.
     """
     learner = build_learner(config)
     tracker = RunTracker(
@@ -254,7 +293,8 @@ def train(config, run_dir, make_pool):
             return tracker.env_steps
         # A resumed run continues with fresh environments, seeded apart from the first session.
         pool = make_pool(config.env_config, config.num_envs, seed=config.seed + tracker.env_steps,
-                         num_workers=config.num_workers)
+                         num_workers=config.num_workers,
+                         num_groups=2 if config.alternating_halves else 1)
         try:
             _train_loop(config, PAAC(config, pool, learner), tracker)
         except KeyboardInterrupt:

@@ -86,7 +86,7 @@ def test_paac_learns_cartpole(tmp_path):
                               learning_rate=0.1, entropy_coef=0.01, value_loss_coef=0.5,
                               clip_norm=3.0, log_every_seconds=30.0, seed=1)
 
-    def make_serial_pool(env_config, num_envs, seed, num_workers):
+    def make_serial_pool(env_config, num_envs, seed, num_workers, num_groups):
         return pools.SerialPool(env_config, num_envs, seed=seed)
 
     paac.train(config, str(tmp_path), make_serial_pool)
@@ -96,3 +96,30 @@ def test_paac_learns_cartpole(tmp_path):
     scores = evaluate.run_episodes(config.env_config, lambda obs: learner.act(obs).numpy(),
                                    num_episodes=20, seed=99)
     assert scores.mean() >= 400, scores
+
+
+def test_alternating_halves_produce_the_environments_own_trajectories():
+    """The interleaved schedule stores, for every env, exactly what stepping it serially gives."""
+    config = _cartpole_config(num_envs=4, num_workers=2, alternating_halves=True)
+    learner = paac.build_learner(config)
+    with pools.ProcessPool(config.env_config, config.num_envs, num_workers=2, seed=5,
+                           num_groups=2) as pool:
+        runner = paac.PAAC(config, pool, learner)
+        first_observations = runner.buffer.observations[0].copy()
+        runner.iterate()
+        buffer = runner.buffer
+        observations = buffer.observations.copy()
+        observations[0] = first_observations  # iterate() carried the last one over already
+        actions, rewards = buffer.actions.copy(), buffer.rewards.copy()
+    assert int(learner.optimizer.iterations.numpy()) == 1
+    with pools.SerialPool(config.env_config, config.num_envs, seed=5) as replay:
+        np.testing.assert_array_equal(replay.reset(), observations[0])
+        for step in range(config.t_max):
+            result = replay.step(actions[step])
+            np.testing.assert_array_equal(result.observations, observations[step + 1])
+            np.testing.assert_array_equal(result.rewards, rewards[step])
+
+
+def test_alternating_halves_need_an_even_number_of_workers():
+    with pytest.raises(common.app.ConfigError, match='even num_workers'):
+        _cartpole_config(num_envs=6, num_workers=3, alternating_halves=True)
