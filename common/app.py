@@ -11,6 +11,7 @@ import tokenize
 
 from absl import app
 from absl import flags
+from absl import logging
 import gin
 
 flags.DEFINE_multi_string('gin_file', [], 'Gin config file; repeatable, later files win.')
@@ -127,6 +128,9 @@ def run(main_fn):
     """absl.app.run with ConfigError/KeyboardInterrupt turned into clean one-line exits."""
 
     def wrapped(argv):
+        # TensorFlow's Python INFO lines (e.g. at every checkpoint) would break up the progress
+        # lines; warnings and errors still show.
+        logging.set_verbosity(logging.WARNING)
         if len(argv) > 1:
             fail(f'unexpected arguments {argv[1:]}; use --gin_file / --gin_bindings / --run_dir')
         try:

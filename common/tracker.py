@@ -3,6 +3,8 @@
 A paper's loop reports steps, updates and finished episodes; the tracker decides when to write a
 metrics row (with the paper's own columns) and when to checkpoint, and resumes all of it.
 """
+import csv
+import os
 import time
 
 from common import checkpoint as checkpoint_lib
@@ -27,6 +29,8 @@ class RunTracker:
         self.episodes = int(self.counters.episodes.numpy())
         self.clock = metrics.Clock(float(self.counters.elapsed_seconds.numpy()))
         self.episode_stats = metrics.EpisodeStats()
+        if self.restored_from:
+            self._reload_recent_scores()
         logger_kwargs = {} if stream is None else {'stream': stream}
         self.logger = metrics.RunLogger(run_dir, extra_columns, total_steps, **logger_kwargs)
         self._interval_start = time.perf_counter()
@@ -34,6 +38,23 @@ class RunTracker:
         self._interval_updates = 0
         self._next_checkpoint = (self.env_steps // checkpoint_every_steps + 1) * \
             checkpoint_every_steps
+
+    def _reload_recent_scores(self):
+        """Seeds the score window from episodes.csv, so score_mean_100 continues on resume."""
+        path = os.path.join(self.run_dir, 'episodes.csv')
+        if not os.path.exists(path):
+            return
+        with open(path, newline='') as f:
+            for row in csv.DictReader(f):
+                if row['env_steps'] and int(row['env_steps']) <= self.env_steps:
+                    self.episode_stats.add(float(row['score']), int(row['length']))
+        self.episode_stats.count = self.episodes
+
+    def start_interval(self):
+        """Starts the rate clock now, so set-up time (workers, tracing) is not counted."""
+        self._interval_start = time.perf_counter()
+        self._interval_steps = 0
+        self._interval_updates = 0
 
     @property
     def done(self):

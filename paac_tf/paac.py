@@ -312,6 +312,7 @@ def train(config, run_dir, make_pool):
 
 def _train_loop(config, paac, tracker):
     learner = paac.learner
+    tracker.start_interval()
     while not tracker.done:
         paac.iterate()
         tracker.add_steps(config.steps_per_update, updates=1)

@@ -76,3 +76,18 @@ def test_csv_with_other_columns_is_refused_not_overwritten(tmp_path):
     else:
         raise AssertionError('expected ValueError')
     assert path.read_text() == 'a,b\n1,2\n'
+
+
+def test_resume_reloads_the_recent_scores(tmp_path):
+    run_dir = str(tmp_path)
+    first = _make(run_dir, tf.Variable(1.0))
+    first.add_steps(10)
+    first.add_episodes([(-21.0, 900), (-19.0, 950)])
+    first.save()
+    first.add_steps(10)
+    first.add_episodes([(5.0, 100)])  # after the checkpoint: not part of the resumed run
+    first.close()
+    resumed = _make(run_dir, tf.Variable(0.0))
+    assert resumed.episode_stats.mean_score == -20.0
+    assert resumed.episodes == 2
+    resumed.close()
