@@ -2,8 +2,12 @@
 
 Every row runs in this one invocation with the same number of environments, one after another
 (never two at once: on a small machine they would measure each other). Rows:
-  env/<pool>  random actions through each pool: the ceiling any algorithm could reach;
-  paac        PAAC's full training rate (act + step + update) on Pong, nips network.
+  env/<pool>        random actions through each pool: the ceiling any algorithm could reach;
+  paac              PAAC's full training rate (act + step + update) on Pong, nips network;
+  dqn/standard      fast DQN, standard mode, 1 sampler thread (env steps/s while training);
+  dqn/both          fast DQN, concurrent + synchronized, 8 sampler threads;
+  ga3c, a3c_cpu     GA3C and the CPU A3C baseline (PPS), small network; /large: GA3C's large
+                    network, first stride 4 (Table 2's comparison).
 Timings are only comparable within one invocation; quote ratios.
 """
 import json
@@ -90,6 +94,13 @@ def paac_row(settings, alternating_halves=False):
     return rate
 
 
+def _paper_rows():
+    """The rows each paper package contributes (in <paper>_tf/bench_rows.py)."""
+    from dqn_tf import bench_rows as dqn_rows
+    from ga3c_tf import bench_rows as ga3c_rows
+    return {**dqn_rows.ROWS, **ga3c_rows.ROWS}
+
+
 ROWS = {
     'env/serial': env_row('serial'),
     'env/thread': env_row('thread'),
@@ -97,6 +108,7 @@ ROWS = {
     'env/ale_vector': env_row('ale_vector'),
     'paac': paac_row,
     'paac/alternating': lambda settings: paac_row(settings, alternating_halves=True),
+    **_paper_rows(),
 }
 
 

@@ -99,8 +99,12 @@ class RunTracker:
         self._interval_updates = 0
         return seconds
 
+    def checkpoint_due(self):
+        """True when maybe_checkpoint() would save now."""
+        return self.env_steps >= self._next_checkpoint
+
     def maybe_checkpoint(self):
-        if self.env_steps >= self._next_checkpoint:
+        if self.checkpoint_due():
             self.save()
             while self._next_checkpoint <= self.env_steps:
                 self._next_checkpoint += self.checkpoint_every_steps

@@ -337,7 +337,7 @@ def _worker(connection, shm_name: str, layout, env_config, seed: int, start: int
                 pass
 
 
-def _start_process(process) -> None:
+def start_process(process) -> None:
     """Start a spawn process that does not re-import the parent's __main__ module."""
     # spawn makes every child import the parent's __main__ (e.g. `python -m paac_tf.main`,
     # which imports TensorFlow: seconds and hundreds of MB per worker, and TF must never run
@@ -353,6 +353,9 @@ def _start_process(process) -> None:
         sys.modules['__main__'] = main_module
         if in_main_thread:
             signal.signal(signal.SIGINT, previous_handler)
+
+
+_start_process = start_process  # the name before it was public
 
 
 def _shutdown(processes: list, connections: list, shm: _SharedMemory) -> None:

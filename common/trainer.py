@@ -1,0 +1,91 @@
+"""Threaded trainer: take experience batches from a queue (merging up to a minimum size), one
+train step per batch, fed directly or through a tf.data pipeline.
+
+An experience item is a tuple of numpy arrays sharing their first (sample) dimension.
+"""
+import queue as queue_lib
+import threading
+import traceback
+
+import numpy as np
+
+
+class ExperienceBatcher:
+    """Takes items from a queue and concatenates them until at least min_batch_size samples."""
+
+    def __init__(self, experiences, min_batch_size=0, poll_seconds=0.05):
+        self.experiences = experiences
+        self.min_batch_size = min_batch_size
+        self.poll_seconds = poll_seconds
+        self.items_taken = 0
+
+    def next_batch(self, stop_event):
+        """The next merged batch, or None once stop_event is set (a partial batch is dropped)."""
+        parts, size = [], 0
+        while not stop_event.is_set():
+            try:
+                item = self.experiences.get(timeout=self.poll_seconds)
+            except queue_lib.Empty:
+                continue
+            self.items_taken += 1
+            parts.append(item)
+            size += len(item[0])
+            if size >= self.min_batch_size:
+                if len(parts) == 1:
+                    return parts[0]
+                return tuple(np.concatenate(fields) for fields in zip(*parts))
+        return None
+
+
+class TrainerThread(threading.Thread):
+    """Calls train_fn(*batch) for every batch the batcher yields, until stopped.
+
+    input_signature (tf.TensorSpec per field) and use_tf_data=True route batches through
+    tf.data.Dataset.from_generator(...).prefetch(1), prefetched to the GPU when there is one;
+    otherwise the numpy batch goes straight to train_fn.
+    """
+
+    def __init__(self, batcher, train_fn, input_signature=None, use_tf_data=False,
+                 name='trainer'):
+        super().__init__(name=name, daemon=True)
+        if use_tf_data and input_signature is None:
+            raise ValueError('use_tf_data=True needs an input_signature')
+        self.batcher = batcher
+        self.train_fn = train_fn
+        self.input_signature = input_signature
+        self.use_tf_data = use_tf_data
+        self.stop_event = threading.Event()
+        self.updates = 0
+        self.samples = 0
+        self.error = None
+
+    def _batches(self):
+        while True:
+            batch = self.batcher.next_batch(self.stop_event)
+            if batch is None:
+                return
+            yield batch
+
+    def _dataset(self):
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
+        dataset = tf.data.Dataset.from_generator(
+            self._batches, output_signature=tuple(self.input_signature))
+        gpus = tf.config.list_logical_devices('GPU')
+        if gpus:
+            return dataset.apply(tf.data.experimental.prefetch_to_device(gpus[0].name, 1))
+        return dataset.prefetch(1)
+
+    def run(self):
+        try:
+            for batch in (self._dataset() if self.use_tf_data else self._batches()):
+                self.train_fn(*batch)
+                self.updates += 1
+                self.samples += len(batch[0])
+                if self.stop_event.is_set():
+                    break
+        except Exception:  # pylint: disable=broad-except
+            self.error = traceback.format_exc()
+
+    def stop(self):
+        """Asks the thread to end; it does within the batcher's poll time plus one update."""
+        self.stop_event.set()

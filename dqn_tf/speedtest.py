@@ -1,0 +1,172 @@
+"""`python -m dqn_tf.speedtest [--steps N] [--json PATH]`: the paper's section 5.1 ablation.
+
+Every mode (standard, concurrent, synchronized, both) with every sampler-thread count trains the
+same number of steps on Pong at a fixed epsilon of 0.1 (section 5.1), one configuration after
+another in this one invocation, after an untimed prepopulation and tracing warm-up. The table
+gives each runtime and its speedup over standard DQN with 1 thread (the paper's Table 3), and the
+learner-only bound: the time the steps/F minibatches take alone, which no mode can beat on a
+machine where the update dominates. Timings are only comparable within one invocation.
+"""
+import json
+import os
+import sys
+import time
+
+from absl import flags
+
+import common  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
+from common import app
+from dqn_tf import dqn
+from dqn_tf import main as dqn_main
+
+MODE_SWITCHES = {'standard': (False, False), 'concurrent': (True, False),
+                 'synchronized': (False, True), 'both': (True, True)}
+# The paper runs Synchronized Execution with 2 or more threads only (Table 1).
+DEFAULT_WORKERS = {'standard': (1, 2, 4, 8), 'concurrent': (1, 2, 4, 8),
+                   'synchronized': (2, 4, 8), 'both': (2, 4, 8)}
+SPEEDTEST_EPSILON = 0.1  # "we fix epsilon_t = 0.1 for the entirety of this shorter training"
+
+
+def speedtest_config(mode, num_workers, game='pong', target_period=10_000, prepopulate_steps=1000,
+                     replay_capacity=100_000, seed=0):
+    """The paper's Pong config in one mode, with epsilon fixed at 0.1 and evaluation off."""
+    concurrent, synchronized = MODE_SWITCHES[mode]
+    bindings = [f"AtariConfig.game = '{game}'",
+                f'DQNConfig.num_workers = {num_workers}',
+                f'DQNConfig.concurrent = {concurrent}',
+                f'DQNConfig.synchronized = {synchronized}',
+                f'DQNConfig.target_period = {target_period}',
+                f'DQNConfig.prepopulate_steps = {prepopulate_steps}',
+                f'DQNConfig.replay_capacity = {max(replay_capacity, target_period)}',
+                f'DQNConfig.initial_epsilon = {SPEEDTEST_EPSILON}',
+                f'DQNConfig.final_epsilon = {SPEEDTEST_EPSILON}',
+                'DQNConfig.eval_every_steps = 0',
+                f'DQNConfig.seed = {seed}']
+    return dqn_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/dqn/pong.gin')], bindings)
+
+
+class Session:
+    """One configuration built, prepopulated and traced; run(steps) times training steps."""
+
+    def __init__(self, config):
+        self.config = config
+        self.learner = dqn.build_learner(config)
+        self.runner = dqn.FastDQN(config, self.learner, seed=config.seed)
+        try:
+            self.runner.prepopulate(config.prepopulate_steps)
+            self._warm_up()
+        except BaseException:
+            self.runner.close()
+            raise
+        self.step = 0
+
+    def _warm_up(self, minibatches=30):
+        """Traces the hot path's tf.functions and runs the first (slow, allocating) minibatches
+        outside the timed region."""
+        runner = self.runner
+        for _ in range(minibatches):
+            runner.train_minibatch()
+        runner.act_fn(runner.observations).numpy()
+        runner.act_fn(runner.observations[:1]).numpy()
+
+    def run(self, num_steps):
+        """Trains num_steps steps in target periods; returns the wall seconds they took."""
+        config = self.config
+        start = time.perf_counter()
+        end_step = self.step + num_steps
+        while self.step < end_step:
+            period = min(config.target_period, end_step - self.step)
+            self.step = self.runner.run_period(self.step, period)
+            self.runner.drain_episodes()
+        return time.perf_counter() - start
+
+    def learner_only(self, num_steps):
+        """Seconds that num_steps/F minibatches (replay sampling included) take on their own."""
+        start = time.perf_counter()
+        for _ in range(num_steps // self.config.train_period):
+            self.runner.train_minibatch()
+        return time.perf_counter() - start
+
+    def close(self):
+        self.runner.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+
+def run_speedtest(steps, modes, workers_by_mode, game='pong', target_period=10_000,
+                  prepopulate_steps=1000, stream=sys.stdout):
+    """Measures every (mode, workers) and the learner-only bound; returns the table's rows."""
+    rows = []
+    learner_seconds = None
+    for mode in modes:
+        for num_workers in workers_by_mode[mode]:
+            config = speedtest_config(mode, num_workers, game, target_period, prepopulate_steps)
+            with Session(config) as session:
+                if learner_seconds is None:
+                    learner_seconds = session.learner_only(steps)
+                    print(f'learner-only: {learner_seconds:.2f} s', file=stream, flush=True)
+                seconds = session.run(steps)
+            rows.append({'mode': mode, 'workers': num_workers, 'seconds': seconds})
+            print(f'{mode:<13} W={num_workers}: {seconds:.2f} s', file=stream, flush=True)
+    rows.append({'mode': 'learner-only', 'workers': 0, 'seconds': learner_seconds})
+    baseline = next((row['seconds'] for row in rows
+                     if row['mode'] == 'standard' and row['workers'] == 1), None)
+    for row in rows:
+        row['speedup'] = baseline / row['seconds'] if baseline else None
+    return rows
+
+
+def format_table(rows, steps):
+    lines = [f'{steps:,} steps per row, epsilon {SPEEDTEST_EPSILON}; speedup vs standard W=1',
+             f"{'mode':<14}{'workers':>8}{'seconds':>10}{'steps/s':>10}{'speedup':>9}"]
+    for row in rows:
+        speedup = f"{row['speedup']:.2f}x" if row['speedup'] else '-'
+        workers = row['workers'] or '-'
+        lines.append(f"{row['mode']:<14}{workers:>8}{row['seconds']:>10.2f}"
+                     f"{steps / row['seconds']:>10.1f}{speedup:>9}")
+    return '\n'.join(lines)
+
+
+def main():
+    flags_ = flags.FLAGS
+    modes = flags_.modes
+    unknown = [mode for mode in modes if mode not in MODE_SWITCHES]
+    app.require(not unknown, f'unknown --modes {unknown}; allowed: {list(MODE_SWITCHES)}')
+    workers = [int(value) for value in flags_.workers] if flags_.workers else None
+    app.require(workers is None or all(value > 0 for value in workers),
+                f'--workers must be positive, got {flags_.workers}')
+    workers_by_mode = {mode: workers or DEFAULT_WORKERS[mode] for mode in modes}
+    largest = max(max(values) for values in workers_by_mode.values())
+    app.require(flags_.steps > 0 and flags_.steps % 4 == 0 and all(
+        flags_.steps % value == 0 for values in workers_by_mode.values() for value in values),
+        f'--steps={flags_.steps} must be a positive multiple of F=4 and of every worker count')
+    period = min(flags_.target_period, flags_.steps)
+    for values in workers_by_mode.values():
+        for value in values:
+            speedtest_config('standard', value, flags_.game, period, flags_.prepopulate)
+    print(f'speed test: {flags_.steps:,} steps per configuration, C={period:,}, up to '
+          f'{largest} threads, {os.cpu_count()} CPUs', flush=True)
+    rows = run_speedtest(flags_.steps, modes, workers_by_mode, flags_.game, period,
+                         flags_.prepopulate)
+    print(format_table(rows, flags_.steps))
+    if flags_.json:
+        with open(flags_.json, 'w') as f:
+            json.dump({'rows': rows, 'steps': flags_.steps, 'target_period': period,
+                       'cpu_count': os.cpu_count(), 'argv': sys.argv[1:]}, f, indent=2)
+        print(f'wrote {flags_.json}')
+
+
+if __name__ == '__main__':
+    flags.DEFINE_integer('steps', 10_000, 'Training steps per configuration (paper: 1M).')
+    flags.DEFINE_integer('target_period', 10_000, 'C (Table 5); capped at --steps.')
+    flags.DEFINE_integer('prepopulate', 1000, 'Untimed random steps before each configuration.')
+    flags.DEFINE_list('modes', list(MODE_SWITCHES), 'Modes to measure.')
+    flags.DEFINE_list('workers', None, 'Sampler-thread counts (default: 1,2,4,8; 2,4,8 for '
+                                       'synchronized and both, as in Table 1).')
+    flags.DEFINE_string('game', 'pong', 'Atari game (section 5.1: Pong).')
+    flags.DEFINE_string('json', None, 'Write {"rows": [...]} here.')
+    app.run(main)

@@ -1,0 +1,316 @@
+"""The CPU A3C baseline GA3C is compared against (paper section 3.2, Table 2): every agent
+process holds its own model replica, plays t_max steps with it, computes the gradients of the
+same eq. (5) loss itself and applies them lock-free (Hogwild) to parameters in shared memory with
+a shared RMSProp (Mnih et al. 2016's shared-statistics variant), then copies the parameters back.
+"""
+import itertools
+import multiprocessing
+import os
+import queue as queue_lib
+import signal
+import time
+from multiprocessing import shared_memory
+
+import numpy as np
+
+from common.envs import pools
+from ga3c_tf import agent as agent_lib
+
+POLL_SECONDS = 0.1
+JOIN_SECONDS = 5.0
+STEPS, UPDATES = 0, 1  # columns of the per-agent counter array
+
+
+class SharedParameters:
+    """A flat float32 parameter vector and its RMSProp mean squares in shared memory."""
+
+    def __init__(self, size, name=None):
+        create = name is None
+        nbytes = 2 * size * 4
+        self.shm = shared_memory.SharedMemory(name=name, create=create, size=nbytes)
+        self.size = size
+        self.parameters = np.ndarray((size,), np.float32, buffer=self.shm.buf)
+        self.mean_square = np.ndarray((size,), np.float32, buffer=self.shm.buf, offset=size * 4)
+        if create:
+            self.mean_square.fill(0.0)
+
+    def apply_rmsprop(self, gradient, learning_rate, decay, epsilon):
+        """TF1's RMSProp (epsilon inside the sqrt) on the shared vectors, in place, no lock."""
+        square = np.square(gradient)
+        self.mean_square *= decay
+        self.mean_square += (1.0 - decay) * square
+        step = np.sqrt(self.mean_square + epsilon)
+        np.divide(gradient, step, out=step)
+        step *= learning_rate
+        self.parameters -= step
+
+    def close(self, unlink=False):
+        self.parameters = self.mean_square = None
+        try:
+            self.shm.close()
+        except BufferError:
+            pass
+        if unlink:
+            try:
+                self.shm.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def flatten(arrays):
+    return np.concatenate([np.asarray(array, np.float32).reshape(-1) for array in arrays])
+
+
+def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots, seed,
+               episode_queue, stop_event):
+    """Entry point of an A3C agent process: its own replica, its own gradients."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import common  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    tf.config.threading.set_intra_op_parallelism_threads(1)  # one core per agent, as A3C
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    from common import losses  # pylint: disable=import-outside-toplevel
+    from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
+    shared = SharedParameters(num_parameters, name=shm_name)
+    counters_shm = shared_memory.SharedMemory(name=counters_name)
+    counters = np.ndarray((num_slots, 2), np.int64, buffer=counters_shm.buf)
+    parent_pid = os.getppid()
+    try:
+        replica = learner_lib.GA3CLearner(config)
+        variables = replica.model.trainable_variables
+        shapes = [tuple(variable.shape) for variable in variables]
+        offsets = np.cumsum([0] + [int(np.prod(shape)) for shape in shapes])
+        spec = learner_lib.observation_spec(config)
+
+        @tf.function(input_signature=[spec, tf.TensorSpec((None,), tf.int32),
+                                      tf.TensorSpec((None,), tf.float32)])
+        def gradients(observations, actions, returns):
+            with tf.GradientTape() as tape:
+                logits, values = replica.model(observations)
+                loss = losses.actor_critic_loss(
+                    logits, values, actions, returns, config.entropy_coef,
+                    config.value_loss_coef, config.log_epsilon)
+                objective = loss.total
+                if config.loss_reduction == 'sum':
+                    objective = objective * tf.cast(tf.shape(actions)[0], tf.float32)
+            grads = tape.gradient(objective, variables)
+            if config.clip_norm > 0:
+                grads, _ = tf.clip_by_global_norm(grads, config.clip_norm)
+            return tf.concat([tf.reshape(grad, [-1]) for grad in grads], axis=0)
+
+        def pull():
+            for variable, start, stop, shape in zip(variables, offsets[:-1], offsets[1:],
+                                                    shapes):
+                variable.assign(shared.parameters[start:stop].reshape(shape))
+
+        schedule = config.learning_rate_schedule()
+        env = config.env_config.make(seed)
+        rng = np.random.default_rng(seed)
+        num_actions = config.env_config.num_actions()
+        t_max = config.t_max
+        observations = np.zeros((t_max,) + tuple(config.env_config.observation_shape),
+                                config.env_config.observation_dtype)
+        actions = np.zeros(t_max, np.int32)
+        rewards = np.zeros(t_max, np.float32)
+        observation = env.reset()
+        while not stop_event.is_set() and os.getppid() == parent_pid:
+            pull()
+            count, bootstrap = 0, 0.0
+            while count < t_max:
+                probabilities, _ = replica.predict(observation[None])
+                probabilities = probabilities.numpy()[0].astype(np.float64)
+                action = int(rng.choice(num_actions, p=probabilities / probabilities.sum()))
+                observations[count] = observation
+                observation, reward, terminal, done = env.step(action)
+                actions[count], rewards[count] = action, reward
+                count += 1
+                if done:
+                    episode_queue.put((float(env.episode_return), int(env.episode_length)))
+                    observation = env.reset()
+                if terminal:
+                    break
+            else:
+                bootstrap = float(replica.predict(observation[None])[1].numpy()[0])
+            returns = agent_lib.discounted_returns(rewards[:count], bootstrap, config.gamma)
+            gradient = gradients(observations[:count], actions[:count], returns).numpy()
+            total_steps = int(counters[:, STEPS].sum())
+            shared.apply_rmsprop(gradient, float(schedule(total_steps)), config.rmsprop_decay,
+                                 config.rmsprop_epsilon)
+            counters[index, STEPS] += count
+            counters[index, UPDATES] += 1
+    finally:
+        if os.getppid() != parent_pid:
+            episode_queue.cancel_join_thread()  # nobody reads it any more
+        del counters
+        shared.close()
+        try:
+            counters_shm.close()
+        except BufferError:
+            pass
+
+
+class A3CServer:
+    """The A3C agent processes and the shared parameters; close() leaves nothing behind."""
+
+    def __init__(self, config, learner, seed=0, log=print):
+        self.config = config
+        self.learner = learner
+        self.log = log
+        self._context = multiprocessing.get_context('spawn')
+        self._variables = learner.model.trainable_variables
+        self.shared = SharedParameters(sum(int(np.prod(v.shape)) for v in self._variables))
+        self.shared.parameters[:] = flatten(v.numpy() for v in self._variables)
+        self._slots = config.max_agents
+        self._counters_shm = shared_memory.SharedMemory(create=True,
+                                                        size=self._slots * 2 * 8)
+        self.counters = np.ndarray((self._slots, 2), np.int64, buffer=self._counters_shm.buf)
+        self.counters.fill(0)
+        self.episode_queue = self._context.Queue()
+        self.agents = {}  # slot -> (process, stop_event)
+        self._seeds = itertools.count(seed)
+        self._closed = False
+
+    def add_agent(self):
+        slot = min(set(range(self._slots)) - set(self.agents))
+        stop_event = self._context.Event()
+        process = self._context.Process(
+            target=_run_agent, name=f'A3C-agent-{slot}', daemon=True,
+            args=(slot, self.config, self.shared.shm.name, self.shared.size,
+                  self._counters_shm.name, self._slots, next(self._seeds), self.episode_queue,
+                  stop_event))
+        self.agents[slot] = (process, stop_event)
+        pools.start_process(process)
+
+    def apply(self, num_agents):
+        while len(self.agents) < num_agents:
+            self.add_agent()
+
+    def check_agents(self):
+        from ga3c_tf import server as server_lib  # pylint: disable=import-outside-toplevel
+        for slot, (process, _) in list(self.agents.items()):
+            if process.is_alive():
+                continue
+            message = f'agent {slot} (pid {process.pid}) {server_lib.describe_exit(process)}'
+            del self.agents[slot]
+            if self.config.on_agent_death == 'stop':
+                raise server_lib.AgentDiedError(message)
+            self.log(f'{message}; replacing it')
+            self.add_agent()
+
+    def counts(self):
+        return {'predictions': int(self.counters[:, STEPS].sum()),
+                'updates': int(self.counters[:, UPDATES].sum())}
+
+    def pull_into_learner(self):
+        """Copies the shared parameters into the main process's model (to log or save)."""
+        parameters = self.shared.parameters.copy()
+        start = 0
+        for variable in self._variables:
+            size = int(np.prod(variable.shape))
+            variable.assign(parameters[start:start + size].reshape(variable.shape))
+            start += size
+
+    def drain_episodes(self):
+        items = []
+        while True:
+            try:
+                items.append(self.episode_queue.get_nowait())
+            except (queue_lib.Empty, OSError, ValueError, EOFError):
+                return items
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        for process, stop_event in self.agents.values():
+            stop_event.set()
+        deadline = time.monotonic() + JOIN_SECONDS
+        for process, _ in self.agents.values():
+            while process.is_alive() and time.monotonic() < deadline:
+                self.drain_episodes()
+                process.join(timeout=0.05)
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout=1.0)
+            if process.is_alive():
+                process.kill()
+                process.join()
+            process.close()
+        self.agents.clear()
+        self.drain_episodes()
+        self.episode_queue.close()
+        self.episode_queue.join_thread()
+        self.counters = None
+        self.shared.close(unlink=True)
+        try:
+            self._counters_shm.close()
+        except BufferError:
+            pass
+        try:
+            self._counters_shm.unlink()
+        except FileNotFoundError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+
+A3C_COLUMNS = ('pps', 'tps', 'frames_per_sec', 'num_agents')
+
+
+def train(config, run_dir):
+    """Runs the CPU A3C baseline until config.total_steps, in the common run format."""
+    from common.tracker import RunTracker  # pylint: disable=import-outside-toplevel
+    from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
+    from ga3c_tf import server as server_lib  # pylint: disable=import-outside-toplevel
+    learner = learner_lib.GA3CLearner(config)
+    frames = server_lib.frames_per_step(config.env_config)
+    tracker = RunTracker(
+        run_dir, total_steps=config.total_steps, log_every_seconds=config.log_every_seconds,
+        checkpoint_every_steps=config.checkpoint_every_steps, extra_columns=A3C_COLUMNS,
+        frames_per_step=frames, trackables={'model': learner.model})
+    try:
+        if tracker.done:
+            print(f'run already complete: {tracker.env_steps:,} >= total_steps '
+                  f'{config.total_steps:,}')
+            return tracker.env_steps
+        server = A3CServer(config, learner, seed=config.seed + tracker.env_steps)
+        try:
+            server.apply(config.num_agents)
+            last = server.counts()
+            interval_start = dict(last)
+            tracker.start_interval()
+            while not tracker.done:
+                time.sleep(0.05)
+                server.check_agents()
+                counts = server.counts()
+                tracker.add_steps(counts['predictions'] - last['predictions'],
+                                  counts['updates'] - last['updates'])
+                last = counts
+                tracker.add_episodes(server.drain_episodes())
+                if tracker.interval_due() or tracker.done:
+                    seconds = tracker.interval_seconds()
+                    steps = counts['predictions'] - interval_start['predictions']
+                    tracker.log_interval(counts['updates'], {
+                        'pps': steps / seconds, 'frames_per_sec': steps * frames / seconds,
+                        'tps': (counts['updates'] - interval_start['updates']) / seconds,
+                        'num_agents': len(server.agents)})
+                    interval_start = dict(counts)
+                if tracker.checkpoint_due():
+                    server.pull_into_learner()
+                tracker.maybe_checkpoint()
+            server.pull_into_learner()
+        except KeyboardInterrupt:
+            server.pull_into_learner()
+            path = tracker.save()
+            print(f'interrupted at step {tracker.env_steps:,}; saved {path}')
+            raise
+        finally:
+            server.close()
+        tracker.save()
+        return tracker.env_steps
+    finally:
+        tracker.close()

@@ -1,0 +1,77 @@
+"""Rows of `python -m common.bench` for GA3C and the CPU A3C baseline (paper, Table 2).
+
+Each row trains for real (predict + step + update) on the bench's game with fixed settings
+(no annealing) and returns PPS, predictions (= env steps) per second. GA3C runs num_envs agents
+with NP = NT = 2 and the paper's minimum training batch; A3C-CPU runs one agent process per
+worker (num_workers, the CPU count by default), each with its own model replica, as A3C's one
+agent per core. 'large' is the paper's larger DNN with first stride 4 (Table 2's first large row).
+"""
+import os
+import time
+
+from common import app
+
+GIN_FILE = os.path.join(app.PROJECT_ROOT, 'gin/ga3c/paper.gin')
+LARGE = ["GA3CConfig.network = 'ga3c_large'", "GA3CConfig.torso_kwargs = {'first_stride': 4}"]
+
+
+def _config(settings, algorithm, extra_bindings):
+    from ga3c_tf import main as ga3c_main  # pylint: disable=import-outside-toplevel
+    num_agents = settings['num_envs'] if algorithm == 'ga3c' else settings['num_workers']
+    bindings = [f"AtariConfig.game = '{settings['game']}'",
+                f"GA3CConfig.algorithm = '{algorithm}'",
+                f'GA3CConfig.num_agents = {num_agents}',
+                f'GA3CConfig.max_agents = {max(num_agents, 1)}',
+                'GA3CConfig.dynamic_settings = False'] + list(extra_bindings)
+    return ga3c_main.configure([GIN_FILE], bindings)
+
+
+def _measure(server, settings, ready):
+    """Waits until ready() (tracing done), warms up, then returns predictions per second."""
+    deadline = time.monotonic() + 300
+    while not ready():
+        if time.monotonic() > deadline:
+            raise RuntimeError('bench: the run did not start within 300 s')
+        server.check_agents()
+        time.sleep(0.1)
+    time.sleep(settings['warmup_seconds'])
+    start_count, start = server.counts()['predictions'], time.perf_counter()
+    end = start + settings['seconds']
+    while time.perf_counter() < end:
+        server.check_agents()
+        time.sleep(0.1)
+    return (server.counts()['predictions'] - start_count) / (time.perf_counter() - start)
+
+
+def ga3c_pps(settings, extra_bindings=()):
+    """GA3C's PPS: num_envs agent processes, 2 predictor and 2 trainer threads."""
+    from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
+    from ga3c_tf import server as server_lib  # pylint: disable=import-outside-toplevel
+    config = _config(settings, 'ga3c', extra_bindings)
+    learner = learner_lib.GA3CLearner(config)
+    with server_lib.GA3CServer(config, learner) as server:
+        server.apply((config.num_predictors, config.num_trainers, config.num_agents))
+        # Ready once the agents (32 processes starting on few cores) have all been playing.
+        return _measure(server, settings, lambda: server.counts()['updates'] >= 2 and
+                        server.counts()['predictions'] >= 50 * config.num_agents)
+
+
+def a3c_cpu_pps(settings, extra_bindings=()):
+    """A3C-CPU's PPS: num_workers agent processes, each with its own model replica."""
+    from ga3c_tf import a3c_cpu  # pylint: disable=import-outside-toplevel
+    from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
+    config = _config(settings, 'a3c_cpu', extra_bindings)
+    learner = learner_lib.GA3CLearner(config)
+    with a3c_cpu.A3CServer(config, learner) as server:
+        server.apply(config.num_agents)
+        return _measure(server, settings,
+                        lambda: (server.counters[:, a3c_cpu.UPDATES] >= 10).sum()
+                        >= config.num_agents)
+
+
+ROWS = {
+    'ga3c': ga3c_pps,
+    'a3c_cpu': a3c_cpu_pps,
+    'ga3c/large': lambda settings: ga3c_pps(settings, LARGE),
+    'a3c_cpu/large': lambda settings: a3c_cpu_pps(settings, LARGE),
+}

@@ -1,0 +1,422 @@
+"""GA3C's server: the queues, the agent processes, the predictor and trainer threads, and the
+main loop that logs, checkpoints and anneals NP/NT/NA (paper section 4, Figure 1b).
+"""
+import itertools
+import multiprocessing
+import queue as queue_lib
+import signal
+import threading
+import time
+from multiprocessing import shared_memory
+
+import numpy as np
+
+from common import predictor as predictor_lib
+from common import trainer as trainer_lib
+from common.envs import pools
+from ga3c_tf import agent as agent_lib
+from ga3c_tf import learner as learner_lib
+
+POLL_SECONDS = 0.05       # how often threads waiting on a queue look at their stop flag
+AGENT_POLL_SECONDS = 0.1  # the same for agent processes
+JOIN_SECONDS = 5.0        # how long close() waits for agents before terminating them
+
+
+class AgentDiedError(RuntimeError):
+    """An agent process ended without being asked to (on_agent_death='stop')."""
+
+
+class _AgentHandle:
+    """One agent process with its reply pipe and stop flag."""
+
+    def __init__(self, process, connection, stop_event):
+        self.process = process
+        self.connection = connection
+        self.stop_event = stop_event
+
+
+def describe_exit(process):
+    code = process.exitcode
+    if code is not None and code < 0:
+        return f'was killed by signal {signal.Signals(-code).name}'
+    return f'exited with code {code}'
+
+
+class GA3CServer:
+    """Owns every queue, process and thread of a GA3C run; close() leaves none behind."""
+
+    def __init__(self, config, learner, seed=0, log=print):
+        self.config = config
+        self.learner = learner
+        self.log = log
+        env_config = config.env_config
+        self._context = multiprocessing.get_context('spawn')
+        self.prediction_queue = self._context.Queue(config.prediction_queue_size)
+        self.training_queue = self._context.Queue(config.training_queue_size)
+        self.episode_queue = self._context.Queue()
+        self._observation_array_shape = (config.max_agents,) + tuple(
+            env_config.observation_shape)
+        self._observation_dtype = np.dtype(env_config.observation_dtype)
+        size = int(np.prod(self._observation_array_shape)) * self._observation_dtype.itemsize
+        self._shm = shared_memory.SharedMemory(create=True, size=max(size, 1))
+        self.observations = np.ndarray(self._observation_array_shape, self._observation_dtype,
+                                       buffer=self._shm.buf)
+        self._seeds = itertools.count(seed)
+        self.agents = {}       # slot -> _AgentHandle
+        self.predictors = []
+        self.trainers = []
+        self._retired = {'predictions': 0, 'batches': 0, 'updates': 0, 'samples': 0}
+        self._lock = threading.Lock()
+        self.updates = int(learner.optimizer.iterations.numpy())  # the model version
+        self.last_stats = None
+        self._lags = []
+        self._signature = learner_lib.train_signature(config)
+        self._closed = False
+
+    # ---- agents ---------------------------------------------------------------------------
+    def add_agent(self):
+        slot = min(set(range(self.config.max_agents)) - set(self.agents))
+        reply_reader, reply_writer = self._context.Pipe(duplex=False)
+        stop_event = self._context.Event()
+        config = self.config
+        process = self._context.Process(
+            target=agent_lib.run_agent, name=f'GA3C-agent-{slot}', daemon=True,
+            args=(slot, reply_reader, self._shm.name, self._observation_array_shape,
+                  self._observation_dtype, config.env_config, next(self._seeds), config.t_max,
+                  config.gamma, self.prediction_queue, self.training_queue,
+                  self.episode_queue, stop_event, AGENT_POLL_SECONDS))
+        self.agents[slot] = _AgentHandle(process, reply_writer, stop_event)
+        pools.start_process(process)
+        reply_reader.close()  # only the agent holds it, so its death reads as a broken pipe
+        return slot
+
+    def remove_agent(self, slot=None):
+        """Stops one agent (the highest slot by default) and waits for it."""
+        slot = max(self.agents) if slot is None else slot
+        handle = self.agents.pop(slot)
+        handle.stop_event.set()
+        self._finish_agents([handle])
+
+    def _finish_agents(self, handles, drain_all=False):
+        deadline = time.monotonic() + JOIN_SECONDS
+        for handle in handles:
+            handle.stop_event.set()
+        for handle in handles:
+            # Keep the queues moving so that an agent's queue feeder can flush and exit.
+            while handle.process.is_alive() and time.monotonic() < deadline:
+                self._drain(self.episode_queue)
+                if drain_all:
+                    self._drain(self.prediction_queue)
+                    self._drain(self.training_queue)
+                handle.process.join(timeout=POLL_SECONDS)
+            if handle.process.is_alive():
+                handle.process.terminate()
+                handle.process.join(timeout=1.0)
+            if handle.process.is_alive():
+                handle.process.kill()
+                handle.process.join()
+            handle.connection.close()
+            handle.process.close()
+
+    @staticmethod
+    def _drain(source):
+        items = []
+        while True:
+            try:
+                items.append(source.get_nowait())
+            except (queue_lib.Empty, OSError, ValueError, EOFError):
+                return items
+
+    def check_agents(self):
+        """Reports agents that died; ends the run or replaces them as configured."""
+        for slot, handle in list(self.agents.items()):
+            if handle.process.is_alive():
+                continue
+            message = f'agent {slot} (pid {handle.process.pid}) {describe_exit(handle.process)}'
+            del self.agents[slot]
+            handle.connection.close()
+            if self.config.on_agent_death == 'stop':
+                raise AgentDiedError(message)
+            self.log(f'{message}; replacing it')
+            self.add_agent()
+
+    # ---- predictors -----------------------------------------------------------------------
+    def _gather(self, keys):
+        slots = np.fromiter((key & (agent_lib.MAX_SLOTS - 1) for key in keys), np.int64,
+                            len(keys))
+        return self.observations[slots]
+
+    def _predict(self, observations):
+        version = self.updates
+        probabilities, values = self.learner.predict(observations)
+        return version, probabilities.numpy(), values.numpy()
+
+    def _deliver(self, keys, outputs):
+        version, probabilities, values = outputs
+        replies = np.empty((len(keys), agent_lib.REPLY_HEADER + probabilities.shape[1]),
+                           np.float64)
+        replies[:, 0] = [key >> agent_lib.SLOT_BITS for key in keys]
+        replies[:, 1] = version
+        replies[:, 2] = values
+        replies[:, agent_lib.REPLY_HEADER:] = probabilities
+        for key, reply in zip(keys, replies):
+            handle = self.agents.get(key & (agent_lib.MAX_SLOTS - 1))
+            if handle is None:
+                continue  # the agent was removed meanwhile
+            try:
+                handle.connection.send_bytes(reply)
+            except OSError:
+                pass  # it died; check_agents reports it
+
+    def add_predictor(self):
+        thread = predictor_lib.BatchingPredictor(
+            self.prediction_queue, self._gather, self._predict, self._deliver,
+            self.config.prediction_batch_size, poll_seconds=POLL_SECONDS,
+            name=f'GA3C-predictor-{len(self.predictors)}')
+        self.predictors.append(thread)
+        thread.start()
+
+    def remove_predictor(self):
+        thread = self.predictors.pop()
+        thread.stop()
+        thread.join()
+        self._retired['predictions'] += thread.predictions
+        self._retired['batches'] += thread.batches
+
+    # ---- trainers -------------------------------------------------------------------------
+    def _train(self, observations, actions, returns, versions):
+        with self._lock:
+            version_now = self.updates
+        stats = self.learner.train_step(observations, actions, returns)
+        lags = version_now - np.asarray(versions)
+        with self._lock:
+            self.updates += 1
+            self.last_stats = stats
+            self._lags.append((float(lags.sum()), len(lags), int(lags.max())))
+
+    def add_trainer(self):
+        batcher = trainer_lib.ExperienceBatcher(
+            self.training_queue, self.config.training_min_batch_size, POLL_SECONDS)
+        thread = trainer_lib.TrainerThread(
+            batcher, self._train, input_signature=self._signature,
+            use_tf_data=self.config.trainer_input == 'tf_data',
+            name=f'GA3C-trainer-{len(self.trainers)}')
+        self.trainers.append(thread)
+        thread.start()
+
+    def remove_trainer(self):
+        thread = self.trainers.pop()
+        thread.stop()
+        thread.join()
+        self._retired['updates'] += thread.updates
+        self._retired['samples'] += thread.samples
+
+    # ---- the whole ------------------------------------------------------------------------
+    @property
+    def settings(self):
+        """(NP, NT, NA) now."""
+        return (len(self.predictors), len(self.trainers), len(self.agents))
+
+    def apply(self, settings):
+        """Adds or removes predictors, trainers and agents until (NP, NT, NA) == settings."""
+        num_predictors, num_trainers, num_agents = settings
+        while len(self.predictors) < num_predictors:
+            self.add_predictor()
+        while len(self.predictors) > num_predictors:
+            self.remove_predictor()
+        while len(self.trainers) < num_trainers:
+            self.add_trainer()
+        while len(self.trainers) > num_trainers:
+            self.remove_trainer()
+        while len(self.agents) < num_agents:
+            self.add_agent()
+        while len(self.agents) > num_agents:
+            self.remove_agent()
+
+    def check_threads(self):
+        """Raises RuntimeError if a predictor or trainer thread died of an exception."""
+        for thread in self.predictors + self.trainers:
+            if thread.error is not None:
+                raise RuntimeError(f'{thread.name} failed:\n{thread.error}')
+
+    def counts(self):
+        """Cumulative predictions, prediction batches, updates and trained samples."""
+        return {
+            'predictions': self._retired['predictions'] + sum(
+                thread.predictions for thread in self.predictors),
+            'batches': self._retired['batches'] + sum(
+                thread.batches for thread in self.predictors),
+            'updates': self._retired['updates'] + sum(thread.updates for thread in self.trainers),
+            'samples': self._retired['samples'] + sum(thread.samples for thread in self.trainers),
+        }
+
+    def take_lags(self):
+        """(mean, max) policy lag in updates over the experience trained since the last call."""
+        with self._lock:
+            lags, self._lags = self._lags, []
+        samples = sum(count for _, count, _ in lags)
+        if not samples:
+            return float('nan'), float('nan')
+        return sum(total for total, _, _ in lags) / samples, max(top for _, _, top in lags)
+
+    def queue_sizes(self):
+        return self.prediction_queue.qsize(), self.training_queue.qsize()
+
+    def drain_episodes(self):
+        return self._drain(self.episode_queue)
+
+    def close(self):
+        """Stops agents, threads and queues and frees the shared memory; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        for handle in self.agents.values():
+            handle.stop_event.set()
+        for thread in self.predictors + self.trainers:
+            thread.stop()
+        for thread in self.predictors + self.trainers:
+            thread.join(timeout=JOIN_SECONDS)
+        self._finish_agents(list(self.agents.values()), drain_all=True)
+        self.agents.clear()
+        for source in (self.prediction_queue, self.training_queue, self.episode_queue):
+            self._drain(source)
+            source.close()
+            source.join_thread()
+        self.observations = None
+        try:
+            self._shm.close()
+        except BufferError:
+            pass
+        try:
+            self._shm.unlink()
+        except FileNotFoundError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+
+GA3C_COLUMNS = ('pps', 'tps', 'frames_per_sec', 'num_agents', 'num_predictors', 'num_trainers',
+                'prediction_queue_size', 'training_queue_size', 'mean_prediction_batch',
+                'mean_training_batch', 'mean_policy_lag', 'max_policy_lag', 'loss',
+                'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate')
+
+
+def frames_per_step(env_config):
+    return getattr(env_config, 'frame_skip', 1)
+
+
+def make_annealer(config):
+    from ga3c_tf import dynamic  # pylint: disable=import-outside-toplevel
+    return dynamic.Annealer(
+        (config.num_predictors, config.num_trainers, config.num_agents),
+        maximums=(config.max_predictors, config.max_trainers, config.max_agents),
+        seed=config.seed)
+
+
+class _IntervalMeter:
+    """Per-log-interval deltas of the server's counters and means of sampled queue sizes."""
+
+    def __init__(self, server):
+        self.server = server
+        self.last = server.counts()
+        self.queue_samples = []
+
+    def sample_queues(self):
+        self.queue_samples.append(self.server.queue_sizes())
+
+    def row(self, seconds, frames_per_env_step):
+        counts = self.server.counts()
+        delta = {name: counts[name] - self.last[name] for name in counts}
+        self.last = counts
+        prediction_sizes, training_sizes = zip(*(self.queue_samples or [(0, 0)]))
+        self.queue_samples = []
+        mean_lag, max_lag = self.server.take_lags()
+        num_predictors, num_trainers, num_agents = self.server.settings
+        row = {
+            'pps': delta['predictions'] / seconds,
+            'tps': delta['updates'] / seconds,
+            'frames_per_sec': delta['predictions'] * frames_per_env_step / seconds,
+            'num_agents': num_agents, 'num_predictors': num_predictors,
+            'num_trainers': num_trainers,
+            'prediction_queue_size': float(np.mean(prediction_sizes)),
+            'training_queue_size': float(np.mean(training_sizes)),
+            'mean_prediction_batch': delta['predictions'] / max(delta['batches'], 1),
+            'mean_training_batch': delta['samples'] / max(delta['updates'], 1),
+            'mean_policy_lag': mean_lag, 'max_policy_lag': max_lag,
+        }
+        stats = self.server.last_stats
+        if stats is not None:
+            row.update({name: float(value.numpy()) for name, value in stats.items()})
+        return row
+
+
+def run_loop(config, server, tracker, poll_seconds=0.05):
+    """The main thread's loop: watch agents and threads, count, log, checkpoint, anneal."""
+    annealer = make_annealer(config) if config.dynamic_settings else None
+    next_adjustment = time.monotonic() + config.dynamic_initial_wait_seconds
+    adjustment_start, updates_at_adjustment = time.monotonic(), server.counts()['updates']
+    meter = _IntervalMeter(server)
+    last = server.counts()
+    frames = frames_per_step(config.env_config)
+    tracker.start_interval()
+    while not tracker.done:
+        time.sleep(poll_seconds)
+        server.check_threads()
+        server.check_agents()
+        counts = server.counts()
+        tracker.add_steps(counts['predictions'] - last['predictions'],
+                          counts['updates'] - last['updates'])
+        last = counts
+        tracker.add_episodes(server.drain_episodes())
+        server.learner.env_steps.assign(tracker.env_steps)
+        meter.sample_queues()
+        now = time.monotonic()
+        if annealer is not None and now >= next_adjustment:
+            tps = (counts['updates'] - updates_at_adjustment) / max(now - adjustment_start, 1e-9)
+            server.apply(annealer.step(tps))
+            adjustment_start, updates_at_adjustment = time.monotonic(), server.counts()['updates']
+            next_adjustment = adjustment_start + config.dynamic_interval_seconds
+        if tracker.interval_due() or tracker.done:
+            seconds = tracker.interval_seconds()
+            tracker.log_interval(server.updates, meter.row(seconds, frames))
+        tracker.maybe_checkpoint()
+
+
+def train(config, run_dir):
+    """Runs GA3C until config.total_steps, resuming from run_dir's checkpoint if there is one."""
+    from common.tracker import RunTracker  # pylint: disable=import-outside-toplevel
+    learner = learner_lib.GA3CLearner(config)
+    tracker = RunTracker(
+        run_dir, total_steps=config.total_steps, log_every_seconds=config.log_every_seconds,
+        checkpoint_every_steps=config.checkpoint_every_steps, extra_columns=GA3C_COLUMNS,
+        frames_per_step=frames_per_step(config.env_config),
+        trackables={'model': learner.model, 'optimizer': learner.optimizer,
+                    'generator': learner.generator})
+    try:
+        learner.env_steps.assign(tracker.env_steps)
+        if tracker.restored_from:
+            print(f'resuming from {tracker.restored_from} at step {tracker.env_steps:,}')
+        if tracker.done:
+            print(f'run already complete: {tracker.env_steps:,} >= total_steps '
+                  f'{config.total_steps:,}')
+            return tracker.env_steps
+        # A resumed run continues with fresh environments, seeded apart from the first session.
+        server = GA3CServer(config, learner, seed=config.seed + tracker.env_steps)
+        try:
+            server.apply((config.num_predictors, config.num_trainers, config.num_agents))
+            run_loop(config, server, tracker)
+        except KeyboardInterrupt:
+            path = tracker.save()
+            print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the same '
+                  f'command to resume')
+            raise
+        finally:
+            server.close()
+        tracker.save()
+        return tracker.env_steps
+    finally:
+        tracker.close()

@@ -1,0 +1,129 @@
+"""Replay memory: frames stored once, stacks across episode boundaries, valid sampling, size."""
+import numpy as np
+import pytest
+
+from common import replay
+
+
+def _observation(value, shape=(3, 2, 4)):
+    """A stacked observation whose newest frame is filled with value (older frames are noise)."""
+    observation = np.full(shape, 255, np.uint8)
+    observation[..., -1] = value
+    return observation
+
+
+def _fill(memory, stream, values, starts, terminals=None):
+    for index, value in enumerate(values):
+        terminal = bool(terminals[index]) if terminals is not None else False
+        memory.add(stream, _observation(value), action=index, reward=float(value),
+                   terminal=terminal, episode_start=bool(starts[index]))
+
+
+def _newest_to_oldest(stacked_observation):
+    """The frame values of one stacked (H, W, stack) observation, oldest first."""
+    return [int(stacked_observation[0, 0, age]) for age in range(stacked_observation.shape[-1])]
+
+
+def test_stacks_are_rebuilt_from_single_frames_with_zero_padding_at_episode_starts():
+    memory = replay.ReplayMemory(20, (3, 2, 4), np.uint8, stack=4)
+    # Episode A: steps 0-4 (values 1-5, terminal at 4); episode B starts at step 5.
+    starts = [1, 0, 0, 0, 0, 1, 0, 0, 0, 0]
+    terminals = [0, 0, 0, 0, 1, 0, 0, 0, 0, 0]
+    _fill(memory, 0, range(1, 11), starts, terminals)
+    stack = lambda position: _newest_to_oldest(  # noqa: E731
+        memory.stacked(np.array([0]), np.array([position]))[0])
+    assert stack(0) == [0, 0, 0, 1]
+    assert stack(2) == [0, 1, 2, 3]
+    assert stack(4) == [2, 3, 4, 5]
+    assert stack(5) == [0, 0, 0, 6]    # episode B never sees episode A's frames
+    assert stack(7) == [0, 6, 7, 8]
+    assert stack(9) == [7, 8, 9, 10]
+
+
+def test_sampled_transitions_hold_consecutive_steps_of_one_stream():
+    memory = replay.ReplayMemory(2 * 40, (3, 2, 4), np.uint8, stack=4, num_streams=2, seed=1)
+    rng = np.random.default_rng(0)
+    for stream, offset in ((0, 0), (1, 100)):
+        starts = rng.random(90) < 0.15
+        starts[0] = True
+        # Frame value = offset + step (mod 100) + 1: it names the stream and the step.
+        _fill(memory, stream, [offset + step % 100 + 1 for step in range(90)], starts)
+    batch = memory.sample(500)
+    for observation, next_observation, reward in zip(batch.observations,
+                                                     batch.next_observations, batch.rewards):
+        frames = _newest_to_oldest(observation)
+        assert frames[-1] == int(reward)  # the sampled step's own frame is newest
+        present = [value for value in frames if value]
+        assert present == list(range(present[0], present[0] + len(present)))  # one stream
+        next_frames = _newest_to_oldest(next_observation)
+        assert next_frames[-1] == frames[-1] + 1
+        assert next_frames[:-1] == frames[1:] or next_frames[:-1] == [0, 0, 0]
+
+
+def test_sampling_never_returns_an_invalid_index():
+    capacity, stack = 10, 4
+    memory = replay.ReplayMemory(capacity, (3, 2, stack), np.uint8, stack=stack, seed=2)
+    with pytest.raises(ValueError, match='no complete transition'):
+        memory.sample(1)
+    memory.add(0, _observation(1), 0, 0.0, False, True)
+    with pytest.raises(ValueError, match='no complete transition'):
+        memory.sample(1)  # s' of the only step is not stored yet
+    for count in range(2, 35):
+        memory.add(0, _observation(count), 0, 0.0, False, False)
+        _, positions = memory.sample_indices(400)
+        cursor = int(memory.cursors[0])
+        newest = (cursor - 1) % capacity
+        assert newest not in positions  # its next state is not stored
+        if count < capacity:
+            assert set(positions) == set(range(count - 1))
+        else:
+            # The oldest stack-1 steps lost their history to the wrap-around.
+            overwritten = {(cursor + age) % capacity for age in range(stack - 1)}
+            assert not overwritten & set(positions)
+            assert len(set(positions)) == capacity - 1 - (stack - 1)
+
+
+def test_staged_steps_flush_into_replay_as_if_added_directly():
+    direct = replay.ReplayMemory(12, (3, 2, 4), np.uint8, stack=4)
+    staged = replay.ReplayMemory(12, (3, 2, 4), np.uint8, stack=4)
+    staging = replay.StagingBuffer(5, staged.frame_shape, np.uint8)
+    for step in range(15):
+        observation = _observation(step + 1)
+        args = (step % 3, float(step), step % 4 == 3, step % 4 == 0)
+        direct.add(0, observation, *args)
+        staging.add(staged.newest_frame(observation), *args)
+        if staging.size == 5:
+            staging.flush_into(staged, 0)
+    for name in ('frames', 'actions', 'rewards', 'terminals', 'episode_starts', 'cursors',
+                 'counts'):
+        np.testing.assert_array_equal(getattr(direct, name), getattr(staged, name))
+    with pytest.raises(ValueError, match='full'):
+        for _ in range(6):
+            staging.add(np.zeros(staged.frame_shape, np.uint8), 0, 0.0, False, False)
+
+
+def test_vector_observations_are_stored_whole_with_stack_one():
+    memory = replay.ReplayMemory(8, (4,), np.float32, stack=1)
+    for step in range(5):
+        memory.add(0, np.full(4, step, np.float32), step, 1.0, step == 4, step == 0)
+    batch = memory.sample(50)
+    np.testing.assert_array_equal(batch.observations[:, 0], batch.actions)
+    np.testing.assert_array_equal(batch.next_observations[:, 0], batch.actions + 1)
+    assert batch.observations.shape == (50, 4)
+
+
+def test_memory_footprint_stores_each_frame_once():
+    shape = (84, 84, 4)
+    memory = replay.ReplayMemory(1000, shape, np.uint8, stack=4, num_streams=8)
+    assert memory.nbytes == replay.footprint_bytes(1000, shape, np.uint8, stack=4)
+    # One 84x84 frame plus 10 bytes of step data per step: not 4x (stacks), not 8x (next state).
+    assert memory.nbytes == 1000 * (84 * 84 + 10)
+    full_size = replay.footprint_bytes(1_000_000, shape, np.uint8, stack=4)
+    assert full_size == 7_066_000_000 and full_size < 10e9
+
+
+def test_bad_sizes_are_named():
+    with pytest.raises(ValueError, match='capacity=6'):
+        replay.ReplayMemory(6, (3, 2, 4), np.uint8, stack=4, num_streams=2)
+    with pytest.raises(ValueError, match='stack size 4'):
+        replay.ReplayMemory(60, (3, 2, 3), np.uint8, stack=4)

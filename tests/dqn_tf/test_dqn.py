@@ -1,0 +1,255 @@
+"""Fast DQN: the loss against tf-agents, the four modes, determinism, threads, CartPole learning."""
+import threading
+
+import gin
+import numpy as np
+import pytest
+
+import common  # noqa: F401
+import tensorflow as tf
+from tf_agents.agents.dqn import dqn_agent
+from tf_agents.networks import network
+from tf_agents.specs import tensor_spec
+from tf_agents.trajectories import time_step as ts
+from tf_agents.trajectories import trajectory
+from tf_agents.utils import common as tfa_common
+
+from common import app
+from common import evaluate
+from common.envs import gym as gym_envs
+from dqn_tf import dqn
+
+
+def _cartpole_config(**overrides):
+    values = dict(env_config=gym_envs.GymConfig('CartPole-v1'), num_workers=2, total_steps=2000,
+                  batch_size=32, replay_capacity=10_000, target_period=200, train_period=4,
+                  prepopulate_steps=200, network='mlp', epsilon_decay_steps=1000,
+                  eval_every_steps=0, seed=3)
+    values.update(overrides)
+    config = dqn.DQNConfig(**values)
+    config.validate()
+    return config
+
+
+class _KerasQNetwork(network.Network):
+    """Our Keras Q model behind tf-agents' Network interface, so DqnAgent can compute its loss."""
+
+    def __init__(self, model, observation_spec):
+        super().__init__(input_tensor_spec=observation_spec, state_spec=(), name='keras_q')
+        self._model = model
+
+    def call(self, observation, step_type=None, network_state=(), training=False):
+        return self._model(observation), network_state
+
+
+@pytest.mark.parametrize('double_dqn', [False, True])
+def test_loss_matches_tf_agents_dqn_agent(double_dqn):
+    config = _cartpole_config(double_dqn=double_dqn, gamma=0.97)
+    learner = dqn.build_learner(config)
+    # Make online and target differ, as they do between target updates.
+    for variable in learner.online.trainable_variables:
+        variable.assign_add(tf.random.stateless_normal(variable.shape, seed=[1, 2]) * 0.1)
+    rng = np.random.default_rng(0)
+    batch = 16
+    observations = rng.normal(size=(batch, 4)).astype(np.float32)
+    next_observations = rng.normal(size=(batch, 4)).astype(np.float32)
+    actions = rng.integers(0, 2, batch).astype(np.int32)
+    rewards = rng.normal(size=batch).astype(np.float32) * 3  # beyond the Huber kink too
+    terminals = (rng.random(batch) < 0.3).astype(np.float32)
+    ours = learner.loss(observations, actions, rewards, next_observations, terminals)
+
+    observation_spec = tf.TensorSpec((4,), tf.float32)
+    agent_class = dqn_agent.DdqnAgent if double_dqn else dqn_agent.DqnAgent
+    agent = agent_class(
+        ts.time_step_spec(observation_spec),
+        tensor_spec.BoundedTensorSpec((), tf.int32, 0, 1),
+        q_network=_KerasQNetwork(learner.online, observation_spec),
+        target_q_network=_KerasQNetwork(learner.target, observation_spec),
+        optimizer=tf.compat.v1.train.GradientDescentOptimizer(0.0),
+        td_errors_loss_fn=tfa_common.element_wise_huber_loss, gamma=0.97)
+    mid = np.full((batch, 1), ts.StepType.MID, np.int32)
+    next_type = np.where(terminals[:, None] > 0, ts.StepType.LAST, ts.StepType.MID).astype(np.int32)
+    experience = trajectory.Trajectory(
+        step_type=np.concatenate([mid, next_type], axis=1),
+        observation=np.stack([observations, next_observations], axis=1),
+        action=np.stack([actions, actions], axis=1), policy_info=(),
+        next_step_type=np.concatenate([next_type, mid], axis=1),
+        reward=np.stack([rewards, rewards], axis=1),
+        discount=np.stack([1.0 - terminals, np.ones(batch, np.float32)], axis=1))
+    experience = tf.nest.map_structure(tf.convert_to_tensor, experience)
+    oracle = agent._loss(experience, td_errors_loss_fn=tfa_common.element_wise_huber_loss,
+                         gamma=0.97)
+    np.testing.assert_allclose(ours.numpy(), oracle.loss.numpy(), rtol=1e-5)
+
+
+def test_train_step_traces_once_and_update_target_copies_the_online_network():
+    config = _cartpole_config()
+    learner = dqn.build_learner(config)
+    rng = np.random.default_rng(0)
+    before = [variable.numpy().copy() for variable in learner.online.trainable_variables]
+    for batch in (32, 7, 32):
+        learner.train_step(rng.normal(size=(batch, 4)).astype(np.float32),
+                           np.zeros(batch, np.int32), np.ones(batch, np.float32),
+                           rng.normal(size=(batch, 4)).astype(np.float32),
+                           np.zeros(batch, np.float32))
+    assert learner.train_step.experimental_get_tracing_count() == 1
+    assert int(learner.optimizer.iterations.numpy()) == 3
+    after = [variable.numpy() for variable in learner.online.trainable_variables]
+    assert any(np.abs(b - a).max() > 0 for b, a in zip(before, after))
+    targets = [variable.numpy() for variable in learner.target.trainable_variables]
+    assert any(np.abs(t - a).max() > 0 for t, a in zip(targets, after))
+    learner.update_target()
+    for target, online in zip(learner.target.variables, learner.online.variables):
+        np.testing.assert_array_equal(target.numpy(), online.numpy())
+
+
+def test_epsilon_schedule_is_linear_then_flat():
+    config = _cartpole_config(initial_epsilon=1.0, final_epsilon=0.1, epsilon_decay_steps=1000)
+    assert [config.epsilon(step) for step in (0, 500, 1000, 5000)] == pytest.approx(
+        [1.0, 0.55, 0.1, 0.1])
+
+
+@pytest.mark.parametrize('concurrent, synchronized', [(False, False), (True, False),
+                                                      (False, True), (True, True)])
+def test_modes_train_c_over_f_minibatches_per_period_and_act_with_the_right_network(
+        concurrent, synchronized):
+    config = _cartpole_config(concurrent=concurrent, synchronized=synchronized, num_workers=4,
+                              target_period=200)
+    learner = dqn.build_learner(config)
+    with dqn.FastDQN(config, learner, seed=0) as runner:
+        runner.prepopulate(200)
+        assert len(runner.replay) == 200 and runner.minibatches == 0
+        assert runner.act_fn is (learner.target_greedy if concurrent else learner.online_greedy)
+        step = runner.run_period(0, 200)
+        assert step == 200 and runner.minibatches == 200 // 4
+        # Concurrent training holds a period's steps back until the threads synchronize.
+        assert len(runner.replay) == (200 if concurrent else 400)
+        runner.run_period(step, 200)
+        assert runner.minibatches == 100 and len(runner.replay) == (400 if concurrent else 600)
+    assert not [thread for thread in threading.enumerate() if thread.name.startswith('dqn-')]
+    assert learner.train_step.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.parametrize('concurrent, synchronized', [(True, True), (False, False)])
+def test_replayed_transitions_follow_cartpole_dynamics(concurrent, synchronized):
+    """s' of every sampled non-terminal transition is CartPole's Euler step from s under a."""
+    config = _cartpole_config(concurrent=concurrent, synchronized=synchronized)
+    learner = dqn.build_learner(config)
+    with dqn.FastDQN(config, learner, seed=0) as runner:
+        runner.prepopulate(200)
+        step = 0
+        for _ in range(3):
+            step = runner.run_period(step, 200)
+        batch = runner.replay.sample(1000)
+    alive = batch.terminals == 0
+    assert 0.8 < alive.mean() < 1.0
+    observations, next_observations = batch.observations[alive], batch.next_observations[alive]
+    tau = 0.02  # CartPole's Euler step: x' = x + tau * x_dot, theta' = theta + tau * theta_dot
+    np.testing.assert_allclose(next_observations[:, 0],
+                               observations[:, 0] + tau * observations[:, 1], atol=1e-6)
+    np.testing.assert_allclose(next_observations[:, 2],
+                               observations[:, 2] + tau * observations[:, 3], atol=1e-6)
+    # Pushing right (action 1) speeds the cart up to the right: the stored action is a_t.
+    pushed_right = next_observations[:, 1] > observations[:, 1]
+    assert (pushed_right == (batch.actions[alive] == 1)).mean() > 0.95
+    np.testing.assert_array_equal(batch.rewards, 1.0)
+
+
+def _weights_after_training(concurrent, synchronized, seed):
+    config = _cartpole_config(concurrent=concurrent, synchronized=synchronized, num_workers=4,
+                              seed=seed, total_steps=3000, target_period=400)
+    learner = dqn.build_learner(config)
+    with dqn.FastDQN(config, learner, seed=seed) as runner:
+        runner.prepopulate(config.prepopulate_steps)
+        step = 0
+        while step < config.total_steps:
+            step = runner.run_period(step, config.target_period)
+    return [variable.numpy() for variable in learner.online.variables]
+
+
+@pytest.mark.parametrize('concurrent', [False, True])
+def test_synchronized_modes_are_deterministic_for_a_fixed_seed_and_w(concurrent):
+    """Section 4: minibatches come in a fully deterministic order, so weights match exactly."""
+    tf.keras.utils.set_random_seed(11)
+    first = _weights_after_training(concurrent, True, seed=5)
+    tf.keras.utils.set_random_seed(11)
+    second = _weights_after_training(concurrent, True, seed=5)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+    tf.keras.utils.set_random_seed(11)
+    other_seed = _weights_after_training(concurrent, True, seed=6)
+    assert any(np.abs(a - b).max() > 0 for a, b in zip(first, other_seed))
+
+
+class _FailingEnv:
+    """Steps fine a few times, then raises, as a crashing emulator would."""
+    num_actions = 2
+
+    def __init__(self, steps_before_failure):
+        self.remaining = steps_before_failure
+        self.episode_return = 0.0
+        self.episode_length = 0
+
+    def reset(self):
+        return np.zeros(4, np.float32)
+
+    def step(self, action):
+        self.remaining -= 1
+        if self.remaining < 0:
+            raise RuntimeError('emulator crashed')
+        return np.zeros(4, np.float32), 0.0, False, False
+
+    def close(self):
+        pass
+
+
+def test_a_failing_sampler_stops_the_run_and_every_thread(monkeypatch):
+    config = _cartpole_config(concurrent=True, synchronized=True, num_workers=2)
+    monkeypatch.setattr(gym_envs.GymConfig, 'make', lambda self, seed: _FailingEnv(150))
+    learner = dqn.build_learner(config)
+    with pytest.raises(RuntimeError, match='failed') as raised:
+        with dqn.FastDQN(config, learner, seed=0) as runner:
+            runner.prepopulate(200)
+            runner.run_period(0, 200)
+    assert 'emulator crashed' in repr(raised.value.__cause__)
+    assert not [thread for thread in threading.enumerate() if thread.name.startswith('dqn-')]
+
+
+def test_invalid_values_are_named():
+    with pytest.raises(app.ConfigError, match='target_period=1000 .* num_workers=3'):
+        _cartpole_config(target_period=1000, num_workers=3, total_steps=3000)
+    with pytest.raises(app.ConfigError, match='train_period'):
+        _cartpole_config(target_period=200, train_period=3)
+    with pytest.raises(app.ConfigError, match='batch_size'):
+        _cartpole_config(batch_size=0)
+    with pytest.raises(app.ConfigError, match='final_epsilon'):
+        _cartpole_config(final_epsilon=1.5)
+    with pytest.raises(app.ConfigError, match="'resnet'"):
+        _cartpole_config(network='resnet')
+
+
+def test_dqn_learns_cartpole():
+    """Algorithm 1 (W=2): some evaluation of 20 greedy episodes on CartPole-v1 reaches a mean
+    return >= 400 within a 30k-step budget."""
+    gin.bind_parameter('make_q_network.torso_kwargs', {'hidden_sizes': (64, 64),
+                                                       'activation': 'relu'})
+    try:
+        config = _cartpole_config(
+            num_workers=2, concurrent=True, synchronized=True, total_steps=30_000,
+            batch_size=64, replay_capacity=50_000, target_period=500, train_period=1,
+            prepopulate_steps=1000, learning_rate=1e-3, epsilon_decay_steps=10_000,
+            final_epsilon=0.02, seed=0)
+        learner = dqn.build_learner(config)
+    finally:
+        gin.clear_config()
+    greedy = dqn.epsilon_greedy_policy(learner, 0.0, seed=0)
+    scores = []
+    with dqn.FastDQN(config, learner, seed=config.seed) as runner:
+        runner.prepopulate(config.prepopulate_steps)
+        step = 0
+        while step < config.total_steps and max(scores, default=0) < 400:
+            step = runner.run_period(step, config.target_period)
+            if step >= 5000 and step % 2500 == 0:
+                scores.append(evaluate.run_episodes(
+                    gym_envs.GymConfig('CartPole-v1'), greedy, 20, seed=step).mean())
+    assert max(scores) >= 400, scores

@@ -1,0 +1,172 @@
+"""`python -m dqn_tf.main` end to end; the speed test and bench rows on a tiny budget."""
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import gin
+import pytest
+
+from common import app
+from dqn_tf import bench_rows
+from dqn_tf import main as dqn_main
+
+CARTPOLE_BINDINGS = [
+    'DQNConfig.env_config = @GymConfig()',
+    "GymConfig.env_id = 'CartPole-v1'",
+    "DQNConfig.network = 'mlp'",
+    'DQNConfig.num_workers = 2',
+    'DQNConfig.total_steps = 400',
+    'DQNConfig.target_period = 100',
+    'DQNConfig.replay_capacity = 1000',
+    'DQNConfig.prepopulate_steps = 100',
+    'DQNConfig.eval_every_steps = 200',
+    'DQNConfig.eval_episodes = 2',
+    'DQNConfig.checkpoint_every_steps = 200',
+    'DQNConfig.log_every_seconds = 0.01',
+]
+
+
+def _run(module, args, cwd, timeout=240):
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    return subprocess.run([sys.executable, '-m', module] + args, cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _flags(bindings, gin_file='gin/dqn/pong.gin'):
+    return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
+        f'--gin_bindings={binding}' for binding in bindings]
+
+
+def _csv_rows(path):
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(autouse=True)
+def _clean_gin():
+    yield
+    gin.clear_config()
+
+
+def test_presets_hold_the_papers_values():
+    config = dqn_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/dqn/pong.gin')], [])
+    assert (config.batch_size, config.replay_capacity, config.target_period,
+            config.train_period, config.gamma, config.prepopulate_steps) == (
+        32, 1_000_000, 10_000, 4, 0.99, 50_000)
+    assert (config.learning_rate, config.rmsprop_decay, config.rmsprop_epsilon) == (
+        2.5e-4, 0.95, 0.01)
+    assert (config.initial_epsilon, config.final_epsilon, config.epsilon_decay_steps) == (
+        1.0, 0.1, 1_000_000)
+    assert (config.eval_every_steps, config.eval_episodes, config.eval_epsilon) == (
+        250_000, 30, 0.05)
+    assert (config.mode, config.num_workers, config.network) == ('both', 8, 'nature')
+    env = config.env_config
+    assert (env.game, env.noop_max, env.episodic_life, env.clip_rewards,
+            env.max_episode_steps) == ('pong', 30, True, True, 27_000)
+    standard = dqn_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/dqn/pong.gin'),
+                                   os.path.join(app.PROJECT_ROOT, 'gin/dqn/standard.gin')], [])
+    assert (standard.mode, standard.num_workers) == ('standard', 1)
+
+
+@pytest.mark.parametrize('binding, named', [
+    ('DQNConfig.num_workers = 3', 'num_workers=3'),
+    ('DQNConfig.batch_size = 0', 'batch_size'),
+    ("AtariConfig.game = 'pongg'", 'pongg'),
+    ('DQNConfig.num_workerz = 3', 'num_workerz'),
+])
+def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding, named):
+    result = _run('dqn_tf.main', _flags([binding]) + ['--run_dir=run'], cwd=tmp_path)
+    assert result.returncode == 2
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    assert len(error_lines) == 1 and named in error_lines[0], result.stderr[-2000:]
+    assert not (tmp_path / 'run').exists()
+
+
+def test_run_writes_the_run_directory_evaluates_and_rerun_resumes(tmp_path):
+    first = _run('dqn_tf.main', _flags(CARTPOLE_BINDINGS), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    (run_dir,) = [tmp_path / 'runs' / name for name in os.listdir(tmp_path / 'runs')]
+    assert run_dir.name.startswith('dqn-CartPole-v1-')
+    names = set(os.listdir(run_dir))
+    assert {'operative_config.gin', 'metrics.csv', 'episodes.csv', 'eval.csv', 'checkpoints',
+            'invocation.json'} <= names
+    rows = _csv_rows(run_dir / 'metrics.csv')
+    assert int(rows[-1]['env_steps']) == 400 and int(rows[-1]['updates']) == 100
+    assert {'epsilon', 'loss', 'replay_size', 'steps_per_sec'} <= set(rows[-1])
+    assert [int(row['env_steps']) for row in _csv_rows(run_dir / 'eval.csv')] == [200, 400]
+
+    again = _run('dqn_tf.main', _flags(CARTPOLE_BINDINGS), cwd=tmp_path)
+    assert again.returncode == 0 and 'already complete' in again.stdout
+    longer = _run('dqn_tf.main', _flags(CARTPOLE_BINDINGS + ['DQNConfig.total_steps = 600']) +
+                  [f'--run_dir={run_dir}'], cwd=tmp_path)
+    assert longer.returncode == 0, longer.stderr[-3000:]
+    assert 'resuming from' in longer.stdout and 'at step 400' in longer.stdout
+    rows = _csv_rows(run_dir / 'metrics.csv')
+    # Counters and the optimizer's update count continue; the epsilon schedule follows the step.
+    assert int(rows[-1]['env_steps']) == 600 and int(rows[-1]['updates']) == 150
+
+    evaluation = _run('common.evaluate', [f'--run_dir={run_dir}', '--num_episodes=2'],
+                      cwd=tmp_path, timeout=120)
+    assert evaluation.returncode == 0, evaluation.stderr[-3000:]
+    assert int(_csv_rows(run_dir / 'eval.csv')[-1]['env_steps']) == 600
+
+
+def test_ctrl_c_saves_a_checkpoint_and_stops_every_thread(tmp_path):
+    bindings = CARTPOLE_BINDINGS + ['DQNConfig.total_steps = 10000000',
+                                    'DQNConfig.eval_every_steps = 0', 'DQNConfig.concurrent = True']
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    process = subprocess.Popen([sys.executable, '-m', 'dqn_tf.main'] + _flags(bindings) +
+                               ['--run_dir=run'], cwd=tmp_path, env=env, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / 'run' / 'metrics.csv').exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.0)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, stderr[-3000:]
+    assert 'interrupted at step' in stdout and 'interrupted' in stderr
+    assert any(name.startswith('ckpt-') for name in os.listdir(tmp_path / 'run' / 'checkpoints'))
+
+
+def test_pong_runs_with_eight_sampler_threads_and_exits_cleanly(tmp_path):
+    result = _run('dqn_tf.main', _flags([
+        'DQNConfig.total_steps = 64', 'DQNConfig.target_period = 32',
+        'DQNConfig.prepopulate_steps = 64', 'DQNConfig.replay_capacity = 1024',
+        'DQNConfig.eval_every_steps = 0']) + ['--run_dir=run'], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = _csv_rows(tmp_path / 'run' / 'metrics.csv')
+    assert int(rows[-1]['env_steps']) == 64 and int(rows[-1]['updates']) == 16
+
+
+def test_speedtest_writes_the_ratio_table(tmp_path):
+    path = tmp_path / 'speed.json'
+    result = _run('dqn_tf.speedtest', ['--steps=16', '--modes=standard,both', '--workers=1,2',
+                                       '--prepopulate=64', f'--json={path}'], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = json.loads(path.read_text())['rows']
+    assert [(row['mode'], row['workers']) for row in rows] == [
+        ('standard', 1), ('standard', 2), ('both', 1), ('both', 2), ('learner-only', 0)]
+    assert rows[0]['speedup'] == 1.0
+    assert all(row['seconds'] > 0 and row['speedup'] > 0 for row in rows)
+    assert 'speedup' in result.stdout and 'learner-only' in result.stdout
+    bad = _run('dqn_tf.speedtest', ['--steps=10', '--workers=4'], cwd=tmp_path)
+    assert bad.returncode == 2 and 'steps=10' in bad.stderr
+
+
+def test_bench_rows_measure_steps_per_second():
+    settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 32, 'game': 'pong',
+                'num_workers': 2}
+    assert set(bench_rows.ROWS) == {'dqn/standard', 'dqn/both'}
+    for measure in bench_rows.ROWS.values():
+        assert measure(settings) > 0
+    assert not [thread for thread in threading.enumerate() if thread.name.startswith('dqn-')]

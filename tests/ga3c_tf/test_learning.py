@@ -1,0 +1,26 @@
+"""GA3C learns CartPole: mean return >= 400 over 20 episodes within a fixed step budget."""
+import gin
+import tensorflow as tf
+
+import common  # noqa: F401
+from common import evaluate
+from common.envs import gym as gym_envs
+from ga3c_tf import learner as learner_lib
+from ga3c_tf import server
+
+
+def test_ga3c_learns_cartpole(tmp_path):
+    config = learner_lib.GA3CConfig(
+        env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', num_agents=8,
+        num_predictors=2, num_trainers=2, dynamic_settings=False, training_min_batch_size=0,
+        learning_rate=0.006, final_learning_rate=0.0, total_steps=120_000, clip_norm=40.0,
+        log_every_seconds=30.0, checkpoint_every_steps=120_000, seed=1)
+    config.validate()
+    server.train(config, str(tmp_path))
+    learner = learner_lib.GA3CLearner(config)
+    checkpoint = tf.train.Checkpoint(model=learner.model)
+    checkpoint.restore(tf.train.latest_checkpoint(str(tmp_path / 'checkpoints'))).expect_partial()
+    scores = evaluate.run_episodes(config.env_config, lambda obs: learner.act(obs).numpy(),
+                                   num_episodes=20, seed=99)
+    assert scores.mean() >= 400, scores
+    gin.clear_config()

@@ -1,0 +1,221 @@
+"""`python -m ga3c_tf.main` end to end: config errors, presets, run directory, resume, play,
+the A3C-CPU baseline, and Pong through agent processes leaving nothing behind."""
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import gin
+import pytest
+
+from common import app
+from ga3c_tf import main as ga3c_main
+
+CARTPOLE_BINDINGS = [
+    'GA3CConfig.env_config = @GymConfig()',
+    "GymConfig.env_id = 'CartPole-v1'",
+    "GA3CConfig.network = 'mlp'",
+    'GA3CConfig.num_agents = 2',
+    'GA3CConfig.dynamic_settings = False',
+    'GA3CConfig.total_steps = 600',
+    'GA3CConfig.checkpoint_every_steps = 300',
+    'GA3CConfig.log_every_seconds = 0.5',
+]
+
+
+def _run(args, cwd, timeout=240):
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    return subprocess.run([sys.executable, '-m', 'ga3c_tf.main'] + args, cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _flags(bindings, gin_file='gin/ga3c/original_code.gin'):
+    return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
+        f'--gin_bindings={binding}' for binding in bindings]
+
+
+def _csv_rows(path):
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(autouse=True)
+def _clean_gin():
+    yield
+    gin.clear_config()
+
+
+def test_presets_hold_the_original_code_and_paper_values():
+    root = app.PROJECT_ROOT
+    original = ga3c_main.configure([os.path.join(root, 'gin/ga3c/pong.gin')], [])
+    assert (original.num_agents, original.num_predictors, original.num_trainers) == (32, 2, 2)
+    assert (original.t_max, original.gamma, original.prediction_batch_size) == (5, 0.99, 128)
+    assert (original.prediction_queue_size, original.training_queue_size) == (100, 100)
+    assert (original.learning_rate, original.final_learning_rate) == (3e-4, 3e-4)
+    assert (original.entropy_coef, original.log_epsilon, original.clip_norm) == (0.01, 1e-6, 0)
+    assert (original.rmsprop_decay, original.rmsprop_epsilon) == (0.99, 0.1)
+    assert original.training_min_batch_size == 0 and original.dynamic_interval_seconds == 20
+    assert (original.input_scale, original.input_offset) == (1 / 128, -1.0)
+    paper = ga3c_main.configure([os.path.join(root, 'gin/ga3c/paper.gin')], [])
+    assert (paper.num_predictors, paper.num_trainers) == (2, 2)
+    assert 20 <= paper.training_min_batch_size <= 40 and paper.dynamic_interval_seconds == 60
+    large = ga3c_main.configure([os.path.join(root, 'gin/ga3c/pong.gin'),
+                                 os.path.join(root, 'gin/ga3c/large.gin')], [])
+    assert large.network == 'ga3c_large' and large.torso_kwargs == {'first_stride': 4}
+
+
+@pytest.mark.parametrize('binding, named', [  # the value checks: test_server.py
+    ('GA3CConfig.prediction_batch_size = -2', 'prediction_batch_size'),
+    ('GA3CConfig.num_agentz = 3', 'num_agentz'),
+])
+def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding, named):
+    result = _run(_flags([binding], 'gin/ga3c/pong.gin') + ['--run_dir=run'], cwd=tmp_path)
+    assert result.returncode == 2
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    assert len(error_lines) == 1 and named in error_lines[0], result.stderr[-2000:]
+    assert not (tmp_path / 'run').exists()
+
+
+def test_run_writes_the_run_format_resumes_and_plays(tmp_path):
+    first = _run(_flags(CARTPOLE_BINDINGS), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    (run_dir,) = [tmp_path / 'runs' / name for name in os.listdir(tmp_path / 'runs')]
+    assert run_dir.name.startswith('ga3c-CartPole-v1-')
+    assert {'operative_config.gin', 'metrics.csv', 'episodes.csv', 'checkpoints'} <= set(
+        os.listdir(run_dir))
+    rows = _csv_rows(run_dir / 'metrics.csv')
+    last = rows[-1]
+    assert int(last['env_steps']) >= 600
+    for column in ('pps', 'tps', 'frames_per_sec', 'prediction_queue_size',
+                   'training_queue_size', 'mean_prediction_batch', 'mean_policy_lag',
+                   'max_policy_lag'):
+        assert float(last[column]) >= 0, column
+    assert (int(last['num_agents']), int(last['num_predictors']),
+            int(last['num_trainers'])) == (2, 2, 2)
+    assert float(last['pps']) > 0 and float(last['mean_prediction_batch']) >= 1
+    assert len(_csv_rows(run_dir / 'episodes.csv')) > 0
+
+    again = _run(_flags(CARTPOLE_BINDINGS), cwd=tmp_path)
+    assert again.returncode == 0 and 'already complete' in again.stdout
+    longer = _run(_flags(CARTPOLE_BINDINGS + ['GA3CConfig.total_steps = 1200']) +
+                  [f'--run_dir={run_dir}'], cwd=tmp_path)
+    assert longer.returncode == 0, longer.stderr[-3000:]
+    assert 'resuming from' in longer.stdout
+    steps = [int(row['env_steps']) for row in _csv_rows(run_dir / 'metrics.csv')]
+    assert steps == sorted(steps) and steps[-1] >= 1200
+
+    evaluation = subprocess.run(
+        [sys.executable, '-m', 'common.evaluate', f'--run_dir={run_dir}', '--num_episodes=3'],
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True,
+        text=True, timeout=120)
+    assert evaluation.returncode == 0, evaluation.stderr[-3000:]
+    (row,) = _csv_rows(run_dir / 'eval.csv')
+    assert int(row['episodes']) == 3 and int(row['env_steps']) >= 1200
+
+
+def test_a3c_cpu_baseline_runs_from_the_same_config(tmp_path):
+    result = _run(_flags(CARTPOLE_BINDINGS + ["GA3CConfig.algorithm = 'a3c_cpu'"]) +
+                  ['--run_dir=run'], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = _csv_rows(tmp_path / 'run' / 'metrics.csv')
+    assert int(rows[-1]['env_steps']) >= 600 and float(rows[-1]['pps']) > 0
+    assert int(rows[-1]['updates']) > 0 and os.listdir(tmp_path / 'run' / 'checkpoints')
+
+
+def _shm_entries():
+    return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
+
+
+def _agent_pids(pid):
+    """The spawned agent processes of pid (not multiprocessing's resource tracker)."""
+    found = subprocess.run(['pgrep', '-P', str(pid)], capture_output=True, text=True)
+    agents = []
+    for child in found.stdout.split():
+        try:
+            with open(f'/proc/{child}/cmdline') as f:
+                command = f.read()
+        except FileNotFoundError:
+            continue
+        if 'spawn_main' in command and 'resource_tracker' not in command:
+            agents.append(int(child))
+    return agents
+
+
+def _all_gone(pids, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while any(os.path.exists(f'/proc/{pid}') for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_pong_ctrl_c_ends_cleanly_and_leaves_nothing_behind(tmp_path):
+    shm_before = _shm_entries()
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'ga3c_tf.main'] + _flags(
+            ['GA3CConfig.num_agents = 3', 'GA3CConfig.total_steps = 10000000',
+             'GA3CConfig.log_every_seconds = 1.0'], 'gin/ga3c/pong.gin') + ['--run_dir=run'],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    metrics = tmp_path / 'run' / 'metrics.csv'
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (
+            not metrics.exists() or len(_csv_rows(metrics)) < 2):
+        time.sleep(0.5)
+    agents = _agent_pids(process.pid)
+    assert len(agents) >= 3
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr[-3000:]
+    assert 'interrupted at step' in stdout
+    assert float(_csv_rows(metrics)[-1]['pps']) > 0
+    assert _all_gone(agents)
+    assert _shm_entries() <= shm_before
+
+
+def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path):
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'ga3c_tf.main'] + _flags(
+            CARTPOLE_BINDINGS[:-3] + ['GA3CConfig.total_steps = 100000000']) + ['--run_dir=run'],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    agents = []
+    while time.monotonic() < deadline and len(agents) < 2:
+        agents = _agent_pids(process.pid)
+        time.sleep(0.5)
+    time.sleep(3)
+    os.kill(agents[0], signal.SIGKILL)
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 1
+    error_lines = [line for line in stderr.splitlines() if line.startswith('error:')]
+    assert len(error_lines) == 1 and 'killed by signal SIGKILL' in error_lines[0], stderr[-2000:]
+    assert _all_gone(agents)
+
+
+def test_agents_exit_by_themselves_when_the_main_process_is_killed(tmp_path):
+    shm_before = _shm_entries()
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'ga3c_tf.main'] + _flags(
+            ['GA3CConfig.num_agents = 3', 'GA3CConfig.total_steps = 10000000',
+             'GA3CConfig.training_queue_size = 2', 'GA3CConfig.log_every_seconds = 1.0'],
+            'gin/ga3c/pong.gin') + ['--run_dir=run'],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    metrics = tmp_path / 'run' / 'metrics.csv'
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (
+            not metrics.exists() or len(_csv_rows(metrics)) < 2):
+        time.sleep(0.5)
+    agents = _agent_pids(process.pid)
+    assert len(agents) >= 3
+    process.kill()
+    process.communicate(timeout=30)
+    assert _all_gone(agents, seconds=15)
+    deadline = time.monotonic() + 15  # the resource tracker removes the shared memory
+    while not _shm_entries() <= shm_before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _shm_entries() <= shm_before

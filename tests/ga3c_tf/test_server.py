@@ -1,0 +1,149 @@
+"""GA3C's server: agent processes without TensorFlow, live changes of NP/NT/NA, dead agents,
+clean shutdown, returns and the loss."""
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+import common  # noqa: F401
+import tensorflow as tf
+
+from common import app
+from common.envs import gym as gym_envs
+from ga3c_tf import agent
+from ga3c_tf import learner as learner_lib
+from ga3c_tf import server as server_lib
+
+
+def _config(**overrides):
+    values = dict(env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', num_agents=2,
+                  num_predictors=1, num_trainers=1, max_agents=8, dynamic_settings=False,
+                  learning_rate=1e-3, total_steps=10_000)
+    values.update(overrides)
+    config = learner_lib.GA3CConfig(**values)
+    config.validate()
+    return config
+
+
+def _wait_for(condition, seconds=20.0):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _shm_entries():
+    return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
+
+
+def test_discounted_returns_bootstrap_from_the_last_value():
+    returns = agent.discounted_returns(np.array([1.0, 0.0, 2.0], np.float32), 10.0, 0.5)
+    np.testing.assert_allclose(returns, [1 + 0.5 * 3.5, 0 + 0.5 * 7.0, 2 + 0.5 * 10])
+
+
+def test_server_runs_changes_settings_live_and_leaves_nothing_behind():
+    shm_before = _shm_entries()
+    config = _config()
+    learner = learner_lib.GA3CLearner(config)
+    server = server_lib.GA3CServer(config, learner, seed=3)
+    try:
+        server.apply((1, 1, 2))
+        pids = [handle.process.pid for handle in server.agents.values()]
+        assert _wait_for(lambda: server.counts()['updates'] >= 5)
+        for pid in pids:  # agents never load TensorFlow
+            with open(f'/proc/{pid}/maps') as maps:
+                assert 'tensorflow' not in maps.read()
+        server.apply((2, 3, 4))
+        assert server.settings == (2, 3, 4)
+        before = server.counts()
+        assert _wait_for(lambda: server.counts()['updates'] >= before['updates'] + 20)
+        server.apply((1, 1, 1))
+        assert server.settings == (1, 1, 1) and len(server.agents) == 1
+        before = server.counts()
+        assert _wait_for(lambda: server.counts()['predictions'] >= before['predictions'] + 50)
+        counts = server.counts()
+        assert counts['predictions'] >= counts['batches'] > 0
+        assert counts['samples'] >= counts['updates'] > 0
+        mean_lag, max_lag = server.take_lags()
+        assert 0 <= mean_lag <= max_lag
+        server.check_threads()
+        assert learner.predict.experimental_get_tracing_count() == 1
+        assert learner.train_step.experimental_get_tracing_count() == 1
+        all_pids = pids + [handle.process.pid for handle in server.agents.values()]
+    finally:
+        server.close()
+    for pid in all_pids:
+        assert not os.path.exists(f'/proc/{pid}') or _is_zombie_free(pid)
+    assert _shm_entries() <= shm_before
+
+
+def _is_zombie_free(pid):
+    with open(f'/proc/{pid}/status') as status:
+        return 'State:\tZ' not in status.read()
+
+
+def test_a_dead_agent_stops_the_run_or_is_replaced():
+    config = _config(num_agents=2)
+    learner = learner_lib.GA3CLearner(config)
+    with server_lib.GA3CServer(config, learner) as server:
+        server.apply((1, 1, 2))
+        assert _wait_for(lambda: server.counts()['predictions'] > 10)
+        slot, handle = next(iter(server.agents.items()))
+        os.kill(handle.process.pid, signal.SIGKILL)
+        handle.process.join(timeout=5)
+        with pytest.raises(server_lib.AgentDiedError,
+                           match=f'agent {slot} .* killed by signal SIGKILL'):
+            server.check_agents()
+
+    messages = []
+    config = _config(num_agents=2, on_agent_death='replace')
+    with server_lib.GA3CServer(config, learner, log=messages.append) as server:
+        server.apply((1, 1, 2))
+        assert _wait_for(lambda: server.counts()['predictions'] > 10)
+        slot, handle = next(iter(server.agents.items()))
+        os.kill(handle.process.pid, signal.SIGKILL)
+        handle.process.join(timeout=5)
+        server.check_agents()
+        assert len(server.agents) == 2 and server.agents[slot] is not handle
+        assert messages and 'replacing it' in messages[0]
+        before = server.counts()['predictions']
+        assert _wait_for(lambda: server.counts()['predictions'] > before + 20)
+
+
+def test_loss_uses_log_epsilon_and_sums_over_the_batch():
+    config = _config(learning_rate=1e-3)
+    learner = learner_lib.GA3CLearner(config)
+    observations = np.random.default_rng(0).normal(size=(6, 4)).astype(np.float32)
+    actions = np.array([0, 1, 0, 1, 1, 0], np.int32)
+    returns = np.linspace(-1, 1, 6).astype(np.float32)
+    with tf.GradientTape() as tape:
+        logits, values = learner.model(observations)
+        probabilities = tf.nn.softmax(logits)
+        log_probabilities = tf.math.log(probabilities + 1e-6)
+        chosen = tf.reduce_sum(log_probabilities * tf.one_hot(actions, 2), axis=-1)
+        advantages = tf.stop_gradient(returns - values)
+        entropy = -tf.reduce_sum(probabilities * log_probabilities, axis=-1)
+        expected = tf.reduce_sum(-chosen * advantages - 0.01 * entropy
+                                 + 0.5 * tf.square(returns - values))
+    expected_norm = tf.linalg.global_norm(tape.gradient(expected,
+                                                        learner.model.trainable_variables))
+    stats = learner.train_step(observations, actions, returns)
+    np.testing.assert_allclose(float(stats['loss']) * 6, float(expected), rtol=1e-5)
+    np.testing.assert_allclose(float(stats['grad_norm']), float(expected_norm), rtol=1e-4)
+
+
+@pytest.mark.parametrize('overrides, named', [
+    (dict(num_agents=0), 'num_agents'),
+    (dict(num_agents=9, max_agents=8), 'num_agents=9'),
+    (dict(algorithm='a4c'), "'a4c'"),
+    (dict(trainer_input='queue'), "'queue'"),
+    (dict(training_min_batch_size=-1), 'training_min_batch_size'),
+    (dict(network='ga3c_large', torso_kwargs={'first_stride': 5}), 'first_stride=5'),
+])
+def test_invalid_values_are_named(overrides, named):
+    with pytest.raises(app.ConfigError, match=named):
+        _config(**overrides)
