@@ -6,6 +6,7 @@ ends the program with one line naming it and nothing already in a run directory 
 import datetime
 import json
 import os
+import signal
 import sys
 import tokenize
 
@@ -109,6 +110,20 @@ def prepare_run_dir(run_dir, invocation):
             json.dump(invocation, f, indent=2)
 
 
+def env_name(env_config):
+    """The game or environment id a run directory is named after."""
+    return getattr(env_config, 'game', None) or getattr(env_config, 'env_id', 'env')
+
+
+def start_run_dir(paper, env_config):
+    """Resolves, creates and records the run directory for this command's flags; prints it."""
+    invocation = {'paper': paper, 'gin_files': FLAGS.gin_file, 'gin_bindings': FLAGS.gin_bindings}
+    run_dir = resolve_run_dir(paper, env_name(env_config), FLAGS.run_dir, invocation)
+    prepare_run_dir(run_dir, invocation)
+    print(f'run directory: {run_dir}')
+    return run_dir
+
+
 def write_operative_config(run_dir):
     """Writes what actually ran; a resumed run with another config gets a new file beside it."""
     path = os.path.join(run_dir, OPERATIVE_CONFIG_FILE)
@@ -124,10 +139,16 @@ def write_operative_config(run_dir):
     return path
 
 
+def _raise_keyboard_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def run(main_fn):
     """absl.app.run with ConfigError/KeyboardInterrupt turned into clean one-line exits."""
 
     def wrapped(argv):
+        # SIGTERM (e.g. from a job scheduler) ends a run as cleanly as Ctrl-C: checkpoint, stop.
+        signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
         # TensorFlow's Python INFO lines (e.g. at every checkpoint) would break up the progress
         # lines; warnings and errors still show.
         logging.set_verbosity(logging.WARNING)

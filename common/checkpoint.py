@@ -33,3 +33,17 @@ class Checkpointer:
 
     def save(self, env_steps):
         return self.manager.save(checkpoint_number=int(env_steps))
+
+
+def restore_latest(run_dir, **trackables):
+    """Restores the given trackables from run_dir's latest checkpoint; returns its env steps.
+
+    For evaluation: only what is named is restored (the optimizer may be left out).
+    """
+    counters = Counters()
+    checkpoint = tf.train.Checkpoint(counters=counters, **trackables)
+    latest = tf.train.latest_checkpoint(os.path.join(run_dir, 'checkpoints'))
+    if latest is None:
+        raise FileNotFoundError(f'no checkpoint in {os.path.join(run_dir, "checkpoints")}')
+    checkpoint.restore(latest).expect_partial()
+    return int(counters.env_steps.numpy())

@@ -90,7 +90,10 @@ def main():
     flags_ = flags.FLAGS
     if not flags_.run_dir:
         app.fail('--run_dir is required')
-    row = evaluate_run(flags_.run_dir, flags_.num_episodes, flags_.greedy, flags_.seed)
+    try:
+        row = evaluate_run(flags_.run_dir, flags_.num_episodes, flags_.greedy, flags_.seed)
+    except FileNotFoundError as error:
+        app.fail(str(error))
     print(f"{row['episodes']} episodes at step {row['env_steps']:,}: mean {row['score_mean']:.2f}"
           f" min {row['score_min']:.1f} max {row['score_max']:.1f} std {row['score_std']:.2f}"
           f" -> {os.path.join(flags_.run_dir, 'eval.csv')}")

@@ -8,10 +8,6 @@ FLAGS = flags.FLAGS
 PAPER = 'dqn'
 
 
-def env_name(env_config):
-    return getattr(env_config, 'game', None) or getattr(env_config, 'env_id', 'env')
-
-
 def configure(gin_files, gin_bindings):
     """Parses and validates the config; raises ConfigError before anything starts."""
     app.parse_gin(gin_files, gin_bindings)
@@ -22,27 +18,17 @@ def configure(gin_files, gin_bindings):
 
 def main():
     config = configure(FLAGS.gin_file, FLAGS.gin_bindings)
-    invocation = {'paper': PAPER, 'gin_files': FLAGS.gin_file, 'gin_bindings': FLAGS.gin_bindings}
-    run_dir = app.resolve_run_dir(PAPER, env_name(config.env_config), FLAGS.run_dir, invocation)
-    app.prepare_run_dir(run_dir, invocation)
-    print(f'run directory: {run_dir}')
+    run_dir = app.start_run_dir(PAPER, config.env_config)
     dqn.train(config, run_dir, on_start=lambda: app.write_operative_config(run_dir))
 
 
 def load_policy(run_dir, greedy=False):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
     from common import checkpoint as checkpoint_lib
-    import tensorflow as tf
     app.parse_gin([f'{run_dir}/{app.OPERATIVE_CONFIG_FILE}'], [])
     config = dqn.DQNConfig()
     learner = dqn.build_learner(config)
-    counters = checkpoint_lib.Counters()
-    checkpoint = tf.train.Checkpoint(online=learner.online, counters=counters)
-    latest = tf.train.latest_checkpoint(f'{run_dir}/checkpoints')
-    if latest is None:
-        raise app.ConfigError(f'no checkpoint in {run_dir}/checkpoints')
-    checkpoint.restore(latest).expect_partial()
-    env_steps = int(counters.env_steps.numpy())
+    env_steps = checkpoint_lib.restore_latest(run_dir, online=learner.online)
     policy = dqn.epsilon_greedy_policy(learner, 0.0 if greedy else config.eval_epsilon,
                                        seed=config.seed + env_steps)
     return config.env_config, policy, env_steps

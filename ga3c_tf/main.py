@@ -3,7 +3,6 @@
 GA3CConfig.algorithm = 'a3c_cpu' runs the paper's CPU A3C baseline on the same config instead.
 Play a trained run: `python -m common.evaluate --run_dir=runs/ga3c-pong-...`.
 """
-import signal
 import sys
 
 from absl import flags
@@ -12,10 +11,6 @@ from common import app
 
 FLAGS = flags.FLAGS
 PAPER = 'ga3c'
-
-
-def env_name(env_config):
-    return getattr(env_config, 'game', None) or getattr(env_config, 'env_id', 'env')
 
 
 def configure(gin_files, gin_bindings):
@@ -35,18 +30,9 @@ def train(config, run_dir):
     return server.train(config, run_dir)
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt
-
-
 def main():
-    # SIGTERM (e.g. from a job scheduler) shuts down as cleanly as Ctrl-C: checkpoint, stop.
-    signal.signal(signal.SIGTERM, _interrupt)
     config = configure(FLAGS.gin_file, FLAGS.gin_bindings)
-    invocation = {'paper': PAPER, 'gin_files': FLAGS.gin_file, 'gin_bindings': FLAGS.gin_bindings}
-    run_dir = app.resolve_run_dir(PAPER, env_name(config.env_config), FLAGS.run_dir, invocation)
-    app.prepare_run_dir(run_dir, invocation)
-    print(f'run directory: {run_dir}')
+    run_dir = app.start_run_dir(PAPER, config.env_config)
     app.write_operative_config(run_dir)
     from ga3c_tf import server  # pylint: disable=import-outside-toplevel
     try:
@@ -60,20 +46,13 @@ def main():
 def load_policy(run_dir, greedy=False):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
     from common import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
     from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
     app.parse_gin([f'{run_dir}/{app.OPERATIVE_CONFIG_FILE}'], [])
     config = learner_lib.GA3CConfig()
     learner = learner_lib.GA3CLearner(config)
-    counters = checkpoint_lib.Counters()
-    checkpoint = tf.train.Checkpoint(model=learner.model, counters=counters)
-    latest = tf.train.latest_checkpoint(f'{run_dir}/checkpoints')
-    if latest is None:
-        raise app.ConfigError(f'no checkpoint in {run_dir}/checkpoints')
-    checkpoint.restore(latest).expect_partial()
+    env_steps = checkpoint_lib.restore_latest(run_dir, model=learner.model)
     policy = learner.greedy_act if greedy else learner.act
-    return config.env_config, lambda observations: policy(observations).numpy(), int(
-        counters.env_steps.numpy())
+    return config.env_config, lambda observations: policy(observations).numpy(), env_steps
 
 
 if __name__ == '__main__':
