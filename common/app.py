@@ -42,6 +42,25 @@ def require(condition, message):
         raise ConfigError(message)
 
 
+def require_env_config(owner, env_config):
+    """Checks that owner's env_config is an Atari or gym config and that its values are valid."""
+    from common.envs import atari, gym as gym_envs  # No TensorFlow behind these.
+    require(isinstance(env_config, (atari.AtariConfig, gym_envs.GymConfig)),
+            f'{owner}.env_config must be @AtariConfig() or @GymConfig(), got {env_config!r}')
+    try:
+        env_config.validate()
+    except ValueError as error:
+        raise ConfigError(str(error))
+
+
+def require_positive_ints(owner, config, names):
+    """Checks that each named field of config is an int > 0 (bools excluded)."""
+    for name in names:
+        value = getattr(config, name)
+        require(isinstance(value, int) and not isinstance(value, bool) and value > 0,
+                f'{owner}.{name} must be a positive integer, got {value!r}')
+
+
 def fail(message, exit_code=2):
     """Prints a one-line error for the user and exits; used before anything has started."""
     print(f'error: {message}', file=sys.stderr)

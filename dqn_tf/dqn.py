@@ -27,8 +27,9 @@ from common import losses
 from common import networks
 from common import optim
 from common import replay as replay_lib
-from common.envs import atari
-from common.envs import gym as gym_envs
+# Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
+from common.envs import atari  # noqa: F401
+from common.envs import gym as gym_envs  # noqa: F401
 from common.tracker import RunTracker
 
 MODES = ('standard', 'concurrent', 'synchronized', 'both')
@@ -74,19 +75,10 @@ class DQNConfig:
     def validate(self):
         """Raises ConfigError naming the first out-of-range value."""
         require = app.require
-        require(isinstance(self.env_config, (atari.AtariConfig, gym_envs.GymConfig)),
-                f'DQNConfig.env_config must be @AtariConfig() or @GymConfig(), '
-                f'got {self.env_config!r}')
-        try:
-            self.env_config.validate()
-        except ValueError as error:
-            raise app.ConfigError(str(error))
-        for name in ('num_workers', 'total_steps', 'batch_size', 'replay_capacity',
+        app.require_env_config('DQNConfig', self.env_config)
+        app.require_positive_ints('DQNConfig', self, ('num_workers', 'total_steps', 'batch_size', 'replay_capacity',
                      'target_period', 'train_period', 'prepopulate_steps',
-                     'epsilon_decay_steps', 'eval_episodes', 'checkpoint_every_steps'):
-            value = getattr(self, name)
-            require(isinstance(value, int) and not isinstance(value, bool) and value > 0,
-                    f'DQNConfig.{name} must be a positive integer, got {value!r}')
+                     'epsilon_decay_steps', 'eval_episodes', 'checkpoint_every_steps'))
         require(isinstance(self.eval_every_steps, int) and self.eval_every_steps >= 0,
                 f'DQNConfig.eval_every_steps must be an integer >= 0, '
                 f'got {self.eval_every_steps!r}')

@@ -46,15 +46,7 @@ class SharedParameters:
 
     def close(self, unlink=False):
         self.parameters = self.mean_square = None
-        try:
-            self.shm.close()
-        except BufferError:
-            pass
-        if unlink:
-            try:
-                self.shm.unlink()
-            except FileNotFoundError:
-                pass
+        pools.release_shared_memory(self.shm, unlink=unlink)
 
 
 def flatten(arrays):
@@ -242,14 +234,7 @@ class A3CServer:
         self.episode_queue.join_thread()
         self.counters = None
         self.shared.close(unlink=True)
-        try:
-            self._counters_shm.close()
-        except BufferError:
-            pass
-        try:
-            self._counters_shm.unlink()
-        except FileNotFoundError:
-            pass
+        pools.release_shared_memory(self._counters_shm)
 
     def __enter__(self):
         return self

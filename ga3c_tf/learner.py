@@ -9,8 +9,9 @@ from common import app
 from common import losses
 from common import networks
 from common import optim
-from common.envs import atari
-from common.envs import gym as gym_envs
+# Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
+from common.envs import atari  # noqa: F401
+from common.envs import gym as gym_envs  # noqa: F401
 
 ALGORITHMS = ('ga3c', 'a3c_cpu')
 TRAINER_INPUTS = ('direct', 'tf_data')
@@ -62,25 +63,16 @@ class GA3CConfig:
     def validate(self):
         """Raises ConfigError naming the first out-of-range value."""
         require = app.require
-        require(isinstance(self.env_config, (atari.AtariConfig, gym_envs.GymConfig)),
-                f'GA3CConfig.env_config must be @AtariConfig() or @GymConfig(), '
-                f'got {self.env_config!r}')
-        try:
-            self.env_config.validate()
-        except ValueError as error:
-            raise app.ConfigError(str(error))
+        app.require_env_config('GA3CConfig', self.env_config)
         for name, allowed in (('algorithm', ALGORITHMS), ('trainer_input', TRAINER_INPUTS),
                               ('on_agent_death', ON_AGENT_DEATH),
                               ('loss_reduction', ('sum', 'mean'))):
             value = getattr(self, name)
             require(value in allowed, f'GA3CConfig.{name}={value!r}; allowed: {allowed}')
-        for name in ('num_agents', 'num_predictors', 'num_trainers', 'max_agents',
+        app.require_positive_ints('GA3CConfig', self, ('num_agents', 'num_predictors', 'num_trainers', 'max_agents',
                      'max_predictors', 'max_trainers', 't_max', 'prediction_queue_size',
                      'training_queue_size', 'prediction_batch_size', 'total_steps',
-                     'checkpoint_every_steps'):
-            value = getattr(self, name)
-            require(isinstance(value, int) and not isinstance(value, bool) and value > 0,
-                    f'GA3CConfig.{name} must be a positive integer, got {value!r}')
+                     'checkpoint_every_steps'))
         for name in ('agents', 'predictors', 'trainers'):
             value, bound = getattr(self, f'num_{name}'), getattr(self, f'max_{name}')
             require(value <= bound, f'GA3CConfig.num_{name}={value} exceeds '

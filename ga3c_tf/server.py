@@ -283,14 +283,7 @@ class GA3CServer:
             source.close()
             source.join_thread()
         self.observations = None
-        try:
-            self._shm.close()
-        except BufferError:
-            pass
-        try:
-            self._shm.unlink()
-        except FileNotFoundError:
-            pass
+        pools.release_shared_memory(self._shm)
 
     def __enter__(self):
         return self

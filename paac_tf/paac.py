@@ -14,8 +14,9 @@ from common import losses
 from common import networks
 from common import optim
 from common.tracker import RunTracker
-from common.envs import atari
-from common.envs import gym as gym_envs
+# Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
+from common.envs import atari  # noqa: F401
+from common.envs import gym as gym_envs  # noqa: F401
 
 
 @gin.configurable
@@ -48,17 +49,8 @@ class PAACConfig:
     def validate(self):
         """Raises ConfigError naming the first out-of-range value."""
         require = app.require
-        require(isinstance(self.env_config, (atari.AtariConfig, gym_envs.GymConfig)),
-                f'PAACConfig.env_config must be @AtariConfig() or @GymConfig(), '
-                f'got {self.env_config!r}')
-        try:
-            self.env_config.validate()
-        except ValueError as error:
-            raise app.ConfigError(str(error))
-        for name in ('num_envs', 'num_workers', 't_max', 'total_steps'):
-            value = getattr(self, name)
-            require(isinstance(value, int) and value > 0,
-                    f'PAACConfig.{name} must be a positive integer, got {value!r}')
+        app.require_env_config('PAACConfig', self.env_config)
+        app.require_positive_ints('PAACConfig', self, ('num_envs', 'num_workers', 't_max', 'total_steps'))
         require(not self.alternating_halves or self.num_workers % 2 == 0,
                 f'PAACConfig.alternating_halves needs an even num_workers, '
                 f'got {self.num_workers}')

@@ -289,6 +289,19 @@ class ThreadPool(EnvPool):
             env_slice.close()
 
 
+def release_shared_memory(shm, unlink=True):
+    """Closes (and by default unlinks) a segment, tolerating live numpy views and a prior unlink."""
+    try:
+        shm.close()
+    except BufferError:  # a view still exists; the mapping goes with the last view
+        pass
+    if unlink:
+        try:
+            shm.unlink()
+        except FileNotFoundError:
+            pass
+
+
 class _SharedMemory(shared_memory.SharedMemory):
     """SharedMemory whose __del__ stays quiet while numpy views of it (a StepResult kept past
     close()) still live; the mapping is freed with the last view."""
