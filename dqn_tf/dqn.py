@@ -8,8 +8,8 @@ Four execution modes, each with W sampler threads that own one environment apiec
                 steps wait in per-sampler staging buffers until the period ends (section 3);
   synchronized  the W samplers step, then one batched inference gives all W actions (sec. 4);
   both          Algorithm 1: concurrent and synchronized.
-The main thread only orchestrates; samplers and the trainer meet it at barriers, so the order of
-minibatches and of replay writes is fixed for a fixed seed and W.
+The main thread only orchestrates; samplers and the trainer wait for it (rounds.RoundGate, the
+trainer's events), so the order of minibatches and of replay writes is fixed for a fixed seed and W.
 """
 import concurrent.futures
 import dataclasses
@@ -31,6 +31,7 @@ from common import replay as replay_lib
 from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401
 from common.tracker import RunTracker
+from dqn_tf import rounds
 
 MODES = ('standard', 'concurrent', 'synchronized', 'both')
 
@@ -204,39 +205,16 @@ class Sampler(threading.Thread):
         self.error = None
         runner.observations[index] = env.reset()
 
-    def _train_dispatched(self, runner):
-        """Trains the dispatched minibatches, drawing the next one while the current one trains.
-
-        Replay is frozen during a concurrent period (new steps are staged), and one thread draws
-        the minibatches in order, so the order stays deterministic; the draw (numpy, cv2) runs
-        while the update holds no GIL, which takes it off the learner's critical path.
-        """
-        if self._pending <= 0:
-            return
-        batch_size = runner.config.batch_size
-        next_batch = self._prefetcher.submit(runner.replay.sample, batch_size)
-        while self._pending > 0 and not runner.stopping:
-            batch = next_batch.result()
-            if self._pending > 1:
-                next_batch = self._prefetcher.submit(runner.replay.sample, batch_size)
-            runner.train_on(batch)
-            self._pending -= 1
-
     def run(self):
-        runner = self.runner
-        try:
-            while True:
-                runner.start_barrier.wait()
-                if runner.stopping:
-                    return
+        gate = self.runner.gate
+        while gate.wait_for_round(self.index):
+            try:
                 self.step()
-                runner.end_barrier.wait()
-        except threading.BrokenBarrierError:
-            return
-        except BaseException as error:  # handed to the main thread, which re-raises it
-            self.error = error
-            runner.start_barrier.abort()
-            runner.end_barrier.abort()
+            except BaseException as error:  # raised in the main thread by RoundGate.run_round
+                self.error = error
+                gate.finish()
+                return
+            gate.finish()
 
     def step(self):
         """One epsilon-greedy (or, while prepopulating, uniformly random) step."""
@@ -257,6 +235,25 @@ class Sampler(threading.Thread):
                                            int(self.env.episode_length)))
             next_observation = self.env.reset()
         observation[...] = next_observation
+
+
+def train_prefetched(runner, num_minibatches, prefetcher, stop=lambda: False):
+    """Trains num_minibatches on runner, drawing the next minibatch on `prefetcher` (a one-thread
+    executor) while the current one trains; returns early once stop() is true.
+
+    Replay is frozen while this runs (concurrent periods stage new steps), and one thread draws
+    the minibatches in order, so the order stays deterministic; the draw (numpy, cv2) runs while
+    the update holds no GIL, which takes it off the learner's critical path.
+    """
+    batch_size = runner.config.batch_size
+    next_batch = prefetcher.submit(runner.replay.sample, batch_size) if num_minibatches else None
+    for index in range(num_minibatches):
+        batch = next_batch.result()
+        if stop():
+            return
+        if index + 1 < num_minibatches:
+            next_batch = prefetcher.submit(runner.replay.sample, batch_size)
+        runner.train_on(batch)
 
 
 class Trainer(threading.Thread):
@@ -292,22 +289,9 @@ class Trainer(threading.Thread):
         self._prefetcher.shutdown(wait=True)
 
     def _train_dispatched(self, runner):
-        """Trains the dispatched minibatches, drawing the next one while the current one trains.
-
-        Replay is frozen during a concurrent period (new steps are staged), and one thread draws
-        the minibatches in order, so the order stays deterministic; the draw (numpy, cv2) runs
-        while the update holds no GIL, which takes it off the learner's critical path.
-        """
-        if self._pending <= 0:
-            return
-        batch_size = runner.config.batch_size
-        next_batch = self._prefetcher.submit(runner.replay.sample, batch_size)
-        while self._pending > 0 and not runner.stopping:
-            batch = next_batch.result()
-            if self._pending > 1:
-                next_batch = self._prefetcher.submit(runner.replay.sample, batch_size)
-            runner.train_on(batch)
-            self._pending -= 1
+        train_prefetched(runner, self._pending, self._prefetcher,
+                         stop=lambda: runner.stopping or self._pending <= 0)
+        self._pending = 0
 
     def run(self):
         runner = self.runner
@@ -348,8 +332,7 @@ class FastDQN:
         self.epsilon = 1.0
         self.random_actions = False
         self.stopping = False
-        self.start_barrier = threading.Barrier(num_workers + 1)
-        self.end_barrier = threading.Barrier(num_workers + 1)
+        self.gate = rounds.RoundGate(num_workers)
         self.samplers = []
         self.trainer = None
         self.last_loss = None
@@ -371,8 +354,7 @@ class FastDQN:
     def close(self):
         """Stops and joins every thread this runner started, and closes the environments."""
         self.stopping = True
-        self.start_barrier.abort()
-        self.end_barrier.abort()
+        self.gate.close()
         if self.trainer is not None:
             self.trainer.stop()
         for thread in self.samplers + ([self.trainer] if self.trainer else []):
@@ -389,14 +371,9 @@ class FastDQN:
 
     def _round(self):
         """Every sampler takes one step; returns when all have."""
-        try:
-            self.start_barrier.wait()
-            self.end_barrier.wait()
-        except threading.BrokenBarrierError:
-            for sampler in self.samplers:
-                if sampler.error is not None:
-                    raise RuntimeError(f'{sampler.name} failed') from sampler.error
-            raise
+        self.gate.run_round(self.samplers, lambda: [
+            (sampler.name, sampler.error) for sampler in self.samplers
+            if sampler.error is not None])
 
     def _flush(self):
         for sampler in self.samplers:
