@@ -51,9 +51,7 @@ class GA3CServer:
         self.log = log
         env_config = config.env_config
         self._context = multiprocessing.get_context('spawn')
-        self.prediction_queue = self._context.Queue(config.prediction_queue_size)
-        self.training_queue = self._context.Queue(config.training_queue_size)
-        self.episode_queue = self._context.Queue()
+        self._make_queues()
         self._observation_array_shape = (config.max_agents,) + tuple(
             env_config.observation_shape)
         self._observation_dtype = np.dtype(env_config.observation_dtype)
@@ -72,6 +70,12 @@ class GA3CServer:
         self._lags = []
         self._signature = learner_lib.train_signature(config)
         self._closed = False
+
+    def _make_queues(self):
+        config = self.config
+        self.prediction_queue = self._context.Queue(config.prediction_queue_size)
+        self.training_queue = self._context.Queue(config.training_queue_size)
+        self.episode_queue = self._context.Queue()
 
     # ---- agents ---------------------------------------------------------------------------
     def add_agent(self):
@@ -128,17 +132,58 @@ class GA3CServer:
                 return items
 
     def check_agents(self):
-        """Reports agents that died; ends the run or replaces them as configured."""
-        for slot, handle in list(self.agents.items()):
-            if handle.process.is_alive():
-                continue
-            message = f'agent {slot} (pid {handle.process.pid}) {describe_exit(handle.process)}'
-            del self.agents[slot]
-            handle.connection.close()
-            if self.config.on_agent_death == 'stop':
-                raise AgentDiedError(message)
-            self.log(f'{message}; replacing it')
-            self.add_agent()
+        """Reports agents that died; ends the run or restarts the actor side as configured.
+
+        A SIGKILLed agent can die holding a queue's cross-process write lock or halfway through
+        writing an experience batch, which would block every other writer or a trainer for
+        good; so 'replace' rebuilds the queues, threads and agents rather than one agent.
+        """
+        dead = [(slot, handle) for slot, handle in self.agents.items()
+                if not handle.process.is_alive()]
+        if not dead:
+            return
+        messages = [f'agent {slot} (pid {handle.process.pid}) {describe_exit(handle.process)}'
+                    for slot, handle in dead]
+        if self.config.on_agent_death == 'stop':
+            for slot, handle in dead:
+                del self.agents[slot]
+                handle.connection.close()
+            raise AgentDiedError('; '.join(messages))
+        self.log(f"{'; '.join(messages)}; replacing it: restarting the agents, predictors and "
+                 f'trainers on fresh queues')
+        self.restart()
+
+    def restart(self):
+        """Stops every agent and thread, replaces the queues and starts the same (NP, NT, NA)."""
+        settings = self.settings
+        self._stop_actors()
+        self._make_queues()
+        self.apply(settings)
+
+    def _stop_actors(self):
+        """Ends agents, then threads, then queues, in the order that lets nothing block: with
+        every agent gone and the parent's write ends closed, a thread stuck reading a
+        half-written message reads end-of-file instead."""
+        for handle in self.agents.values():
+            handle.stop_event.set()
+        threads = self.predictors + self.trainers
+        for thread in threads:
+            thread.stop()
+        self._finish_agents(list(self.agents.values()), drain_all=True)
+        self.agents.clear()
+        queues = (self.prediction_queue, self.training_queue, self.episode_queue)
+        for source in queues:
+            source._writer.close()  # pylint: disable=protected-access
+        for thread in threads:
+            thread.join(timeout=JOIN_SECONDS)
+        while self.predictors:
+            self._retire_predictor(self.predictors.pop())
+        while self.trainers:
+            self._retire_trainer(self.trainers.pop())
+        for source in queues:
+            self._drain(source)
+            source.close()
+            source.join_thread()
 
     # ---- predictors -----------------------------------------------------------------------
     def _gather(self, keys):
@@ -180,6 +225,9 @@ class GA3CServer:
         thread = self.predictors.pop()
         thread.stop()
         thread.join()
+        self._retire_predictor(thread)
+
+    def _retire_predictor(self, thread):
         self._retired['predictions'] += thread.predictions
         self._retired['batches'] += thread.batches
 
@@ -208,6 +256,9 @@ class GA3CServer:
         thread = self.trainers.pop()
         thread.stop()
         thread.join()
+        self._retire_trainer(thread)
+
+    def _retire_trainer(self, thread):
         self._retired['updates'] += thread.updates
         self._retired['samples'] += thread.samples
 
@@ -270,18 +321,7 @@ class GA3CServer:
         if self._closed:
             return
         self._closed = True
-        for handle in self.agents.values():
-            handle.stop_event.set()
-        for thread in self.predictors + self.trainers:
-            thread.stop()
-        for thread in self.predictors + self.trainers:
-            thread.join(timeout=JOIN_SECONDS)
-        self._finish_agents(list(self.agents.values()), drain_all=True)
-        self.agents.clear()
-        for source in (self.prediction_queue, self.training_queue, self.episode_queue):
-            self._drain(source)
-            source.close()
-            source.join_thread()
+        self._stop_actors()
         self.observations = None
         pools.release_shared_memory(self._shm)
 

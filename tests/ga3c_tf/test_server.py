@@ -2,6 +2,8 @@
 clean shutdown, returns and the loss."""
 import os
 import signal
+import struct
+import threading
 import time
 
 import numpy as np
@@ -112,6 +114,50 @@ def test_a_dead_agent_stops_the_run_or_is_replaced():
         assert messages and 'replacing it' in messages[0]
         before = server.counts()['predictions']
         assert _wait_for(lambda: server.counts()['predictions'] > before + 20)
+
+
+def test_replacing_a_dead_agent_recovers_from_a_queue_it_left_locked():
+    """An agent SIGKILLed inside its queue feeder leaves the training queue's cross-process write
+    lock held (simulated here by taking it): 'replace' must not carry on with that queue."""
+    config = _config(num_agents=2, on_agent_death='replace', training_queue_size=2)
+    learner = learner_lib.GA3CLearner(config)
+    with server_lib.GA3CServer(config, learner, log=lambda message: None) as server:
+        server.apply((1, 1, 2))
+        assert _wait_for(lambda: server.counts()['updates'] > 5)
+        stale_queue = server.training_queue
+        stale_queue._wlock.acquire()  # pylint: disable=protected-access
+        handle = next(iter(server.agents.values()))
+        os.kill(handle.process.pid, signal.SIGKILL)
+        handle.process.join(timeout=5)
+        server.check_agents()
+        assert server.training_queue is not stale_queue
+        assert server.settings == (1, 1, 2)
+        before = server.counts()['updates']
+        assert _wait_for(lambda: server.counts()['updates'] > before + 20)
+        server.check_threads()
+
+
+def test_close_ends_a_trainer_stuck_on_a_half_written_batch():
+    """What an agent killed mid-write leaves: the write lock held and a message header promising
+    more bytes than follow. The trainer reading it must still end when the server closes."""
+    config = _config(num_agents=1)
+    learner = learner_lib.GA3CLearner(config)
+    server = server_lib.GA3CServer(config, learner)
+    try:
+        server.apply((1, 1, 1))
+        assert _wait_for(lambda: server.counts()['updates'] > 2)
+        queue = server.training_queue
+        queue._wlock.acquire()  # pylint: disable=protected-access
+        os.write(queue._writer.fileno(),  # pylint: disable=protected-access
+                 struct.pack('!i', 1000) + b'x' * 10)
+        time.sleep(1.0)  # the trainer works through what was queued before the half message
+        updates = server.counts()['updates']
+        time.sleep(1.0)
+        assert server.counts()['updates'] == updates  # and is now stuck inside it
+    finally:
+        server.close()
+    assert not [thread.name for thread in threading.enumerate()
+                if thread.name.startswith('GA3C-') and thread.is_alive()]
 
 
 def test_loss_uses_log_epsilon_and_sums_over_the_batch():
