@@ -2,7 +2,9 @@
 
 A request is a small key (e.g. an agent's slot); the caller supplies how keys become a model input
 (gather_fn), the model call (predict_fn, a tf.function with a None batch dimension) and how
-results go back to whoever waits on each key (deliver_fn).
+results go back to whoever waits on each key (deliver_fn). Requests come from a queue.Queue-like
+object (get, get_nowait) or from anything with take_waiting(max_items, timeout), such as
+common.ipc.RequestPipe, which takes every waiting key in one read.
 """
 import queue as queue_lib
 import threading
@@ -11,6 +13,8 @@ import traceback
 
 def take_waiting(requests, max_items, timeout):
     """Blocks up to timeout for one item, then takes whatever else is waiting, up to max_items."""
+    if hasattr(requests, 'take_waiting'):
+        return requests.take_waiting(max_items, timeout)
     try:
         items = [requests.get(timeout=timeout)]
     except queue_lib.Empty:

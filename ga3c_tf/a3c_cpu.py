@@ -19,6 +19,9 @@ from ga3c_tf import agent as agent_lib
 POLL_SECONDS = 0.1
 JOIN_SECONDS = 5.0
 STEPS, UPDATES = 0, 1  # columns of the per-agent counter array
+# A3C agents (batch-1 forward passes, a weight pull per update) measure faster on TF's stock CPU
+# kernels than on oneDNN's; GA3CConfig.a3c_onednn picks (bench rows a3c_cpu, a3c_cpu/onednn).
+ONEDNN_VARIABLE = 'TF_ENABLE_ONEDNN_OPTS'
 
 
 class SharedParameters:
@@ -54,9 +57,10 @@ def flatten(arrays):
 
 
 def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots, seed,
-               episode_queue, stop_event):
+               episode_queue, stop_event, parent_pid):
     """Entry point of an A3C agent process: its own replica, its own gradients."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pools.exit_when_orphaned(parent_pid, POLL_SECONDS)
     import common  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     tf.config.threading.set_intra_op_parallelism_threads(1)  # one core per agent, as A3C
@@ -66,7 +70,6 @@ def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots
     shared = SharedParameters(num_parameters, name=shm_name)
     counters_shm = shared_memory.SharedMemory(name=counters_name)
     counters = np.ndarray((num_slots, 2), np.int64, buffer=counters_shm.buf)
-    parent_pid = os.getppid()
     try:
         replica = learner_lib.GA3CLearner(config)
         variables = replica.model.trainable_variables
@@ -98,7 +101,6 @@ def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots
         schedule = config.learning_rate_schedule()
         env = config.env_config.make(seed)
         rng = np.random.default_rng(seed)
-        num_actions = config.env_config.num_actions()
         t_max = config.t_max
         observations = np.zeros((t_max,) + tuple(config.env_config.observation_shape),
                                 config.env_config.observation_dtype)
@@ -110,8 +112,7 @@ def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots
             count, bootstrap = 0, 0.0
             while count < t_max:
                 probabilities, _ = replica.predict(observation[None])
-                probabilities = probabilities.numpy()[0].astype(np.float64)
-                action = int(rng.choice(num_actions, p=probabilities / probabilities.sum()))
+                action = agent_lib.sample_action(probabilities.numpy()[0], rng.random())
                 observations[count] = observation
                 observation, reward, terminal, done = env.step(action)
                 actions[count], rewards[count] = action, reward
@@ -131,8 +132,6 @@ def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots
             counters[index, STEPS] += count
             counters[index, UPDATES] += 1
     finally:
-        if os.getppid() != parent_pid:
-            episode_queue.cancel_join_thread()  # nobody reads it any more
         del counters
         shared.close()
         try:
@@ -169,9 +168,18 @@ class A3CServer:
             target=_run_agent, name=f'A3C-agent-{slot}', daemon=True,
             args=(slot, self.config, self.shared.shm.name, self.shared.size,
                   self._counters_shm.name, self._slots, next(self._seeds), self.episode_queue,
-                  stop_event))
+                  stop_event, os.getpid()))
         self.agents[slot] = (process, stop_event)
-        pools.start_process(process)
+        # A spawned child inherits os.environ as it is at start(), and TF reads this at import.
+        previous = os.environ.get(ONEDNN_VARIABLE)
+        os.environ[ONEDNN_VARIABLE] = '1' if self.config.a3c_onednn else '0'
+        try:
+            pools.start_process(process)
+        finally:
+            if previous is None:
+                os.environ.pop(ONEDNN_VARIABLE)
+            else:
+                os.environ[ONEDNN_VARIABLE] = previous
 
     def apply(self, num_agents):
         while len(self.agents) < num_agents:

@@ -1,10 +1,11 @@
 """GA3C's agent process: plays its own environment, asks the predictors for every action, and
 sends t_max-step experience with its n-step returns to the training queue. No TensorFlow here.
 
-Protocol: the agent writes its observation into its row of the shared observation array and puts
-the key (sequence << 16 | slot) on the prediction queue; the reply on its pipe is float64
-[sequence, model version, value, policy probabilities...]. Experience items are
-(observations, actions, returns, versions).
+Protocol (common/ipc.py): the agent writes its observation into its row of the shared observation
+array and puts its key (generation << 16 | slot) on the prediction pipe; a predictor writes the
+reply into the agent's row of the reply board, float64 [model version, value, policy
+probabilities...], and wakes it with one byte. Experience items are (observations, actions,
+returns, versions).
 """
 import os
 import queue as queue_lib
@@ -13,9 +14,27 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+from common.envs import pools
+
 SLOT_BITS = 16
 MAX_SLOTS = 1 << SLOT_BITS
-REPLY_HEADER = 3  # sequence, version, value
+REPLY_HEADER = 2  # version, value
+
+
+def make_key(generation, slot):
+    return (generation << SLOT_BITS) | slot
+
+
+def split_key(key):
+    """(generation, slot) of a request key."""
+    return key >> SLOT_BITS, key & (MAX_SLOTS - 1)
+
+
+def sample_action(probabilities, uniform):
+    """Inverse-CDF sample of one action; what rng.choice(p=...) does, without its checks."""
+    cumulative = np.cumsum(probabilities)
+    action = int(np.searchsorted(cumulative, uniform * cumulative[-1], side='right'))
+    return min(action, len(probabilities) - 1)
 
 
 def discounted_returns(rewards, bootstrap_value, gamma):
@@ -33,26 +52,23 @@ class _Stopped(Exception):
 
 
 class _Agent:
-    """One agent's environment, experience buffer and its two sides of the queues."""
+    """One agent's environment, experience buffer and its ends of the queues."""
 
-    def __init__(self, slot, connection, observations, env_config, seed, t_max, gamma,
-                 prediction_queue, training_queue, episode_queue, stop_event, poll_seconds):
-        self.slot = slot
-        self.connection = connection
-        self.observation_slot = observations[slot]
+    def __init__(self, key, requests, replies, observation_slot, env_config, seed, t_max, gamma,
+                 training_queue, episode_queue, stop_event, parent_pid, poll_seconds):
+        self.key = key
+        self.requests = requests
+        self.replies = replies
+        self.observation_slot = observation_slot
         self.env = env_config.make(seed)
-        self.num_actions = env_config.num_actions()
         self.rng = np.random.default_rng(seed)
         self.t_max = t_max
         self.gamma = gamma
-        self.prediction_queue = prediction_queue
         self.training_queue = training_queue
         self.episode_queue = episode_queue
         self.stop_event = stop_event
+        self.parent_pid = parent_pid
         self.poll_seconds = poll_seconds
-        self.parent_pid = os.getppid()
-        # A random start, so that a reply meant for this slot's previous agent never matches.
-        self.sequence = int(self.rng.integers(1 << 39))
         shape = (t_max,) + tuple(env_config.observation_shape)
         self.pending_observations = np.zeros(shape, env_config.observation_dtype)
         self.pending_actions = np.zeros(t_max, np.int32)
@@ -75,14 +91,9 @@ class _Agent:
     def predict(self, observation):
         """(probabilities, value, model version) for observation, from a predictor thread."""
         self.observation_slot[...] = observation
-        self.sequence = (self.sequence + 1) % (1 << 40)
-        self._put(self.prediction_queue, (self.sequence << SLOT_BITS) | self.slot)
-        while True:
-            while not self.connection.poll(self.poll_seconds):
-                self._check_running()
-            reply = np.frombuffer(self.connection.recv_bytes(), np.float64)
-            if int(reply[0]) == self.sequence:  # else a reply meant for a stopped predecessor
-                return reply[REPLY_HEADER:], reply[2], int(reply[1])
+        self.requests.put(self.key)
+        reply = self.replies.wait()  # EOFError when stopped or when the server process is gone
+        return reply[REPLY_HEADER:], reply[1], int(reply[0])
 
     def flush(self, bootstrap_value):
         """Sends the pending steps with their n-step returns to the training queue."""
@@ -101,7 +112,7 @@ class _Agent:
             probabilities, value, version = self.predict(observation)
             if self.pending == self.t_max:
                 self.flush(bootstrap_value=value)
-            action = int(self.rng.choice(self.num_actions, p=probabilities / probabilities.sum()))
+            action = sample_action(probabilities, self.rng.random())
             index = self.pending
             self.pending_observations[index] = observation
             next_observation, reward, terminal, done = self.env.step(action)
@@ -118,18 +129,26 @@ class _Agent:
             observation = next_observation
 
 
-def run_agent(slot, connection, shm_name, observation_array_shape, observation_dtype,
-              env_config, seed, t_max, gamma, prediction_queue, training_queue, episode_queue,
-              stop_event, poll_seconds=0.1):
-    """Entry point of an agent process; returns when stop_event is set or the parent is gone."""
+def run_agent(key, requests, replies, shm_name, observation_array_shape, observation_dtype,
+              env_config, seed, t_max, gamma, training_queue, episode_queue, stop_event,
+              parent_pid, poll_seconds=0.1):
+    """Entry point of an agent process; returns when stopped or once parent_pid is gone.
+
+    Stopping flushes what this agent put on the queues (a half-written message would corrupt
+    them for the trainers); if the parent dies meanwhile, the orphan watchdog ends the process.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    parent_pid = os.getppid()
+    pools.exit_when_orphaned(parent_pid, poll_seconds)
     shm = shared_memory.SharedMemory(name=shm_name)
     observations = np.ndarray(observation_array_shape, observation_dtype, buffer=shm.buf)
     agent = None
     try:
-        agent = _Agent(slot, connection, observations, env_config, seed, t_max, gamma,
-                       prediction_queue, training_queue, episode_queue, stop_event, poll_seconds)
+        if os.getppid() != parent_pid:
+            raise _Stopped
+        replies.attach()
+        agent = _Agent(key, requests, replies, observations[split_key(key)[1]], env_config, seed,
+                       t_max, gamma, training_queue, episode_queue, stop_event, parent_pid,
+                       poll_seconds)
         agent.run()
     except (_Stopped, EOFError, BrokenPipeError):
         pass
@@ -138,13 +157,9 @@ def run_agent(slot, connection, shm_name, observation_array_shape, observation_d
             agent.observation_slot = None
             agent.env.close()
         del observations, agent
-        if os.getppid() != parent_pid:
-            # Nobody reads the queues any more (siblings hold the read ends, so a feeder thread
-            # would block forever on a full pipe): exit without flushing them.
-            for abandoned in (prediction_queue, training_queue, episode_queue):
-                abandoned.cancel_join_thread()
         try:
             shm.close()
         except BufferError:  # a view still referenced from a traceback; exiting anyway
             pass
-        connection.close()
+        replies.close()
+        requests.close()

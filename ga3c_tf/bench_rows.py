@@ -74,4 +74,6 @@ ROWS = {
     'a3c_cpu': a3c_cpu_pps,
     'ga3c/large': lambda settings: ga3c_pps(settings, LARGE),
     'a3c_cpu/large': lambda settings: a3c_cpu_pps(settings, LARGE),
+    # The baseline's agents on oneDNN kernels too, to show why they default to the stock ones.
+    'a3c_cpu/onednn': lambda settings: a3c_cpu_pps(settings, ['GA3CConfig.a3c_onednn = True']),
 }

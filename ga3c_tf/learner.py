@@ -57,6 +57,7 @@ class GA3CConfig:
     total_steps: int = 50_000_000
     seed: int = 0
     on_agent_death: str = 'stop'         # 'stop' ends the run; 'replace' starts a new agent
+    a3c_onednn: bool = False             # A3C-CPU agents' TF kernels: stock (faster at batch 1)
     log_every_seconds: float = 10.0
     checkpoint_every_steps: int = 1_000_000
 
@@ -106,6 +107,8 @@ class GA3CConfig:
                                               and self.anneal_steps > 0),
                 f'GA3CConfig.anneal_steps must be a positive integer or None, '
                 f'got {self.anneal_steps!r}')
+        require(isinstance(self.a3c_onednn, bool),
+                f'GA3CConfig.a3c_onednn must be True or False, got {self.a3c_onednn!r}')
         require(0 < self.rmsprop_decay < 1,
                 f'GA3CConfig.rmsprop_decay must be in (0, 1), got {self.rmsprop_decay}')
 

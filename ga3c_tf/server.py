@@ -3,6 +3,7 @@ main loop that logs, checkpoints and anneals NP/NT/NA (paper section 4, Figure 1
 """
 import itertools
 import multiprocessing
+import os
 import queue as queue_lib
 import signal
 import threading
@@ -11,6 +12,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+from common import ipc
 from common import predictor as predictor_lib
 from common import trainer as trainer_lib
 from common.envs import pools
@@ -27,11 +29,10 @@ class AgentDiedError(RuntimeError):
 
 
 class _AgentHandle:
-    """One agent process with its reply pipe and stop flag."""
+    """One agent process with its stop flag."""
 
-    def __init__(self, process, connection, stop_event):
+    def __init__(self, process, stop_event):
         self.process = process
-        self.connection = connection
         self.stop_event = stop_event
 
 
@@ -60,6 +61,7 @@ class GA3CServer:
         self.observations = np.ndarray(self._observation_array_shape, self._observation_dtype,
                                        buffer=self._shm.buf)
         self._seeds = itertools.count(seed)
+        self._generations = itertools.count(1)  # tells a slot's successive agents apart
         self.agents = {}       # slot -> _AgentHandle
         self.predictors = []
         self.trainers = []
@@ -73,25 +75,29 @@ class GA3CServer:
 
     def _make_queues(self):
         config = self.config
-        self.prediction_queue = self._context.Queue(config.prediction_queue_size)
+        self.prediction_queue = ipc.RequestPipe(self._context, config.prediction_queue_size)
+        self.replies = ipc.ReplyBoard(self._context, config.max_agents,
+                                      agent_lib.REPLY_HEADER + config.env_config.num_actions())
         self.training_queue = self._context.Queue(config.training_queue_size)
         self.episode_queue = self._context.Queue()
 
     # ---- agents ---------------------------------------------------------------------------
     def add_agent(self):
         slot = min(set(range(self.config.max_agents)) - set(self.agents))
-        reply_reader, reply_writer = self._context.Pipe(duplex=False)
+        generation = next(self._generations)
+        replies = self.replies.open(slot, generation)
+        requests = self.prediction_queue.writer()
         stop_event = self._context.Event()
         config = self.config
         process = self._context.Process(
             target=agent_lib.run_agent, name=f'GA3C-agent-{slot}', daemon=True,
-            args=(slot, reply_reader, self._shm.name, self._observation_array_shape,
-                  self._observation_dtype, config.env_config, next(self._seeds), config.t_max,
-                  config.gamma, self.prediction_queue, self.training_queue,
-                  self.episode_queue, stop_event, AGENT_POLL_SECONDS))
-        self.agents[slot] = _AgentHandle(process, reply_writer, stop_event)
+            args=(agent_lib.make_key(generation, slot), requests, replies, self._shm.name,
+                  self._observation_array_shape, self._observation_dtype, config.env_config,
+                  next(self._seeds), config.t_max, config.gamma, self.training_queue,
+                  self.episode_queue, stop_event, os.getpid(), AGENT_POLL_SECONDS))
+        self.agents[slot] = _AgentHandle(process, stop_event)
         pools.start_process(process)
-        reply_reader.close()  # only the agent holds it, so its death reads as a broken pipe
+        replies.close()  # only the agent holds its read end now
         return slot
 
     def remove_agent(self, slot=None):
@@ -99,6 +105,7 @@ class GA3CServer:
         slot = max(self.agents) if slot is None else slot
         handle = self.agents.pop(slot)
         handle.stop_event.set()
+        self.replies.close_row(slot)  # wakes it with end-of-file if it waits for a reply
         self._finish_agents([handle])
 
     def _finish_agents(self, handles, drain_all=False):
@@ -110,7 +117,6 @@ class GA3CServer:
             while handle.process.is_alive() and time.monotonic() < deadline:
                 self._drain(self.episode_queue)
                 if drain_all:
-                    self._drain(self.prediction_queue)
                     self._drain(self.training_queue)
                 handle.process.join(timeout=POLL_SECONDS)
             if handle.process.is_alive():
@@ -119,7 +125,6 @@ class GA3CServer:
             if handle.process.is_alive():
                 handle.process.kill()
                 handle.process.join()
-            handle.connection.close()
             handle.process.close()
 
     @staticmethod
@@ -145,9 +150,9 @@ class GA3CServer:
         messages = [f'agent {slot} (pid {handle.process.pid}) {describe_exit(handle.process)}'
                     for slot, handle in dead]
         if self.config.on_agent_death == 'stop':
-            for slot, handle in dead:
+            for slot, _ in dead:
                 del self.agents[slot]
-                handle.connection.close()
+                self.replies.close_row(slot)
             raise AgentDiedError('; '.join(messages))
         self.log(f"{'; '.join(messages)}; replacing it: restarting the agents, predictors and "
                  f'trainers on fresh queues')
@@ -166,12 +171,13 @@ class GA3CServer:
         half-written message reads end-of-file instead."""
         for handle in self.agents.values():
             handle.stop_event.set()
+        self.replies.close()  # wakes every agent waiting for a prediction with end-of-file
         threads = self.predictors + self.trainers
         for thread in threads:
             thread.stop()
         self._finish_agents(list(self.agents.values()), drain_all=True)
         self.agents.clear()
-        queues = (self.prediction_queue, self.training_queue, self.episode_queue)
+        queues = (self.training_queue, self.episode_queue)
         for source in queues:
             source._writer.close()  # pylint: disable=protected-access
         for thread in threads:
@@ -180,6 +186,7 @@ class GA3CServer:
             self._retire_predictor(self.predictors.pop())
         while self.trainers:
             self._retire_trainer(self.trainers.pop())
+        self.prediction_queue.close()
         for source in queues:
             self._drain(source)
             source.close()
@@ -187,9 +194,8 @@ class GA3CServer:
 
     # ---- predictors -----------------------------------------------------------------------
     def _gather(self, keys):
-        slots = np.fromiter((key & (agent_lib.MAX_SLOTS - 1) for key in keys), np.int64,
-                            len(keys))
-        return self.observations[slots]
+        slots = np.asarray(keys, np.uint64) & (agent_lib.MAX_SLOTS - 1)
+        return self.observations[slots.astype(np.intp)]
 
     def _predict(self, observations):
         version = self.updates
@@ -200,18 +206,12 @@ class GA3CServer:
         version, probabilities, values = outputs
         replies = np.empty((len(keys), agent_lib.REPLY_HEADER + probabilities.shape[1]),
                            np.float64)
-        replies[:, 0] = [key >> agent_lib.SLOT_BITS for key in keys]
-        replies[:, 1] = version
-        replies[:, 2] = values
+        replies[:, 0] = version
+        replies[:, 1] = values
         replies[:, agent_lib.REPLY_HEADER:] = probabilities
-        for key, reply in zip(keys, replies):
-            handle = self.agents.get(key & (agent_lib.MAX_SLOTS - 1))
-            if handle is None:
-                continue  # the agent was removed meanwhile
-            try:
-                handle.connection.send_bytes(reply)
-            except OSError:
-                pass  # it died; check_agents reports it
+        generations, slots = zip(*(agent_lib.split_key(key) for key in keys))
+        # Agents removed meanwhile (or their requests left over) are skipped by the board.
+        self.replies.deliver(slots, generations, replies)
 
     def add_predictor(self):
         thread = predictor_lib.BatchingPredictor(

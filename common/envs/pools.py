@@ -6,6 +6,7 @@ in the same step, so observations[i] is always the observation to act on next.
 import math
 import multiprocessing
 import multiprocessing.connection
+import os
 import signal
 import sys
 import threading
@@ -348,6 +349,23 @@ def _worker(connection, shm_name: str, layout, env_config, seed: int, start: int
                 shm.close()
             except BufferError:  # a view still referenced from a traceback; exiting anyway
                 pass
+
+
+def exit_when_orphaned(parent_pid: int, poll_seconds: float) -> threading.Thread:
+    """Starts a daemon thread that ends this process at once when parent_pid is gone.
+
+    A child blocked where it cannot look (a queue's feeder thread flushing into a pipe nobody
+    reads any more, joined at exit) would otherwise outlive a parent killed with SIGKILL. The
+    parent's pid is passed in: os.getppid() at start-up may already be init's.
+    """
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(poll_seconds)
+        os._exit(0)  # nothing left to report to, and a clean exit could block
+
+    watcher = threading.Thread(target=watch, name='orphan-watchdog', daemon=True)
+    watcher.start()
+    return watcher
 
 
 def start_process(process) -> None:

@@ -287,3 +287,29 @@ def test_gym_envs_in_a_process_pool():
             result, expected = pool.step(step_actions), serial.step(step_actions)
             np.testing.assert_array_equal(result.observations, expected.observations)
             np.testing.assert_array_equal(result.dones, expected.dones)
+
+
+def test_an_orphaned_child_exits_even_while_blocked():
+    """exit_when_orphaned ends a child stuck in a call that never returns once its parent is
+    killed (SIGKILL: the parent runs no clean-up)."""
+    child_code = ('import sys, threading; from common.envs import pools; '
+                  'pools.exit_when_orphaned(int(sys.argv[1]), 0.05); '
+                  'threading.Event().wait()')  # blocked for good
+    parent_code = textwrap.dedent(f'''
+        import os, subprocess, sys, threading
+        child = subprocess.Popen([sys.executable, '-c', {child_code!r}, str(os.getpid())])
+        print(child.pid, flush=True)
+        threading.Event().wait()
+        ''')
+    parent = subprocess.Popen([sys.executable, '-c', parent_code], stdout=subprocess.PIPE,
+                              text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    child_pid = int(parent.stdout.readline())
+    time.sleep(1.0)
+    assert os.path.exists(f'/proc/{child_pid}')  # the watchdog leaves a live parent's child be
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while os.path.exists(f'/proc/{child_pid}') and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f'/proc/{child_pid}')
+    parent.stdout.close()

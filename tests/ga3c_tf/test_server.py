@@ -193,3 +193,16 @@ def test_loss_uses_log_epsilon_and_sums_over_the_batch():
 def test_invalid_values_are_named(overrides, named):
     with pytest.raises(app.ConfigError, match=named):
         _config(**overrides)
+
+
+def test_sample_action_draws_from_the_policy():
+    probabilities = np.array([0.1, 0.0, 0.6, 0.3], np.float32)
+    # Hand-computed inverse CDF: [0, 0.1) -> 0, [0.1, 0.7) -> 2, [0.7, 1) -> 3.
+    assert [agent.sample_action(probabilities, u) for u in (0.0, 0.0999, 0.1001, 0.69, 0.7001,
+                                                               0.99999)] == [0, 0, 2, 2, 3, 3]
+    # Probabilities that sum to a little under 1 (float32 softmax) still give a valid action.
+    assert agent.sample_action(np.array([0.5, 0.4999], np.float32), 1.0 - 1e-12) == 1
+    rng = np.random.default_rng(0)
+    draws = [agent.sample_action(probabilities, rng.random()) for _ in range(20_000)]
+    np.testing.assert_allclose(np.bincount(draws, minlength=4) / 20_000, probabilities,
+                               atol=0.01)
