@@ -53,6 +53,22 @@ def require_env_config(owner, env_config):
         raise ConfigError(str(error))
 
 
+def set_intra_op_threads(num_threads):
+    """Sets TensorFlow's intra-op thread count (0: TF's default, every core) for this process.
+
+    TF fixes it when its runtime starts; if that already happened (several runs in one process,
+    as in the tests) the count in effect stays and a warning says so.
+    """
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    if tf.config.threading.get_intra_op_parallelism_threads() == num_threads:
+        return
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(num_threads)
+    except RuntimeError:
+        logging.warning('TensorFlow already started: intra-op threads stay at %d, not %d',
+                        tf.config.threading.get_intra_op_parallelism_threads(), num_threads)
+
+
 def require_positive_ints(owner, config, names):
     """Checks that each named field of config is an int > 0 (bools excluded)."""
     for name in names:

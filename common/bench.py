@@ -1,19 +1,25 @@
 """`python -m common.bench [--seconds S] [--json PATH] [--rows ...]`: throughput side by side.
 
 Every row runs in this one invocation with the same number of environments, one after another
-(never two at once: on a small machine they would measure each other). Rows:
+(never two at once: on a small machine they would measure each other), each in a fresh process,
+as its entry point would run it: TensorFlow's thread settings and what one row leaves behind
+(processes still exiting, memory) cannot change the next row's numbers. Rows:
   env/<pool>        random actions through each pool: the ceiling any algorithm could reach;
   paac              PAAC's full training rate (act + step + update) on Pong, nips network;
   dqn/standard      fast DQN, standard mode, 1 sampler thread (env steps/s while training);
   dqn/both          fast DQN, concurrent + synchronized, 8 sampler threads;
   ga3c, a3c_cpu     GA3C and the CPU A3C baseline (PPS), small network; /large: GA3C's large
-                    network, first stride 4 (Table 2's comparison).
+                    network, first stride 4 (Table 2's comparison); ga3c/tf_data: trainer input
+                    through tf.data; a3c_cpu/onednn: the baseline's agents on oneDNN kernels.
 Timings are only comparable within one invocation; quote ratios.
 """
+import importlib
 import json
+import multiprocessing
 import os
 import sys
 import time
+import traceback
 
 from absl import flags
 import numpy as np
@@ -23,14 +29,18 @@ from common import app
 from common.envs import atari
 from common.envs import pools
 
-flags.DEFINE_float('seconds', 10.0, 'Measured seconds per row (after a warm-up).')
-flags.DEFINE_float('warmup_seconds', 2.0, 'Unmeasured seconds per row before measuring.')
-flags.DEFINE_string('json', None, 'Write {"rows": [...]} here.')
-flags.DEFINE_integer('num_envs', 32, 'Environments in every row.')
-flags.DEFINE_integer('num_workers', None, 'Worker processes/threads (default: CPU count).')
-flags.DEFINE_string('game', 'pong', 'Atari game.')
-flags.DEFINE_list('rows', None, 'Only these rows (default: all).')
 FLAGS = flags.FLAGS
+
+
+def _define_flags():
+    # Only when run as the program: each row's process imports this module again as common.bench.
+    flags.DEFINE_float('seconds', 10.0, 'Measured seconds per row (after a warm-up).')
+    flags.DEFINE_float('warmup_seconds', 2.0, 'Unmeasured seconds per row before measuring.')
+    flags.DEFINE_string('json', None, 'Write {"rows": [...]} here.')
+    flags.DEFINE_integer('num_envs', 32, 'Environments in every row.')
+    flags.DEFINE_integer('num_workers', None, 'Worker processes/threads (default: CPU count).')
+    flags.DEFINE_string('game', 'pong', 'Atari game.')
+    flags.DEFINE_list('rows', None, 'Only these rows (default: all).')
 
 
 def _timed(step_fn, steps_per_call, seconds, warmup_seconds):
@@ -112,11 +122,56 @@ ROWS = {
 }
 
 
+class RowFailed(RuntimeError):
+    """A bench row raised or its process died; the message holds the row's traceback."""
+
+
+def _row_process(name, settings, connection):
+    """Entry point of one row's process: sends ('ok', rate) or ('error', traceback)."""
+    try:
+        connection.send(('ok', ROWS[name](settings)))
+    except BaseException:  # pylint: disable=broad-except
+        connection.send(('error', traceback.format_exc()))
+    finally:
+        connection.close()
+
+
+def measure_row(name, settings):
+    """Runs one row in a fresh spawned process and returns its steps per second."""
+    context = multiprocessing.get_context('spawn')
+    reader, writer = context.Pipe(duplex=False)
+    # By its importable name: under `python -m common.bench` this module is __main__, which a
+    # spawned process cannot look functions up in.
+    target = importlib.import_module('common.bench')._row_process  # pylint: disable=protected-access
+    process = context.Process(target=target, args=(name, settings, writer),
+                              name=f'bench-{name}')
+    try:
+        pools.start_process(process)
+        writer.close()
+        try:
+            status, value = reader.recv()
+        except EOFError:
+            process.join()
+            raise RowFailed(f'row {name}: its process died (exit code {process.exitcode})')
+        process.join()
+    finally:
+        if process.is_alive():  # Ctrl-C or an error here: the row's process goes too
+            process.terminate()
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+                process.join()
+        reader.close()
+    if status != 'ok':
+        raise RowFailed(f'row {name} failed:\n{value}')
+    return value
+
+
 def run_rows(names, settings):
     rows = []
     for name in names:
         print(f'{name} ...', flush=True)
-        rate = ROWS[name](settings)
+        rate = measure_row(name, settings)
         rows.append({'name': name, 'num_envs': settings['num_envs'], 'steps_per_sec': rate})
         print(f'  {rate:,.0f} steps/s', flush=True)
     return rows
@@ -140,10 +195,17 @@ def main():
         app.fail(f'unknown --rows {unknown}; allowed: {list(ROWS)}')
     if FLAGS.num_envs <= 0 or FLAGS.seconds <= 0:
         app.fail(f'--num_envs ({FLAGS.num_envs}) and --seconds ({FLAGS.seconds}) must be > 0')
+    try:
+        atari.AtariConfig(game=FLAGS.game).validate()
+    except ValueError as error:
+        app.fail(f'--game: {error}')
     settings = {'seconds': FLAGS.seconds, 'warmup_seconds': FLAGS.warmup_seconds,
                 'num_envs': FLAGS.num_envs, 'game': FLAGS.game,
                 'num_workers': FLAGS.num_workers or os.cpu_count()}
-    rows = run_rows(names, settings)
+    try:
+        rows = run_rows(names, settings)
+    except RowFailed as error:
+        app.fail(str(error))
     print(format_table(rows))
     if FLAGS.json:
         with open(FLAGS.json, 'w') as f:
@@ -153,4 +215,5 @@ def main():
 
 
 if __name__ == '__main__':
+    _define_flags()
     app.run(main)

@@ -6,6 +6,7 @@ bench's warm-up seconds, then for its measured seconds.
 """
 import time
 
+from common import app
 from dqn_tf import speedtest
 
 BENCH_PERIOD = 400  # C for the bench rows: divisible by W=8 and F=4, short enough to fit seconds
@@ -15,6 +16,7 @@ def _rate(settings, mode, num_workers):
     """Measured training steps per second of one mode after a warm-up."""
     config = speedtest.speedtest_config(mode, num_workers, game=settings['game'],
                                         target_period=BENCH_PERIOD)
+    app.set_intra_op_threads(config.intra_op_threads())  # each bench row has its own process
     with speedtest.Session(config) as session:
         end_warmup = time.perf_counter() + settings['warmup_seconds']
         while time.perf_counter() < end_warmup:

@@ -150,9 +150,11 @@ def main():
     period = min(flags_.target_period, flags_.steps)
     for values in workers_by_mode.values():
         for value in values:
-            speedtest_config('standard', value, flags_.game, period, flags_.prepopulate)
+            config = speedtest_config('standard', value, flags_.game, period, flags_.prepopulate)
+    app.set_intra_op_threads(config.intra_op_threads())
     print(f'speed test: {flags_.steps:,} steps per configuration, C={period:,}, up to '
-          f'{largest} threads, {os.cpu_count()} CPUs', flush=True)
+          f'{largest} threads, {os.cpu_count()} CPUs, learner intra-op threads '
+          f'{config.intra_op_threads()}', flush=True)
     rows = run_speedtest(flags_.steps, modes, workers_by_mode, flags_.game, period,
                          flags_.prepopulate)
     print(format_table(rows, flags_.steps))

@@ -74,6 +74,8 @@ ROWS = {
     'a3c_cpu': a3c_cpu_pps,
     'ga3c/large': lambda settings: ga3c_pps(settings, LARGE),
     'a3c_cpu/large': lambda settings: a3c_cpu_pps(settings, LARGE),
+    # Trainer input through tf.data instead of straight into the tf.function (the default).
+    'ga3c/tf_data': lambda settings: ga3c_pps(settings, ["GA3CConfig.trainer_input = 'tf_data'"]),
     # The baseline's agents on oneDNN kernels too, to show why they default to the stock ones.
     'a3c_cpu/onednn': lambda settings: a3c_cpu_pps(settings, ['GA3CConfig.a3c_onednn = True']),
 }

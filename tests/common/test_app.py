@@ -1,6 +1,8 @@
 """The gin entry helper: bad configs stop with one line naming the value; run dirs resume."""
 import json
 import os
+import subprocess
+import sys
 
 import gin
 import pytest
@@ -77,3 +79,12 @@ def test_operative_config_is_not_overwritten_by_a_different_config(tmp_path):
     assert first != second
     assert '_toy.size = 3' in open(first).read()
     assert '_toy.size = 4' in open(second).read()
+
+
+def test_set_intra_op_threads_before_tensorflow_starts():
+    code = ('import common; from common import app; import tensorflow as tf; '
+            'app.set_intra_op_threads(1); tf.constant(1.0) + 1.0; '
+            'print(tf.config.threading.get_intra_op_parallelism_threads())')
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), check=True)
+    assert result.stdout.strip().splitlines()[-1] == '1'
