@@ -15,6 +15,7 @@ import sys
 import time
 
 from absl import flags
+import numpy as np
 
 import common  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from common import app
@@ -101,21 +102,30 @@ class Session:
 
 
 def run_speedtest(steps, modes, workers_by_mode, game='pong', target_period=10_000,
-                  prepopulate_steps=1000, stream=sys.stdout):
-    """Measures every (mode, workers) and the learner-only bound; returns the table's rows."""
-    rows = []
-    learner_seconds = None
-    for mode in modes:
-        for num_workers in workers_by_mode[mode]:
+                  prepopulate_steps=1000, stream=sys.stdout, repeats=1):
+    """Measures every (mode, workers) and the learner-only bound; returns the table's rows.
+
+    With repeats > 1 the whole sequence runs that many rounds, one after another, and each row
+    gets the median of its rounds: the machine's drift over minutes then touches every row alike.
+    """
+    keys = [(mode, num_workers) for mode in modes for num_workers in workers_by_mode[mode]]
+    seconds = {key: [] for key in keys + [('learner-only', 0)]}
+    for round_index in range(repeats):
+        prefix = f'round {round_index + 1}/{repeats} ' if repeats > 1 else ''
+        for mode, num_workers in keys:
             config = speedtest_config(mode, num_workers, game, target_period, prepopulate_steps)
             with Session(config) as session:
-                if learner_seconds is None:
-                    learner_seconds = session.learner_only(steps)
-                    print(f'learner-only: {learner_seconds:.2f} s', file=stream, flush=True)
-                seconds = session.run(steps)
-            rows.append({'mode': mode, 'workers': num_workers, 'seconds': seconds})
-            print(f'{mode:<13} W={num_workers}: {seconds:.2f} s', file=stream, flush=True)
-    rows.append({'mode': 'learner-only', 'workers': 0, 'seconds': learner_seconds})
+                if (mode, num_workers) == keys[0]:
+                    learner = session.learner_only(steps)
+                    seconds[('learner-only', 0)].append(learner)
+                    print(f'{prefix}learner-only: {learner:.2f} s', file=stream, flush=True)
+                elapsed = session.run(steps)
+            seconds[(mode, num_workers)].append(elapsed)
+            print(f'{prefix}{mode:<13} W={num_workers}: {elapsed:.2f} s', file=stream,
+                  flush=True)
+    rows = [{'mode': mode, 'workers': num_workers, 'seconds': float(np.median(values)),
+             'round_seconds': values}
+            for (mode, num_workers), values in seconds.items()]
     baseline = next((row['seconds'] for row in rows
                      if row['mode'] == 'standard' and row['workers'] == 1), None)
     for row in rows:
@@ -123,8 +133,10 @@ def run_speedtest(steps, modes, workers_by_mode, game='pong', target_period=10_0
     return rows
 
 
-def format_table(rows, steps):
-    lines = [f'{steps:,} steps per row, epsilon {SPEEDTEST_EPSILON}; speedup vs standard W=1',
+def format_table(rows, steps, repeats=1):
+    rounds = f', median of {repeats} rounds' if repeats > 1 else ''
+    lines = [f'{steps:,} steps per row, epsilon {SPEEDTEST_EPSILON}{rounds}; speedup vs '
+             f'standard W=1',
              f"{'mode':<14}{'workers':>8}{'seconds':>10}{'steps/s':>10}{'speedup':>9}"]
     for row in rows:
         speedup = f"{row['speedup']:.2f}x" if row['speedup'] else '-'
@@ -155,12 +167,14 @@ def main():
     print(f'speed test: {flags_.steps:,} steps per configuration, C={period:,}, up to '
           f'{largest} threads, {os.cpu_count()} CPUs, learner intra-op threads '
           f'{config.intra_op_threads()}', flush=True)
+    app.require(flags_.repeats > 0, f'--repeats={flags_.repeats} must be >= 1')
     rows = run_speedtest(flags_.steps, modes, workers_by_mode, flags_.game, period,
-                         flags_.prepopulate)
-    print(format_table(rows, flags_.steps))
+                         flags_.prepopulate, repeats=flags_.repeats)
+    print(format_table(rows, flags_.steps, flags_.repeats))
     if flags_.json:
         with open(flags_.json, 'w') as f:
             json.dump({'rows': rows, 'steps': flags_.steps, 'target_period': period,
+                       'repeats': flags_.repeats,
                        'cpu_count': os.cpu_count(), 'argv': sys.argv[1:]}, f, indent=2)
         print(f'wrote {flags_.json}')
 
@@ -174,4 +188,6 @@ if __name__ == '__main__':
                                        'synchronized and both, as in Table 1).')
     flags.DEFINE_string('game', 'pong', 'Atari game (section 5.1: Pong).')
     flags.DEFINE_string('json', None, 'Write {"rows": [...]} here.')
+    flags.DEFINE_integer('repeats', 1, 'Rounds of the whole sequence; each row reports its '
+                                       'median (steadier ratios on a noisy machine).')
     app.run(main)

@@ -151,12 +151,16 @@ def test_pong_runs_with_eight_sampler_threads_and_exits_cleanly(tmp_path):
 def test_speedtest_writes_the_ratio_table(tmp_path):
     path = tmp_path / 'speed.json'
     result = _run('dqn_tf.speedtest', ['--steps=16', '--modes=standard,both', '--workers=1,2',
-                                       '--prepopulate=64', f'--json={path}'], cwd=tmp_path)
+                                       '--prepopulate=64', '--repeats=3', f'--json={path}'],
+                  cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = json.loads(path.read_text())['rows']
     assert [(row['mode'], row['workers']) for row in rows] == [
         ('standard', 1), ('standard', 2), ('both', 1), ('both', 2), ('learner-only', 0)]
     assert rows[0]['speedup'] == 1.0
+    for row in rows:  # each row is the median of its three rounds
+        assert len(row['round_seconds']) == 3
+        assert row['seconds'] == sorted(row['round_seconds'])[1]
     assert all(row['seconds'] > 0 and row['speedup'] > 0 for row in rows)
     assert 'speedup' in result.stdout and 'learner-only' in result.stdout
     bad = _run('dqn_tf.speedtest', ['--steps=10', '--workers=4'], cwd=tmp_path)
