@@ -155,12 +155,7 @@ def measure_row(name, settings):
             raise RowFailed(f'row {name}: its process died (exit code {process.exitcode})')
         process.join()
     finally:
-        if process.is_alive():  # Ctrl-C or an error here: the row's process goes too
-            process.terminate()
-            process.join(timeout=10)
-            if process.is_alive():
-                process.kill()
-                process.join()
+        pools.end_process(process, terminate_seconds=10)  # after Ctrl-C or an error here
         reader.close()
     if status != 'ok':
         raise RowFailed(f'row {name} failed:\n{value}')

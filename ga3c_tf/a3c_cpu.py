@@ -229,12 +229,7 @@ class A3CServer:
             while process.is_alive() and time.monotonic() < deadline:
                 self.drain_episodes()
                 process.join(timeout=0.05)
-            if process.is_alive():
-                process.terminate()
-                process.join(timeout=1.0)
-            if process.is_alive():
-                process.kill()
-                process.join()
+            pools.end_process(process)
             process.close()
         self.agents.clear()
         self.drain_episodes()

@@ -119,12 +119,7 @@ class GA3CServer:
                 if drain_all:
                     self._drain(self.training_queue)
                 handle.process.join(timeout=POLL_SECONDS)
-            if handle.process.is_alive():
-                handle.process.terminate()
-                handle.process.join(timeout=1.0)
-            if handle.process.is_alive():
-                handle.process.kill()
-                handle.process.join()
+            pools.end_process(handle.process)
             handle.process.close()
 
     @staticmethod

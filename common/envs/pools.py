@@ -389,6 +389,16 @@ def start_process(process) -> None:
 _start_process = start_process  # the name before it was public
 
 
+def end_process(process, terminate_seconds: float = 1.0) -> None:
+    """Ends a process that did not stop when asked: SIGTERM, then SIGKILL after a grace time."""
+    if process.is_alive():
+        process.terminate()
+        process.join(timeout=terminate_seconds)
+    if process.is_alive():
+        process.kill()
+        process.join()
+
+
 def _shutdown(processes: list, connections: list, shm: _SharedMemory) -> None:
     """Stop workers (politely, then by force) and remove the shared memory; runs once."""
     for connection in connections:
@@ -400,12 +410,7 @@ def _shutdown(processes: list, connections: list, shm: _SharedMemory) -> None:
     for process in processes:
         process.join(timeout=max(0.0, deadline - time.monotonic()))
     for process in processes:
-        if process.is_alive():
-            process.terminate()
-            process.join(timeout=1.0)
-        if process.is_alive():
-            process.kill()
-            process.join()
+        end_process(process)
     for connection in connections:
         connection.close()
     try:
