@@ -154,6 +154,14 @@ class ReplayMemory:
                      next_observations=self.stacked(streams, next_positions),
                      terminals=self.terminals[streams, positions].astype(np.float32))
 
+    def sample_stacked(self, num_minibatches, batch_size):
+        """num_minibatches uniform minibatches (one draw of num_minibatches * batch_size steps),
+        stacked: every field gets a leading (num_minibatches,) axis, for a learner that loops
+        over them in one call."""
+        batch = self.sample(num_minibatches * batch_size)
+        return Batch(*(field.reshape((num_minibatches, batch_size) + field.shape[1:])
+                       for field in batch))
+
 
 class StagingBuffer:
     """One sampler's steps held back from replay until the threads synchronize (paper, sec. 3)."""

@@ -69,6 +69,10 @@ class DQNConfig:
     # at least 1: the samplers share one GIL, so they keep about one core busy, and a learner
     # spread over that core too makes both slower (measured: README, Fast DQN).
     learner_threads: Optional[int] = None
+    # Concurrent trainer: minibatches per tf.function call (a graph loop over a stack of them).
+    # Replay is frozen during a period, so this changes no update, only the calls: 1 is one call
+    # per minibatch. Measured: README, Fast DQN.
+    minibatches_per_call: int = 8
     log_every_seconds: float = 10.0
     checkpoint_every_steps: int = 1_000_000
 
@@ -90,7 +94,8 @@ class DQNConfig:
         app.require_env_config('DQNConfig', self.env_config)
         app.require_positive_ints('DQNConfig', self, ('num_workers', 'total_steps', 'batch_size', 'replay_capacity',
                      'target_period', 'train_period', 'prepopulate_steps',
-                     'epsilon_decay_steps', 'eval_episodes', 'checkpoint_every_steps'))
+                     'epsilon_decay_steps', 'eval_episodes', 'checkpoint_every_steps',
+                     'minibatches_per_call'))
         require(isinstance(self.eval_every_steps, int) and self.eval_every_steps >= 0,
                 f'DQNConfig.eval_every_steps must be an integer >= 0, '
                 f'got {self.eval_every_steps!r}')
@@ -163,13 +168,17 @@ class DQNLearner(tf.Module):
                                          input_signature=[observation_spec])
         self.target_greedy = tf.function(lambda obs: self._greedy(self.target, obs),
                                          input_signature=[observation_spec])
-        self.train_step = tf.function(self._train_step, input_signature=[
+        batch_signature = [
             observation_spec, tf.TensorSpec((None,), tf.int32), tf.TensorSpec((None,), tf.float32),
-            observation_spec, tf.TensorSpec((None,), tf.float32)])
+            observation_spec, tf.TensorSpec((None,), tf.float32)]
+        self.train_step = tf.function(self._train_step, input_signature=batch_signature)
+        self.train_steps = tf.function(self._train_steps, input_signature=[
+            tf.TensorSpec((None,) + tuple(spec.shape), spec.dtype) for spec in batch_signature])
         self.update_target()
         # Trace everything here, in one thread: Keras models are not safe to trace from the
         # sampler and trainer threads at once.
-        for function in (self.online_greedy, self.target_greedy, self.train_step):
+        for function in (self.online_greedy, self.target_greedy, self.train_step,
+                         self.train_steps):
             function.get_concrete_function()
 
     @staticmethod
@@ -195,6 +204,18 @@ class DQNLearner(tf.Module):
         with tf.GradientTape() as tape:
             loss = self.loss(observations, actions, rewards, next_observations, terminals)
         self.optimizer.apply_gradients(tape.gradient(loss, variables), variables)
+        return loss
+
+    def _train_steps(self, observations, actions, rewards, next_observations, terminals):
+        """One update per minibatch of a (K, B, ...) stack, in order; returns the last loss.
+
+        A graph loop rather than K calls: the next minibatch's target-network pass, which no
+        update in between changes, can run while the current update finishes.
+        """
+        loss = tf.constant(0.0)
+        for index in tf.range(tf.shape(actions)[0]):
+            loss = self._train_step(observations[index], actions[index], rewards[index],
+                                    next_observations[index], terminals[index])
         return loss
 
 
@@ -254,22 +275,29 @@ class Sampler(threading.Thread):
 
 
 def train_prefetched(runner, num_minibatches, prefetcher, stop=lambda: False):
-    """Trains num_minibatches on runner, drawing the next minibatch on `prefetcher` (a one-thread
-    executor) while the current one trains; returns early once stop() is true.
+    """Trains num_minibatches on runner in calls of up to config.minibatches_per_call, drawing
+    the next call's minibatches on `prefetcher` (a one-thread executor) while the current call
+    trains; returns early once stop() is true.
 
     Replay is frozen while this runs (concurrent periods stage new steps), and one thread draws
     the minibatches in order, so the order stays deterministic; the draw (numpy, cv2) runs while
     the update holds no GIL, which takes it off the learner's critical path.
     """
-    batch_size = runner.config.batch_size
-    next_batch = prefetcher.submit(runner.replay.sample, batch_size) if num_minibatches else None
-    for index in range(num_minibatches):
-        batch = next_batch.result()
+    config = runner.config
+    group_sizes = [min(config.minibatches_per_call, num_minibatches - start)
+                   for start in range(0, num_minibatches, config.minibatches_per_call)]
+
+    def draw(group_size):
+        return runner.replay.sample_stacked(group_size, config.batch_size)
+
+    next_group = prefetcher.submit(draw, group_sizes[0]) if group_sizes else None
+    for index in range(len(group_sizes)):
+        group = next_group.result()
         if stop():
             return
-        if index + 1 < num_minibatches:
-            next_batch = prefetcher.submit(runner.replay.sample, batch_size)
-        runner.train_on(batch)
+        if index + 1 < len(group_sizes):
+            next_group = prefetcher.submit(draw, group_sizes[index + 1])
+        runner.train_on_stack(group)
 
 
 class Trainer(threading.Thread):
@@ -408,10 +436,13 @@ class FastDQN:
         self.train_on(self.replay.sample(self.config.batch_size))
 
     def train_on(self, batch):
-        self.last_loss = self.learner.train_step(
-            batch.observations, batch.actions, batch.rewards, batch.next_observations,
-            batch.terminals)
+        self.last_loss = self.learner.train_step(*batch)
         self.minibatches += 1
+
+    def train_on_stack(self, batches):
+        """Trains a (K, B, ...) stack of minibatches (replay.sample_stacked) in one call."""
+        self.last_loss = self.learner.train_steps(*batches)
+        self.minibatches += len(batches.actions)
 
     def run_period(self, first_step, num_steps, on_round=None):
         """num_steps training steps from step first_step, as one target period (C steps or the

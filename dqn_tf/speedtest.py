@@ -69,6 +69,8 @@ class Session:
         runner = self.runner
         for _ in range(minibatches):
             runner.train_minibatch()
+        runner.train_on_stack(runner.replay.sample_stacked(
+            self.config.minibatches_per_call, self.config.batch_size))
         runner.act_fn(runner.observations).numpy()
         runner.act_fn(runner.observations[:1]).numpy()
 

@@ -60,6 +60,22 @@ def test_sampled_transitions_hold_consecutive_steps_of_one_stream():
         assert next_frames[:-1] == frames[1:] or next_frames[:-1] == [0, 0, 0]
 
 
+def test_sample_stacked_gives_minibatches_along_a_leading_axis():
+    memory = replay.ReplayMemory(50, (3, 2, 4), np.uint8, stack=4, num_streams=1, seed=2)
+    starts = np.zeros(50, bool)
+    starts[[0, 20]] = True
+    _fill(memory, 0, [step + 1 for step in range(50)], starts)
+    stacked = memory.sample_stacked(5, 7)
+    assert stacked.observations.shape == (5, 7, 3, 2, 4)
+    assert stacked.next_observations.shape == (5, 7, 3, 2, 4)
+    assert stacked.actions.shape == stacked.rewards.shape == stacked.terminals.shape == (5, 7)
+    for observations, next_observations, rewards in zip(
+            stacked.observations, stacked.next_observations, stacked.rewards):
+        for observation, next_observation, reward in zip(observations, next_observations, rewards):
+            assert _newest_to_oldest(observation)[-1] == int(reward)
+            assert _newest_to_oldest(next_observation)[-1] == int(reward) + 1
+
+
 def test_sampling_never_returns_an_invalid_index():
     capacity, stack = 10, 4
     memory = replay.ReplayMemory(capacity, (3, 2, stack), np.uint8, stack=stack, seed=2)

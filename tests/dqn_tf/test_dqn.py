@@ -1,4 +1,5 @@
 """Fast DQN: the loss against tf-agents, the four modes, determinism, threads, CartPole learning."""
+import concurrent.futures
 import os
 import threading
 
@@ -102,6 +103,46 @@ def test_train_step_traces_once_and_update_target_copies_the_online_network():
     learner.update_target()
     for target, online in zip(learner.target.variables, learner.online.variables):
         np.testing.assert_array_equal(target.numpy(), online.numpy())
+
+
+def test_train_steps_on_a_stack_equals_one_train_step_per_minibatch():
+    """The concurrent trainer's graph loop makes the same updates, in order, as K calls."""
+    config = _cartpole_config()
+    looped, single = dqn.build_learner(config), dqn.build_learner(config)
+    for source, destination in ((looped.online, single.online), (looped.target, single.target)):
+        for from_variable, to_variable in zip(source.variables, destination.variables):
+            to_variable.assign(from_variable)
+    rng = np.random.default_rng(5)
+    num_minibatches, batch = 3, 8
+    stack = (rng.normal(size=(num_minibatches, batch, 4)).astype(np.float32),
+             rng.integers(0, 2, (num_minibatches, batch)).astype(np.int32),
+             rng.normal(size=(num_minibatches, batch)).astype(np.float32),
+             rng.normal(size=(num_minibatches, batch, 4)).astype(np.float32),
+             (rng.random((num_minibatches, batch)) < 0.3).astype(np.float32))
+    last_loss = looped.train_steps(*stack)
+    for index in range(num_minibatches):
+        loss = single.train_step(*(field[index] for field in stack))
+    assert int(looped.optimizer.iterations.numpy()) == num_minibatches
+    np.testing.assert_allclose(last_loss.numpy(), loss.numpy(), rtol=1e-5)
+    for ours, theirs in zip(looped.online.variables, single.online.variables):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize('minibatches_per_call, expected_calls', [(1, 7), (3, 3), (8, 1)])
+def test_train_prefetched_groups_minibatches_into_calls(minibatches_per_call, expected_calls):
+    config = _cartpole_config(minibatches_per_call=minibatches_per_call)
+    learner = dqn.build_learner(config)
+    with dqn.FastDQN(config, learner, seed=0) as runner:
+        runner.prepopulate(200)
+        calls = []
+        train_on_stack = runner.train_on_stack
+        runner.train_on_stack = lambda group: (calls.append(len(group.actions)),
+                                               train_on_stack(group))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as prefetcher:
+            dqn.train_prefetched(runner, 7, prefetcher)
+        assert len(calls) == expected_calls and sum(calls) == 7
+        assert runner.minibatches == 7 and int(learner.optimizer.iterations.numpy()) == 7
+    assert learner.train_steps.experimental_get_tracing_count() == 1
 
 
 def test_epsilon_schedule_is_linear_then_flat():
