@@ -12,6 +12,8 @@ import time
 
 import numpy as np
 
+from common import scalars
+
 BASE_METRIC_COLUMNS = ('wall_time', 'env_steps', 'frames', 'updates', 'episodes',
                        'score_mean_100', 'steps_per_sec', 'updates_per_sec')
 EPISODE_COLUMNS = ('wall_time', 'env_steps', 'score', 'length')
@@ -120,10 +122,11 @@ class RunLogger:
         self.metrics.write(row)
         if self._summary_writer is not None:
             import tensorflow as tf
-            with self._summary_writer.as_default(step=int(row['env_steps'])):
+            step = scalars.uncached(row['env_steps'], np.int64)
+            with self._summary_writer.as_default(step=step):
                 for name, value in row.items():
                     if name not in ('wall_time', 'env_steps') and _is_number(value):
-                        tf.summary.scalar(name, value)
+                        tf.summary.scalar(name, scalars.uncached(value, np.float64))
             self._summary_writer.flush()
         self.stream.write(self.progress_line(row) + '\n')
         self.stream.flush()

@@ -101,3 +101,9 @@ class LinearSchedule:
     def __call__(self, step):
         fraction = tf.minimum(tf.cast(step, tf.float64) / self.duration, 1.0)
         return self.initial + fraction * (self.final - self.initial)
+
+    def value_at(self, step):
+        """The same value as a Python float, for callers outside TensorFlow (no TF ops, and
+        no Python number converted to a tensor, see common/scalars.py)."""
+        fraction = min(step / self.duration, 1.0)
+        return self.initial + fraction * (self.final - self.initial)

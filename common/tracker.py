@@ -9,6 +9,7 @@ import time
 
 from common import checkpoint as checkpoint_lib
 from common import metrics
+from common import scalars
 
 
 class RunTracker:
@@ -110,9 +111,9 @@ class RunTracker:
                 self._next_checkpoint += self.checkpoint_every_steps
 
     def save(self):
-        self.counters.env_steps.assign(self.env_steps)
-        self.counters.episodes.assign(self.episodes)
-        self.counters.elapsed_seconds.assign(self.clock.elapsed())
+        scalars.assign(self.counters.env_steps, self.env_steps)
+        scalars.assign(self.counters.episodes, self.episodes)
+        scalars.assign(self.counters.elapsed_seconds, self.clock.elapsed())
         return self.checkpointer.save(self.env_steps)
 
     def close(self):

@@ -127,7 +127,7 @@ def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots
             returns = agent_lib.discounted_returns(rewards[:count], bootstrap, config.gamma)
             gradient = gradients(observations[:count], actions[:count], returns).numpy()
             total_steps = int(counters[:, STEPS].sum())
-            shared.apply_rmsprop(gradient, float(schedule(total_steps)), config.rmsprop_decay,
+            shared.apply_rmsprop(gradient, schedule.value_at(total_steps), config.rmsprop_decay,
                                  config.rmsprop_epsilon)
             counters[index, STEPS] += count
             counters[index, UPDATES] += 1

@@ -14,6 +14,7 @@ import numpy as np
 
 from common import ipc
 from common import predictor as predictor_lib
+from common import scalars
 from common import trainer as trainer_lib
 from common.envs import pools
 from ga3c_tf import agent as agent_lib
@@ -400,7 +401,7 @@ def run_loop(config, server, tracker, poll_seconds=0.05):
                           counts['updates'] - last['updates'])
         last = counts
         tracker.add_episodes(server.drain_episodes())
-        server.learner.env_steps.assign(tracker.env_steps)
+        scalars.assign(server.learner.env_steps, tracker.env_steps)
         meter.sample_queues()
         now = time.monotonic()
         if annealer is not None and now >= next_adjustment:
@@ -425,7 +426,7 @@ def train(config, run_dir):
         trackables={'model': learner.model, 'optimizer': learner.optimizer,
                     'generator': learner.generator})
     try:
-        learner.env_steps.assign(tracker.env_steps)
+        scalars.assign(learner.env_steps, tracker.env_steps)
         if tracker.restored_from:
             print(f'resuming from {tracker.restored_from} at step {tracker.env_steps:,}')
         if tracker.done:

@@ -54,6 +54,13 @@ def test_learning_rate_schedule_is_applied_per_update():
     np.testing.assert_allclose(variable.numpy(), [-(1.0 + 0.75 + 0.5 + 0.25 + 0.0)], rtol=1e-6)
 
 
+def test_schedule_value_at_matches_the_tensor_schedule():
+    schedule = optim.LinearSchedule(3e-4, 1e-5, duration=1_000)
+    for step in (0, 1, 250, 999, 1_000, 5_000):
+        assert schedule.value_at(step) == pytest.approx(float(schedule(step)), rel=1e-12)
+    assert isinstance(schedule.value_at(10), float)
+
+
 def test_schedule_rejects_bad_duration():
     with pytest.raises(ValueError, match='duration'):
         optim.LinearSchedule(1.0, 0.0, duration=0)
