@@ -174,8 +174,22 @@ def write_operative_config(run_dir):
     return path
 
 
-def _raise_keyboard_interrupt(signum, frame):
+def _stop_run(signum, frame):
+    """The first Ctrl-C or SIGTERM stops the run (KeyboardInterrupt: checkpoint, then shutdown).
+
+    Later ones are only reported: a second signal (an impatient Ctrl-C, or `timeout`, which
+    signals the program and then its whole process group) would otherwise cut the checkpoint
+    short and lose the run's progress. The shutdown is bounded, so nothing waits forever.
+    """
+    signal.signal(signal.SIGINT, _already_stopping)
+    signal.signal(signal.SIGTERM, _already_stopping)
     raise KeyboardInterrupt
+
+
+def _already_stopping(signum, frame):
+    # os.write, not print: the handler may run in the middle of a print to the same stream.
+    os.write(sys.stderr.fileno(), f'{signal.Signals(signum).name} ignored: already stopping '
+                                  f'(saving a checkpoint, ending workers)\n'.encode())
 
 
 def run(main_fn):
@@ -183,7 +197,8 @@ def run(main_fn):
 
     def wrapped(argv):
         # SIGTERM (e.g. from a job scheduler) ends a run as cleanly as Ctrl-C: checkpoint, stop.
-        signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+        signal.signal(signal.SIGINT, _stop_run)
+        signal.signal(signal.SIGTERM, _stop_run)
         # TensorFlow's Python INFO lines (e.g. at every checkpoint) would break up the progress
         # lines; warnings and errors still show.
         logging.set_verbosity(logging.WARNING)
@@ -194,6 +209,10 @@ def run(main_fn):
         except ConfigError as error:
             fail(str(error))
         except KeyboardInterrupt:
+            # Saved and stopped; Python resets handlers to the default (kill) while it exits,
+            # but leaves ignored signals ignored, so a late one cannot change the exit status.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
             print('interrupted', file=sys.stderr)
             sys.exit(130)
 

@@ -1,8 +1,10 @@
 """The gin entry helper: bad configs stop with one line naming the value; run dirs resume."""
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import gin
 import pytest
@@ -88,3 +90,46 @@ def test_set_intra_op_threads_before_tensorflow_starts():
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                             env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), check=True)
     assert result.stdout.strip().splitlines()[-1] == '1'
+
+
+# A main that, once stopped, takes a second to "save a checkpoint" and then writes it.
+_SLOW_SAVE_MAIN = """
+import os, time
+from common import app
+
+def main():
+    try:
+        print('running', flush=True)
+        time.sleep(60)
+    except KeyboardInterrupt:
+        time.sleep(1.0)
+        with open(os.environ['SAVED_PATH'], 'w') as f:
+            f.write('saved')
+        raise
+
+app.run(main)
+"""
+
+
+def test_later_signals_cannot_cut_short_the_save_that_the_first_one_started(tmp_path):
+    script = tmp_path / 'slow_save.py'
+    script.write_text(_SLOW_SAVE_MAIN)
+    saved = tmp_path / 'saved'
+    process = subprocess.Popen(
+        [sys.executable, str(script)], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT, SAVED_PATH=str(saved)))
+    try:
+        assert process.stdout.readline() == 'running\n'
+        # Ctrl-C, then what `timeout` or an impatient user adds while the checkpoint is written.
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGINT):
+            process.send_signal(signum)
+            time.sleep(0.2)
+        _, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130
+    assert saved.read_text() == 'saved'
+    assert 'SIGTERM ignored: already stopping' in stderr
+    assert 'SIGINT ignored: already stopping' in stderr
+    assert stderr.rstrip().endswith('interrupted')

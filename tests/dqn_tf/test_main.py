@@ -129,6 +129,8 @@ def test_ctrl_c_saves_a_checkpoint_and_stops_every_thread(tmp_path):
             time.sleep(0.2)
         time.sleep(1.0)
         process.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        process.send_signal(signal.SIGINT)  # a second Ctrl-C must not cut the checkpoint short
         stdout, stderr = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
