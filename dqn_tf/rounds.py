@@ -1,8 +1,13 @@
-"""RoundGate: the main thread releases W sampler threads for one step each and waits for all.
+"""RoundGate: the main thread starts a round of W sampler steps and waits until all are taken.
 
-Raw locks instead of two threading.Barriers: a round costs W wake-ups of the samplers and one of
-the main thread, where two barriers of W+1 parties cost 2(W+1) wake-ups through Condition
-objects. The samplers share two cores with the learner here, so every wake-up is taken from it.
+Chained, the samplers take their steps one after another: the main thread wakes sampler 0, each
+sampler wakes the next when its step is done, and the last wakes the main thread. ALE holds the
+GIL while it emulates (two threads stepping two ALEs take as long as one thread stepping both), so
+steps that only emulate never run side by side in CPython anyway, and handing on costs one wake-up
+per sampler where waking all W at once has them contend for the GIL. Broadcast wakes all W at
+once and the last to finish wakes the main thread: for samplers that also run their own inference,
+which releases the GIL and so overlaps the others' emulation. Raw locks, not Barriers or
+Conditions: the samplers share the cores with the learner here, and every wake-up costs it.
 """
 import _thread
 
@@ -14,53 +19,71 @@ class SamplerFailed(RuntimeError):
 class RoundGate:
     """One go-lock per sampler (held while it must wait) and one done-lock for the main thread."""
 
-    def __init__(self, num_workers):
+    def __init__(self, num_workers, chained=True):
         self.num_workers = num_workers
+        self.chained = chained
         self._go = [_thread.allocate_lock() for _ in range(num_workers)]
         for lock in self._go:
             lock.acquire()
         self._done = _thread.allocate_lock()
         self._done.acquire()
+        self._finished = 0
         self._count_lock = _thread.allocate_lock()
-        self._remaining = 0
         self.stopping = False
 
     # Sampler side.
     def wait_for_round(self, index):
-        """Blocks sampler `index` until its next round; False when the gate is closing."""
+        """Blocks sampler `index` until its turn in the next round; False when closing."""
         self._go[index].acquire()
         return not self.stopping
 
-    def finish(self):
-        """Called once per round by every sampler, after its step (or its failure)."""
-        with self._count_lock:
-            self._remaining -= 1
-            last = self._remaining == 0
-        if last:
+    def finish(self, index, failed=False):
+        """Called by sampler `index` after its step (or its failure). Chained: wakes the next
+        sampler, or the main thread after the last one or a failure (the rest of that round is
+        not taken). Broadcast: the last sampler to finish wakes the main thread."""
+        if not self.chained:
+            with self._count_lock:
+                self._finished += 1
+                last = self._finished == self.num_workers
+            if last:
+                self._done.release()
+            return
+        self._finished = index + 1
+        if failed or index + 1 == self.num_workers:
             self._done.release()
+        else:
+            _wake(self._go[index + 1])
 
     # Main-thread side.
     def run_round(self, threads, errors):
-        """Releases every sampler for one step; returns when all have finished it.
+        """Runs one round; returns when every sampler has taken its step.
 
         threads: the sampler threads (a dead one ends the wait); errors: a callable returning
         (name, exception) pairs of failed samplers, raised here as SamplerFailed.
         """
-        self._remaining = self.num_workers
-        for lock in self._go:
+        self._finished = 0
+        for lock in (self._go[:1] if self.chained else self._go):
             lock.release()
         while not self._done.acquire(timeout=1.0):
             if not all(thread.is_alive() for thread in threads):
                 break
         for name, error in errors():
             raise SamplerFailed(f'{name} failed: {error!r}') from error
-        if self._remaining != 0:
-            raise SamplerFailed(f'{self._remaining} sampler thread(s) ended without finishing '
-                                f'their step')
+        if self._finished != self.num_workers:
+            raise SamplerFailed(f'{self.num_workers - self._finished} sampler thread(s) ended '
+                                f'without taking their step')
 
     def close(self):
         """Wakes every waiting sampler so that it sees `stopping` and returns."""
         self.stopping = True
         for lock in self._go:
-            if lock.locked():  # only main releases go-locks, so it stays locked until here
-                lock.release()
+            if lock.locked():
+                _wake(lock)
+
+
+def _wake(go_lock):
+    """Releases a go-lock; close() and a sampler finishing its step may both release one."""
+    try:
+        go_lock.release()
+    except RuntimeError:  # released already: the sampler wakes either way
+        pass

@@ -1,6 +1,7 @@
 """Fast DQN: the loss against tf-agents, the four modes, determinism, threads, CartPole learning."""
 import concurrent.futures
 import os
+import sys
 import threading
 
 import gin
@@ -270,6 +271,25 @@ def test_invalid_values_are_named():
         _cartpole_config(network='resnet')
     with pytest.raises(app.ConfigError, match='learner_threads .* got -1'):
         _cartpole_config(learner_threads=-1)
+    with pytest.raises(app.ConfigError, match=r'acting_nice .* \[0, 19\], got 20'):
+        _cartpole_config(acting_nice=20)
+
+
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='per-thread niceness is Linux')
+@pytest.mark.parametrize('concurrent', [False, True])
+def test_samplers_yield_the_cpu_to_the_learner_only_when_it_trains_concurrently(concurrent):
+    config = _cartpole_config(concurrent=concurrent, acting_nice=7)
+    learner = dqn.build_learner(config)
+    own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    with dqn.FastDQN(config, learner, seed=0) as runner:
+        runner.prepopulate(200)  # every sampler has run by now
+        runner.run_period(0, 200)
+        samplers = {os.getpriority(os.PRIO_PROCESS, sampler.native_id)
+                    for sampler in runner.samplers}
+        assert samplers == {min(19, own + 7) if concurrent else own}
+        if concurrent:
+            assert os.getpriority(os.PRIO_PROCESS, runner.trainer.native_id) == own
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own
 
 
 def test_learner_threads_leave_a_core_to_the_samplers(monkeypatch):

@@ -160,9 +160,14 @@ def test_speedtest_writes_the_ratio_table(tmp_path):
     assert [(row['mode'], row['workers']) for row in rows] == [
         ('standard', 1), ('standard', 2), ('both', 1), ('both', 2), ('learner-only', 0)]
     assert rows[0]['speedup'] == 1.0
+    learner_rounds = rows[-1]['round_seconds']
     for row in rows:  # each row is the median of its three rounds
         assert len(row['round_seconds']) == 3
         assert row['seconds'] == sorted(row['round_seconds'])[1]
+        ratios = sorted(elapsed / learner
+                        for elapsed, learner in zip(row['round_seconds'], learner_rounds))
+        assert row['vs_learner'] == pytest.approx(ratios[1])
+    assert rows[-1]['vs_learner'] == 1.0
     assert all(row['seconds'] > 0 and row['speedup'] > 0 for row in rows)
     assert 'speedup' in result.stdout and 'learner-only' in result.stdout
     bad = _run('dqn_tf.speedtest', ['--steps=10', '--workers=4'], cwd=tmp_path)

@@ -1,0 +1,72 @@
+"""RoundGate: every sampler steps once a round (chained: in order) and the main thread waits."""
+import threading
+
+import pytest
+
+from dqn_tf import rounds
+
+
+def _start_samplers(gate, num_workers, step):
+    """Threads running the sampler loop of dqn.Sampler.run around step(index)."""
+
+    def loop(index):
+        while gate.wait_for_round(index):
+            try:
+                step(index)
+            except Exception:  # pylint: disable=broad-except
+                errors.append((f'sampler-{index}', RuntimeError(f'sampler {index} failed')))
+                gate.finish(index, failed=True)
+                return
+            gate.finish(index)
+
+    errors = []
+    threads = [threading.Thread(target=loop, args=(index,)) for index in range(num_workers)]
+    for thread in threads:
+        thread.start()
+    return threads, errors
+
+
+@pytest.mark.parametrize('chained', [True, False])
+def test_each_round_steps_every_sampler_once_before_returning(chained):
+    steps = []
+    gate = rounds.RoundGate(4, chained=chained)
+    threads, errors = _start_samplers(gate, 4, steps.append)
+    try:
+        for round_index in range(3):
+            gate.run_round(threads, lambda: errors)
+            assert len(steps) == 4 * (round_index + 1)
+            this_round = steps[-4:]
+            assert this_round == [0, 1, 2, 3] if chained else sorted(this_round) == [0, 1, 2, 3]
+    finally:
+        gate.close()
+        for thread in threads:
+            thread.join(timeout=5)
+    assert not any(thread.is_alive() for thread in threads)
+
+
+@pytest.mark.parametrize('chained', [True, False])
+def test_a_failing_sampler_ends_the_round_and_names_itself(chained):
+    steps = []
+    first_round_done = threading.Event()
+
+    def step(index):
+        if index == 2 and first_round_done.is_set():
+            raise ValueError('emulator crashed')
+        steps.append(index)
+
+    gate = rounds.RoundGate(4, chained=chained)
+    threads, errors = _start_samplers(gate, 4, step)
+    try:
+        gate.run_round(threads, lambda: errors)
+        first_round_done.set()
+        with pytest.raises(rounds.SamplerFailed, match='sampler-2 failed'):
+            gate.run_round(threads, lambda: errors)
+        if chained:  # sampler 3 did not take the failed round's step
+            assert steps == [0, 1, 2, 3, 0, 1]
+        else:
+            assert sorted(steps[4:]) == [0, 1, 3]
+    finally:
+        gate.close()
+        for thread in threads:
+            thread.join(timeout=5)
+    assert not any(thread.is_alive() for thread in threads)
