@@ -382,7 +382,9 @@ def start_process(process) -> None:
         process.start()
     finally:
         sys.modules['__main__'] = main_module
-        if in_main_thread:
+        # Unless a signal handler replaced ours meanwhile (a SIGTERM that began stopping the run
+        # switches SIGINT to "already stopping"), which must stay.
+        if in_main_thread and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
             signal.signal(signal.SIGINT, previous_handler)
 
 

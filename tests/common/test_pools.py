@@ -313,3 +313,46 @@ def test_an_orphaned_child_exits_even_while_blocked():
         time.sleep(0.05)
     assert not os.path.exists(f'/proc/{child_pid}')
     parent.stdout.close()
+
+
+class _FakeProcess:
+    """Stands in for a spawn Process; start() runs `on_start` (e.g. a signal arriving)."""
+
+    def __init__(self, on_start=lambda: None):
+        self.on_start = on_start
+        self.handler_during_start = None
+
+    def start(self):
+        self.handler_during_start = signal.getsignal(signal.SIGINT)
+        self.on_start()
+
+
+def test_start_process_ignores_sigint_while_starting_and_restores_the_handler():
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        process = _FakeProcess()
+        pools.start_process(process)
+        assert process.handler_during_start is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGINT) is handler
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_start_process_keeps_a_handler_that_a_signal_installed_while_starting():
+    def stopping(signum, frame):
+        pass
+
+    def sigterm_arrives():  # what common.app's first SIGTERM does: switch SIGINT, then raise
+        signal.signal(signal.SIGINT, stopping)
+        raise KeyboardInterrupt
+
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            pools.start_process(_FakeProcess(sigterm_arrives))
+        assert signal.getsignal(signal.SIGINT) is stopping
+    finally:
+        signal.signal(signal.SIGINT, previous)
