@@ -72,6 +72,19 @@ def write_eval_row(run_dir, env_steps, scores, seconds):
     return row
 
 
+def actor_critic_policy(run_dir, make_config, make_learner, greedy=False):
+    """A paper's load_policy for an actor-critic learner with act/greedy_act: the run's
+    operative config into make_config(), make_learner(config)'s model from the latest
+    checkpoint. Returns (env_config, policy_fn, env_steps)."""
+    from common import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
+    app.parse_gin([f'{run_dir}/{app.OPERATIVE_CONFIG_FILE}'], [])
+    config = make_config()
+    learner = make_learner(config)
+    env_steps = checkpoint_lib.restore_latest(run_dir, model=learner.model)
+    policy = learner.greedy_act if greedy else learner.act
+    return config.env_config, lambda observations: policy(observations).numpy(), env_steps
+
+
 def evaluate_run(run_dir, num_episodes=30, greedy=False, seed=12345):
     """Restores run_dir's policy through its paper package and evaluates it; returns the row."""
     invocation_path = os.path.join(run_dir, app.INVOCATION_FILE)

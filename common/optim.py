@@ -1,8 +1,11 @@
-"""RMSProp as the papers' TF1 code ran it, with the epsilon placement as an explicit option.
+"""RMSProp as the papers' TF1 code ran it, with the epsilon placement and the starting mean
+squares as explicit options.
 
 TF1's tf.train.RMSPropOptimizer (used by the PAAC and GA3C originals) divides by
-sqrt(ms + epsilon); tf.keras' RMSprop divides by sqrt(ms) + epsilon. With the papers' epsilon
-of 0.1 the two give very different step sizes, so the placement is a gin knob here.
+sqrt(ms + epsilon) and starts ms at ones; tf.keras' RMSprop divides by sqrt(ms) + epsilon and
+starts ms at zeros. With the papers' epsilon of 0.1 the placements give very different step
+sizes, and zeros make the first updates up to 1/sqrt(epsilon) ~ 3x larger than ones, so both are
+gin knobs here.
 """
 import gin
 import tensorflow as tf
@@ -13,11 +16,16 @@ class RMSProp(tf.Module):
     """RMSProp (optionally centered) applying updates with TF's fused raw ops.
 
     learning_rate: a float or a callable of the update count (a tf.int64 tensor) giving the rate.
+    initial_mean_square: where the mean squares start (TF1's RMSPropOptimizer: 1.0; tf.keras
+    and DeepMind's DQN: 0.0).
     """
 
     def __init__(self, learning_rate, decay=0.99, epsilon=0.1, momentum=0.0, centered=False,
-                 epsilon_inside_sqrt=True, name='rmsprop'):
+                 epsilon_inside_sqrt=True, initial_mean_square=1.0, name='rmsprop'):
         super().__init__(name=name)
+        if not initial_mean_square >= 0:
+            raise ValueError(f'RMSProp.initial_mean_square={initial_mean_square!r}; must be >= 0')
+        self.initial_mean_square = float(initial_mean_square)
         self.learning_rate = learning_rate
         self.decay = decay
         self.epsilon = epsilon
@@ -37,8 +45,10 @@ class RMSProp(tf.Module):
         with tf.init_scope():
             for variable in variables:
                 slot_name = variable.name.replace(':', '_').replace('/', '_')
-                self._mean_square.append(tf.Variable(tf.zeros_like(variable), trainable=False,
-                                                     name=f'ms_{slot_name}'))
+                self._mean_square.append(tf.Variable(
+                    tf.fill(tf.shape(variable), tf.cast(self.initial_mean_square,
+                                                        variable.dtype)),
+                    trainable=False, name=f'ms_{slot_name}'))
                 self._mean_grad.append(tf.Variable(tf.zeros_like(variable), trainable=False,
                                                    name=f'mg_{slot_name}'))
                 self._moment.append(tf.Variable(tf.zeros_like(variable), trainable=False,
@@ -107,3 +117,16 @@ class LinearSchedule:
         no Python number converted to a tensor, see common/scalars.py)."""
         fraction = min(step / self.duration, 1.0)
         return self.initial + fraction * (self.final - self.initial)
+
+
+def apply_actor_critic_gradients(optimizer, gradients, variables, loss, clip_norm):
+    """Clips gradients to clip_norm by global norm (0: no clipping), applies them, and returns
+    the statistics both actor-critic papers log: loss terms, the global norm before clipping and
+    the learning rate of this update."""
+    global_norm = tf.linalg.global_norm(gradients)
+    if clip_norm > 0:
+        gradients, _ = tf.clip_by_global_norm(gradients, clip_norm, use_norm=global_norm)
+    learning_rate = optimizer.current_learning_rate()
+    optimizer.apply_gradients(gradients, variables)
+    return {'loss': loss.total, 'policy_loss': loss.policy_loss, 'value_loss': loss.value_loss,
+            'entropy': loss.entropy, 'grad_norm': global_norm, 'learning_rate': learning_rate}

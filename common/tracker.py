@@ -1,7 +1,8 @@
 """The bookkeeping every training loop shares: counters, log intervals, episodes, checkpoints.
 
 A paper's loop reports steps, updates and finished episodes; the tracker decides when to write a
-metrics row (with the paper's own columns) and when to checkpoint, and resumes all of it.
+metrics row (with the paper's own columns) and when to checkpoint, and resumes all of it;
+run_training is the start, Ctrl-C and end of a run that every paper's train() shares.
 """
 import csv
 import os
@@ -118,3 +119,47 @@ class RunTracker:
 
     def close(self):
         self.logger.close()
+
+
+def frames_per_step(env_config):
+    """Emulator frames per environment step: the Atari frame skip, 1 for other environments."""
+    return getattr(env_config, 'frame_skip', 1)
+
+
+def tracker_for(run_dir, config, extra_columns, trackables):
+    """The RunTracker of a training config (its total_steps, log_every_seconds,
+    checkpoint_every_steps and env_config), checkpointing trackables."""
+    return RunTracker(
+        run_dir, total_steps=config.total_steps, log_every_seconds=config.log_every_seconds,
+        checkpoint_every_steps=config.checkpoint_every_steps, extra_columns=extra_columns,
+        frames_per_step=frames_per_step(config.env_config), trackables=trackables)
+
+
+def run_training(tracker, open_runner, loop, resume_note=''):
+    """Runs loop(runner) in a runner from open_runner() (a context manager: a pool, a server),
+    so that every paper starts, stops and resumes alike; returns the env steps reached.
+
+    Says where a resumed run starts and returns at once if the run is complete. A checkpoint is
+    saved at the end, and on Ctrl-C or SIGTERM before the runner closes (the interrupt then
+    goes on, for the entry point's exit status); the tracker's files are closed in every case.
+    """
+    try:
+        if tracker.restored_from:
+            print(f'resuming from {tracker.restored_from} at step {tracker.env_steps:,}'
+                  f'{resume_note}')
+        if tracker.done:
+            print(f'run already complete: {tracker.env_steps:,} >= total_steps '
+                  f'{tracker.total_steps:,}')
+            return tracker.env_steps
+        with open_runner() as runner:
+            try:
+                loop(runner)
+            except KeyboardInterrupt:
+                path = tracker.save()
+                print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the same '
+                      f'command to resume')
+                raise
+        tracker.save()
+        return tracker.env_steps
+    finally:
+        tracker.close()

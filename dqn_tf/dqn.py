@@ -32,10 +32,10 @@ from common import losses
 from common import networks
 from common import optim
 from common import replay as replay_lib
+from common import tracker as tracker_lib
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401
-from common.tracker import RunTracker
 from dqn_tf import rounds
 
 MODES = ('standard', 'concurrent', 'synchronized', 'both')
@@ -171,7 +171,8 @@ class DQNLearner(tf.Module):
         self.target = make()
         self.optimizer = optim.RMSProp(
             learning_rate=config.learning_rate, decay=config.rmsprop_decay,
-            epsilon=config.rmsprop_epsilon, centered=True, epsilon_inside_sqrt=True)
+            epsilon=config.rmsprop_epsilon, centered=True, epsilon_inside_sqrt=True,
+            initial_mean_square=0.0)  # DeepMind's centered RMSProp and tf.keras' start at zeros
         self.optimizer.build(self.online.trainable_variables)
         observation_spec = tf.TensorSpec((None,) + tuple(observation_shape),
                                          tf.as_dtype(observation_dtype))
@@ -522,10 +523,6 @@ class FastDQN:
 DQN_COLUMNS = ('epsilon', 'loss', 'replay_size', 'minibatches')
 
 
-def frames_per_step(env_config):
-    return getattr(env_config, 'frame_skip', 1)
-
-
 def epsilon_greedy_policy(learner, epsilon, seed):
     """policy_fn for common.evaluate: epsilon-greedy on the online network, batched."""
     rng = np.random.default_rng(seed)
@@ -556,38 +553,23 @@ def evaluate_now(config, learner, run_dir, env_steps):
 def train(config, run_dir, on_start=None):
     """Trains until config.total_steps, resuming counters, networks and optimizer from run_dir.
 
-    Replay contents do not survive a restart: a resumed run prepopulates again.
+    Replay contents do not survive a restart: a resumed run prepopulates again. on_start() is
+    called once the run is known not to be complete, before the samplers start.
     """
     learner = build_learner(config)
-    tracker = RunTracker(
-        run_dir, total_steps=config.total_steps, log_every_seconds=config.log_every_seconds,
-        checkpoint_every_steps=config.checkpoint_every_steps, extra_columns=DQN_COLUMNS,
-        frames_per_step=frames_per_step(config.env_config),
-        trackables={'online': learner.online, 'target': learner.target,
-                    'optimizer': learner.optimizer})
-    try:
-        if tracker.restored_from:
-            print(f'resuming from {tracker.restored_from} at step {tracker.env_steps:,} '
-                  f'(replay memory is refilled)')
-        if tracker.done:
-            print(f'run already complete: {tracker.env_steps:,} >= total_steps '
-                  f'{config.total_steps:,}')
-            return tracker.env_steps
+    tracker = tracker_lib.tracker_for(
+        run_dir, config, DQN_COLUMNS,
+        {'online': learner.online, 'target': learner.target, 'optimizer': learner.optimizer})
+
+    def open_runner():
         if on_start is not None:
             on_start()
         # A resumed run continues with fresh environments, seeded apart from the first session.
-        with FastDQN(config, learner, seed=config.seed + tracker.env_steps) as runner:
-            try:
-                _train_loop(config, runner, tracker, run_dir)
-            except KeyboardInterrupt:
-                path = tracker.save()
-                print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the same '
-                      f'command to resume')
-                raise
-        tracker.save()
-        return tracker.env_steps
-    finally:
-        tracker.close()
+        return FastDQN(config, learner, seed=config.seed + tracker.env_steps)
+
+    return tracker_lib.run_training(
+        tracker, open_runner, lambda runner: _train_loop(config, runner, tracker, run_dir),
+        resume_note=' (replay memory is refilled)')
 
 
 def _train_loop(config, runner, tracker, run_dir):

@@ -13,6 +13,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+from common import scalars
 from common.envs import pools
 from ga3c_tf import agent as agent_lib
 
@@ -25,7 +26,8 @@ ONEDNN_VARIABLE = 'TF_ENABLE_ONEDNN_OPTS'
 
 
 class SharedParameters:
-    """A flat float32 parameter vector and its RMSProp mean squares in shared memory."""
+    """A flat float32 parameter vector and its RMSProp mean squares in shared memory (the
+    creator fills both; a process attaching by name sees what they hold)."""
 
     def __init__(self, size, name=None):
         create = name is None
@@ -34,8 +36,6 @@ class SharedParameters:
         self.size = size
         self.parameters = np.ndarray((size,), np.float32, buffer=self.shm.buf)
         self.mean_square = np.ndarray((size,), np.float32, buffer=self.shm.buf, offset=size * 4)
-        if create:
-            self.mean_square.fill(0.0)
 
     def apply_rmsprop(self, gradient, learning_rate, decay, epsilon):
         """TF1's RMSProp (epsilon inside the sqrt) on the shared vectors, in place, no lock."""
@@ -57,8 +57,9 @@ def flatten(arrays):
 
 
 def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots, seed,
-               episode_queue, stop_event, parent_pid):
-    """Entry point of an A3C agent process: its own replica, its own gradients."""
+               episode_queue, stop_event, parent_pid, start_steps):
+    """Entry point of an A3C agent process: its own replica, its own gradients; the learning
+    rate follows the run's env steps, start_steps (those of earlier sessions) included."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     pools.exit_when_orphaned(parent_pid, POLL_SECONDS)
     import common  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
@@ -126,7 +127,7 @@ def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots
                 bootstrap = float(replica.predict(observation[None])[1].numpy()[0])
             returns = agent_lib.discounted_returns(rewards[:count], bootstrap, config.gamma)
             gradient = gradients(observations[:count], actions[:count], returns).numpy()
-            total_steps = int(counters[:, STEPS].sum())
+            total_steps = start_steps + int(counters[:, STEPS].sum())
             shared.apply_rmsprop(gradient, schedule.value_at(total_steps), config.rmsprop_decay,
                                  config.rmsprop_epsilon)
             counters[index, STEPS] += count
@@ -140,17 +141,49 @@ def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots
             pass
 
 
-class A3CServer:
-    """The A3C agent processes and the shared parameters; close() leaves nothing behind."""
+class OptimizerState:
+    """What a checkpoint of the baseline holds besides the model, as tf.Variables: the shared
+    RMSProp mean squares (starting where GA3C's optimizer starts its own) and the number of
+    updates, so that a resumed run goes on with them."""
 
-    def __init__(self, config, learner, seed=0, log=print):
+    def __init__(self, num_parameters, initial_mean_square):
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
+        self.mean_square = tf.Variable(tf.fill([num_parameters], float(initial_mean_square)),
+                                       trainable=False, name='rmsprop_mean_square')
+        self.updates = tf.Variable(0, dtype=tf.int64, trainable=False, name='updates')
+
+    def trackables(self):
+        return {'rmsprop_mean_square': self.mean_square, 'updates': self.updates}
+
+
+def num_parameters(learner):
+    return sum(int(np.prod(variable.shape)) for variable in learner.model.trainable_variables)
+
+
+class A3CServer:
+    """The A3C agent processes and the shared parameters; close() leaves nothing behind.
+
+    The shared parameters start from learner's model, the RMSProp mean squares and the update
+    count from state (an OptimizerState; without one, where learner's optimizer starts its mean
+    squares, and 0); start_steps are the env steps of earlier sessions, for the learning-rate
+    schedule.
+    """
+
+    def __init__(self, config, learner, seed=0, log=print, state=None, start_steps=0):
         self.config = config
         self.learner = learner
         self.log = log
+        self.state = state
+        self.start_steps = start_steps
         self._context = multiprocessing.get_context('spawn')
         self._variables = learner.model.trainable_variables
-        self.shared = SharedParameters(sum(int(np.prod(v.shape)) for v in self._variables))
+        self.shared = SharedParameters(num_parameters(learner))
         self.shared.parameters[:] = flatten(v.numpy() for v in self._variables)
+        self.shared.mean_square.fill(learner.optimizer.initial_mean_square)
+        self._start_updates = 0
+        if state is not None:
+            self.shared.mean_square[:] = state.mean_square.numpy()
+            self._start_updates = int(state.updates.numpy())
         self._slots = config.max_agents
         self._counters_shm = shared_memory.SharedMemory(create=True,
                                                         size=self._slots * 2 * 8)
@@ -168,7 +201,7 @@ class A3CServer:
             target=_run_agent, name=f'A3C-agent-{slot}', daemon=True,
             args=(slot, self.config, self.shared.shm.name, self.shared.size,
                   self._counters_shm.name, self._slots, next(self._seeds), self.episode_queue,
-                  stop_event, os.getpid()))
+                  stop_event, os.getpid(), self.start_steps))
         self.agents[slot] = (process, stop_event)
         # A spawned child inherits os.environ as it is at start(), and TF reads this at import.
         previous = os.environ.get(ONEDNN_VARIABLE)
@@ -198,17 +231,22 @@ class A3CServer:
             self.add_agent()
 
     def counts(self):
+        """Env steps of this session and updates of the whole run."""
         return {'predictions': int(self.counters[:, STEPS].sum()),
-                'updates': int(self.counters[:, UPDATES].sum())}
+                'updates': self._start_updates + int(self.counters[:, UPDATES].sum())}
 
     def pull_into_learner(self):
-        """Copies the shared parameters into the main process's model (to log or save)."""
+        """Copies the shared parameters into the main process's model, and the mean squares and
+        update count into state (to log or save)."""
         parameters = self.shared.parameters.copy()
         start = 0
         for variable in self._variables:
             size = int(np.prod(variable.shape))
             variable.assign(parameters[start:start + size].reshape(variable.shape))
             start += size
+        if self.state is not None:
+            self.state.mean_square.assign(self.shared.mean_square.copy())
+            scalars.assign(self.state.updates, self.counts()['updates'])
 
     def drain_episodes(self):
         items = []
@@ -250,22 +288,18 @@ A3C_COLUMNS = ('pps', 'tps', 'frames_per_sec', 'num_agents')
 
 
 def train(config, run_dir):
-    """Runs the CPU A3C baseline until config.total_steps, in the common run format."""
-    from common.tracker import RunTracker  # pylint: disable=import-outside-toplevel
+    """Runs the CPU A3C baseline until config.total_steps, in the common run format, resuming
+    from run_dir's checkpoint (model, shared RMSProp statistics, counters) if there is one."""
+    from common import tracker as tracker_lib  # pylint: disable=import-outside-toplevel
     from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
     from ga3c_tf import server as server_lib  # pylint: disable=import-outside-toplevel
     learner = learner_lib.GA3CLearner(config)
-    frames = server_lib.frames_per_step(config.env_config)
-    tracker = RunTracker(
-        run_dir, total_steps=config.total_steps, log_every_seconds=config.log_every_seconds,
-        checkpoint_every_steps=config.checkpoint_every_steps, extra_columns=A3C_COLUMNS,
-        frames_per_step=frames, trackables={'model': learner.model})
-    try:
-        if tracker.done:
-            print(f'run already complete: {tracker.env_steps:,} >= total_steps '
-                  f'{config.total_steps:,}')
-            return tracker.env_steps
-        server = A3CServer(config, learner, seed=config.seed + tracker.env_steps)
+    state = OptimizerState(num_parameters(learner), learner.optimizer.initial_mean_square)
+    tracker = tracker_lib.tracker_for(run_dir, config, A3C_COLUMNS,
+                                      {'model': learner.model, **state.trackables()})
+    frames = tracker_lib.frames_per_step(config.env_config)
+
+    def loop(server):
         try:
             server.apply(config.num_agents)
             last = server.counts()
@@ -273,12 +307,7 @@ def train(config, run_dir):
             tracker.start_interval()
             while not tracker.done:
                 time.sleep(0.05)
-                server.check_agents()
-                counts = server.counts()
-                tracker.add_steps(counts['predictions'] - last['predictions'],
-                                  counts['updates'] - last['updates'])
-                last = counts
-                tracker.add_episodes(server.drain_episodes())
+                counts = last = server_lib.poll_progress(server, tracker, last)
                 if tracker.interval_due() or tracker.done:
                     seconds = tracker.interval_seconds()
                     steps = counts['predictions'] - interval_start['predictions']
@@ -290,15 +319,10 @@ def train(config, run_dir):
                 if tracker.checkpoint_due():
                     server.pull_into_learner()
                 tracker.maybe_checkpoint()
+        finally:  # what run_training saves, at the end or on Ctrl-C
             server.pull_into_learner()
-        except KeyboardInterrupt:
-            server.pull_into_learner()
-            path = tracker.save()
-            print(f'interrupted at step {tracker.env_steps:,}; saved {path}')
-            raise
-        finally:
-            server.close()
-        tracker.save()
-        return tracker.env_steps
-    finally:
-        tracker.close()
+
+    # A resumed run continues with fresh environments, seeded apart from the first session.
+    return tracker_lib.run_training(
+        tracker, lambda: A3CServer(config, learner, seed=config.seed + tracker.env_steps,
+                                   state=state, start_steps=tracker.env_steps), loop)

@@ -192,12 +192,5 @@ class GA3CLearner(tf.Module):
             if config.loss_reduction == 'sum':
                 objective = objective * tf.cast(tf.shape(actions)[0], tf.float32)
         gradients = tape.gradient(objective, variables)
-        global_norm = tf.linalg.global_norm(gradients)
-        if config.clip_norm > 0:
-            gradients, _ = tf.clip_by_global_norm(gradients, config.clip_norm,
-                                                  use_norm=global_norm)
-        learning_rate = self.optimizer.current_learning_rate()
-        self.optimizer.apply_gradients(gradients, variables)
-        return {'loss': loss.total, 'policy_loss': loss.policy_loss,
-                'value_loss': loss.value_loss, 'entropy': loss.entropy,
-                'grad_norm': global_norm, 'learning_rate': learning_rate}
+        return optim.apply_actor_critic_gradients(self.optimizer, gradients, variables, loss,
+                                                  config.clip_norm)

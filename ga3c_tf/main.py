@@ -45,14 +45,10 @@ def main():
 
 def load_policy(run_dir, greedy=False):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
-    from common import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
+    from common import evaluate  # pylint: disable=import-outside-toplevel
     from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
-    app.parse_gin([f'{run_dir}/{app.OPERATIVE_CONFIG_FILE}'], [])
-    config = learner_lib.GA3CConfig()
-    learner = learner_lib.GA3CLearner(config)
-    env_steps = checkpoint_lib.restore_latest(run_dir, model=learner.model)
-    policy = learner.greedy_act if greedy else learner.act
-    return config.env_config, lambda observations: policy(observations).numpy(), env_steps
+    return evaluate.actor_critic_policy(run_dir, learner_lib.GA3CConfig,
+                                        learner_lib.GA3CLearner, greedy)
 
 
 if __name__ == '__main__':

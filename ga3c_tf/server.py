@@ -15,6 +15,7 @@ import numpy as np
 from common import ipc
 from common import predictor as predictor_lib
 from common import scalars
+from common import tracker as tracker_lib
 from common import trainer as trainer_lib
 from common.envs import pools
 from ga3c_tf import agent as agent_lib
@@ -334,10 +335,6 @@ GA3C_COLUMNS = ('pps', 'tps', 'frames_per_sec', 'num_agents', 'num_predictors', 
                 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate')
 
 
-def frames_per_step(env_config):
-    return getattr(env_config, 'frame_skip', 1)
-
-
 def make_annealer(config):
     from ga3c_tf import dynamic  # pylint: disable=import-outside-toplevel
     return dynamic.Annealer(
@@ -383,6 +380,17 @@ class _IntervalMeter:
         return row
 
 
+def poll_progress(server, tracker, last):
+    """Checks the agents, hands the env steps and updates since last (server.counts() then) and
+    the finished episodes to tracker; returns server.counts() now. GA3C's and A3C-CPU's."""
+    server.check_agents()
+    counts = server.counts()
+    tracker.add_steps(counts['predictions'] - last['predictions'],
+                      counts['updates'] - last['updates'])
+    tracker.add_episodes(server.drain_episodes())
+    return counts
+
+
 def run_loop(config, server, tracker, poll_seconds=0.05):
     """The main thread's loop: watch agents and threads, count, log, checkpoint, anneal."""
     annealer = make_annealer(config) if config.dynamic_settings else None
@@ -390,17 +398,12 @@ def run_loop(config, server, tracker, poll_seconds=0.05):
     adjustment_start, updates_at_adjustment = time.monotonic(), server.counts()['updates']
     meter = _IntervalMeter(server)
     last = server.counts()
-    frames = frames_per_step(config.env_config)
+    frames = tracker_lib.frames_per_step(config.env_config)
     tracker.start_interval()
     while not tracker.done:
         time.sleep(poll_seconds)
         server.check_threads()
-        server.check_agents()
-        counts = server.counts()
-        tracker.add_steps(counts['predictions'] - last['predictions'],
-                          counts['updates'] - last['updates'])
-        last = counts
-        tracker.add_episodes(server.drain_episodes())
+        counts = last = poll_progress(server, tracker, last)
         scalars.assign(server.learner.env_steps, tracker.env_steps)
         meter.sample_queues()
         now = time.monotonic()
@@ -417,35 +420,16 @@ def run_loop(config, server, tracker, poll_seconds=0.05):
 
 def train(config, run_dir):
     """Runs GA3C until config.total_steps, resuming from run_dir's checkpoint if there is one."""
-    from common.tracker import RunTracker  # pylint: disable=import-outside-toplevel
     learner = learner_lib.GA3CLearner(config)
-    tracker = RunTracker(
-        run_dir, total_steps=config.total_steps, log_every_seconds=config.log_every_seconds,
-        checkpoint_every_steps=config.checkpoint_every_steps, extra_columns=GA3C_COLUMNS,
-        frames_per_step=frames_per_step(config.env_config),
-        trackables={'model': learner.model, 'optimizer': learner.optimizer,
-                    'generator': learner.generator})
-    try:
-        scalars.assign(learner.env_steps, tracker.env_steps)
-        if tracker.restored_from:
-            print(f'resuming from {tracker.restored_from} at step {tracker.env_steps:,}')
-        if tracker.done:
-            print(f'run already complete: {tracker.env_steps:,} >= total_steps '
-                  f'{config.total_steps:,}')
-            return tracker.env_steps
-        # A resumed run continues with fresh environments, seeded apart from the first session.
-        server = GA3CServer(config, learner, seed=config.seed + tracker.env_steps)
-        try:
-            server.apply((config.num_predictors, config.num_trainers, config.num_agents))
-            run_loop(config, server, tracker)
-        except KeyboardInterrupt:
-            path = tracker.save()
-            print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the same '
-                  f'command to resume')
-            raise
-        finally:
-            server.close()
-        tracker.save()
-        return tracker.env_steps
-    finally:
-        tracker.close()
+    tracker = tracker_lib.tracker_for(
+        run_dir, config, GA3C_COLUMNS,
+        {'model': learner.model, 'optimizer': learner.optimizer, 'generator': learner.generator})
+    scalars.assign(learner.env_steps, tracker.env_steps)
+
+    def loop(server):
+        server.apply((config.num_predictors, config.num_trainers, config.num_agents))
+        run_loop(config, server, tracker)
+
+    # A resumed run continues with fresh environments, seeded apart from the first session.
+    return tracker_lib.run_training(
+        tracker, lambda: GA3CServer(config, learner, seed=config.seed + tracker.env_steps), loop)

@@ -2,6 +2,7 @@
 from absl import flags
 
 from common import app
+from common import evaluate
 from common.envs import pools
 from paac_tf import paac
 
@@ -45,13 +46,7 @@ def main():
 
 def load_policy(run_dir, greedy=False):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
-    from common import checkpoint as checkpoint_lib
-    app.parse_gin([f'{run_dir}/{app.OPERATIVE_CONFIG_FILE}'], [])
-    config = paac.PAACConfig()
-    learner = paac.build_learner(config)
-    env_steps = checkpoint_lib.restore_latest(run_dir, model=learner.model)
-    policy = learner.greedy_act if greedy else learner.act
-    return config.env_config, lambda observations: policy(observations).numpy(), env_steps
+    return evaluate.actor_critic_policy(run_dir, paac.PAACConfig, paac.build_learner, greedy)
 
 
 if __name__ == '__main__':

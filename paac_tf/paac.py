@@ -13,7 +13,7 @@ from common import app
 from common import losses
 from common import networks
 from common import optim
-from common.tracker import RunTracker
+from common import tracker as tracker_lib
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401
@@ -138,15 +138,8 @@ class PAACLearner(tf.Module):
                 returns=tf.reshape(returns, [-1]), entropy_coef=config.entropy_coef,
                 value_loss_coef=config.value_loss_coef)
         gradients = tape.gradient(loss.total, variables)
-        global_norm = tf.linalg.global_norm(gradients)
-        if config.clip_norm > 0:
-            gradients, _ = tf.clip_by_global_norm(gradients, config.clip_norm,
-                                                  use_norm=global_norm)
-        learning_rate = self.optimizer.current_learning_rate()
-        self.optimizer.apply_gradients(gradients, variables)
-        return {'loss': loss.total, 'policy_loss': loss.policy_loss,
-                'value_loss': loss.value_loss, 'entropy': loss.entropy,
-                'grad_norm': global_norm, 'learning_rate': learning_rate}
+        return optim.apply_actor_critic_gradients(self.optimizer, gradients, variables, loss,
+                                                  config.clip_norm)
 
 
 class RolloutBuffer:
@@ -254,10 +247,6 @@ PAAC_COLUMNS = ('env_share', 'act_share', 'learn_share', 'loss', 'policy_loss', 
                 'entropy', 'grad_norm', 'learning_rate')
 
 
-def frames_per_step(env_config):
-    return getattr(env_config, 'frame_skip', 1)
-
-
 def build_learner(config):
     env_config = config.env_config
     return PAACLearner(config, env_config.observation_shape, env_config.observation_dtype,
@@ -270,36 +259,16 @@ def train(config, run_dir, make_pool):
     make_pool(env_config, num_envs, seed, num_workers, num_groups) builds the environment pool.
     """
     learner = build_learner(config)
-    tracker = RunTracker(
-        run_dir, total_steps=config.total_steps, log_every_seconds=config.log_every_seconds,
-        checkpoint_every_steps=config.checkpoint_every_steps, extra_columns=PAAC_COLUMNS,
-        frames_per_step=frames_per_step(config.env_config),
-        trackables={'model': learner.model, 'optimizer': learner.optimizer,
-                    'generator': learner.generator})
-    try:
-        if tracker.restored_from:
-            print(f'resuming from {tracker.restored_from} at step {tracker.env_steps:,}')
-        if tracker.done:
-            print(f'run already complete: {tracker.env_steps:,} >= total_steps '
-                  f'{config.total_steps:,}')
-            return tracker.env_steps
-        # A resumed run continues with fresh environments, seeded apart from the first session.
-        pool = make_pool(config.env_config, config.num_envs, seed=config.seed + tracker.env_steps,
-                         num_workers=config.num_workers,
-                         num_groups=2 if config.alternating_halves else 1)
-        try:
-            _train_loop(config, PAAC(config, pool, learner), tracker)
-        except KeyboardInterrupt:
-            path = tracker.save()
-            print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the same '
-                  f'command to resume')
-            raise
-        finally:
-            pool.close()
-        tracker.save()
-        return tracker.env_steps
-    finally:
-        tracker.close()
+    tracker = tracker_lib.tracker_for(
+        run_dir, config, PAAC_COLUMNS,
+        {'model': learner.model, 'optimizer': learner.optimizer, 'generator': learner.generator})
+    # A resumed run continues with fresh environments, seeded apart from the first session.
+    return tracker_lib.run_training(
+        tracker,
+        lambda: make_pool(config.env_config, config.num_envs,
+                          seed=config.seed + tracker.env_steps, num_workers=config.num_workers,
+                          num_groups=2 if config.alternating_halves else 1),
+        lambda pool: _train_loop(config, PAAC(config, pool, learner), tracker))
 
 
 def _train_loop(config, paac, tracker):

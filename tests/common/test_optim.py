@@ -1,4 +1,6 @@
 """RMSProp against hand-computed updates for both epsilon placements, and the linear schedule."""
+import collections
+
 import numpy as np
 import pytest
 
@@ -16,9 +18,9 @@ def _two_steps(**kwargs):
     return variable.numpy(), int(optimizer.iterations.numpy())
 
 
-def _hand(inside, centered=False):
+def _hand(inside, centered=False, initial_mean_square=0.0):
     value = np.array([1.0, -2.0])
-    mean_square = np.zeros(2)
+    mean_square = np.full(2, initial_mean_square)
     mean_grad = np.zeros(2)
     for gradient in (np.array([2.0, 0.5]), np.array([-1.0, 1.0])):
         mean_square = 0.9 * mean_square + 0.1 * gradient ** 2
@@ -31,15 +33,22 @@ def _hand(inside, centered=False):
 
 @pytest.mark.parametrize('inside', [True, False])
 @pytest.mark.parametrize('centered', [False, True])
-def test_rmsprop_matches_hand_computation(inside, centered):
-    value, iterations = _two_steps(epsilon_inside_sqrt=inside, centered=centered)
-    np.testing.assert_allclose(value, _hand(inside, centered), rtol=1e-5)
+@pytest.mark.parametrize('initial_mean_square', [0.0, 1.0])
+def test_rmsprop_matches_hand_computation(inside, centered, initial_mean_square):
+    value, iterations = _two_steps(epsilon_inside_sqrt=inside, centered=centered,
+                                   initial_mean_square=initial_mean_square)
+    np.testing.assert_allclose(value, _hand(inside, centered, initial_mean_square), rtol=1e-5)
     assert iterations == 2
 
 
+def test_rmsprop_refuses_a_negative_initial_mean_square():
+    with pytest.raises(ValueError, match='initial_mean_square=-1.0'):
+        optim.RMSProp(learning_rate=0.1, initial_mean_square=-1.0)
+
+
 def test_epsilon_placement_changes_the_step():
-    inside, _ = _two_steps(epsilon_inside_sqrt=True)
-    outside, _ = _two_steps(epsilon_inside_sqrt=False)
+    inside, _ = _two_steps(epsilon_inside_sqrt=True, initial_mean_square=0.0)
+    outside, _ = _two_steps(epsilon_inside_sqrt=False, initial_mean_square=0.0)
     assert np.abs(inside - outside).max() > 1e-2
 
 
@@ -64,3 +73,32 @@ def test_schedule_value_at_matches_the_tensor_schedule():
 def test_schedule_rejects_bad_duration():
     with pytest.raises(ValueError, match='duration'):
         optim.LinearSchedule(1.0, 0.0, duration=0)
+
+
+def test_actor_critic_update_clips_by_global_norm_and_reports_the_norm_before():
+    loss = collections.namedtuple('Loss', 'total policy_loss value_loss entropy')(
+        *(tf.constant(value) for value in (1.0, 2.0, 3.0, 4.0)))
+    gradients = [tf.constant([3.0, 0.0]), tf.constant([4.0])]  # global norm 5
+
+    def run(clip_norm):
+        variables = [tf.Variable([1.0, 1.0]), tf.Variable([1.0])]
+        optimizer = optim.RMSProp(learning_rate=0.5, decay=0.9, epsilon=0.1)
+        stats = optim.apply_actor_critic_gradients(optimizer, gradients, variables, loss,
+                                                   clip_norm)
+        return [variable.numpy() for variable in variables], stats
+
+    clipped, stats = run(clip_norm=2.5)
+    assert float(stats['grad_norm']) == pytest.approx(5.0)
+    assert float(stats['learning_rate']) == pytest.approx(0.5)
+    assert [float(stats[name]) for name in ('loss', 'policy_loss', 'value_loss', 'entropy')] == [
+        1.0, 2.0, 3.0, 4.0]
+    # By hand: gradients halved, then one TF1 RMSProp step from mean squares of ones.
+    for variable, gradient in zip(clipped, gradients):
+        half = gradient.numpy() / 2
+        np.testing.assert_allclose(
+            variable, 1.0 - 0.5 * half / np.sqrt(0.9 + 0.1 * half ** 2 + 0.1), rtol=1e-5)
+    unclipped, _ = run(clip_norm=0.0)
+    for variable, gradient in zip(unclipped, gradients):
+        full = gradient.numpy()
+        np.testing.assert_allclose(
+            variable, 1.0 - 0.5 * full / np.sqrt(0.9 + 0.1 * full ** 2 + 0.1), rtol=1e-5)

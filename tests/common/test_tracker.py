@@ -91,3 +91,73 @@ def test_resume_reloads_the_recent_scores(tmp_path):
     assert resumed.episode_stats.mean_score == -20.0
     assert resumed.episodes == 2
     resumed.close()
+
+
+class _Runner:
+    """A context manager that records, when it closes, whether a checkpoint was there."""
+
+    def __init__(self, run_dir):
+        self.run_dir = run_dir
+        self.checkpoint_when_closed = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.checkpoint_when_closed = bool(os.listdir(os.path.join(self.run_dir, 'checkpoints')))
+
+
+def test_run_training_saves_on_ctrl_c_before_the_runner_closes(tmp_path, capsys):
+    run_dir = str(tmp_path)
+    tracker = _make(run_dir, tf.Variable(1.0))
+    runner = _Runner(run_dir)
+
+    def loop(_):
+        tracker.add_steps(12)
+        raise KeyboardInterrupt
+
+    try:
+        tracker_lib.run_training(tracker, lambda: runner, loop)
+        raise AssertionError('the interrupt must go on to the entry point')
+    except KeyboardInterrupt:
+        pass
+    assert runner.checkpoint_when_closed is True
+    assert 'interrupted at step 12; saved' in capsys.readouterr().out
+    assert tracker.logger.metrics._file.closed  # pylint: disable=protected-access
+    resumed = _make(run_dir, tf.Variable(0.0))
+    assert resumed.env_steps == 12
+    resumed.close()
+
+
+def test_run_training_resumes_runs_to_the_end_and_stops_when_complete(tmp_path, capsys):
+    run_dir = str(tmp_path)
+    tracker = _make(run_dir, tf.Variable(1.0))
+    tracker.add_steps(40)
+    tracker.save()
+    tracker.close()
+
+    opened = []
+    resumed = _make(run_dir, tf.Variable(0.0))
+
+    def loop(runner):
+        opened.append(runner)
+        while not resumed.done:
+            resumed.add_steps(30)
+
+    assert tracker_lib.run_training(resumed, lambda: _Runner(run_dir), loop,
+                                    resume_note=' (note)') == 100
+    out = capsys.readouterr().out
+    assert 'resuming from' in out and 'at step 40 (note)' in out and len(opened) == 1
+    complete = _make(run_dir, tf.Variable(0.0))
+    assert complete.env_steps == 100
+    assert tracker_lib.run_training(complete, lambda: _Runner(run_dir), loop) == 100
+    assert 'run already complete: 100 >= total_steps 100' in capsys.readouterr().out
+    assert len(opened) == 1  # a complete run opens no runner
+
+
+def test_frames_per_step_is_the_frame_skip_or_one():
+    class Atari:
+        frame_skip = 4
+
+    assert tracker_lib.frames_per_step(Atari()) == 4
+    assert tracker_lib.frames_per_step(object()) == 1

@@ -8,7 +8,11 @@ import sys
 import time
 
 import gin
+import numpy as np
 import pytest
+
+import common  # noqa: F401
+import tensorflow as tf
 
 from common import app
 from ga3c_tf import main as ga3c_main
@@ -56,6 +60,7 @@ def test_presets_hold_the_original_code_and_paper_values():
     assert (original.learning_rate, original.final_learning_rate) == (3e-4, 3e-4)
     assert (original.entropy_coef, original.log_epsilon, original.clip_norm) == (0.01, 1e-6, 0)
     assert (original.rmsprop_decay, original.rmsprop_epsilon) == (0.99, 0.1)
+    assert gin.query_parameter('RMSProp.initial_mean_square') == 1.0  # TF1's RMSPropOptimizer
     assert original.training_min_batch_size == 0 and original.dynamic_interval_seconds == 20
     assert (original.input_scale, original.input_offset) == (1 / 128, -1.0)
     paper = ga3c_main.configure([os.path.join(root, 'gin/ga3c/paper.gin')], [])
@@ -122,6 +127,45 @@ def test_a3c_cpu_baseline_runs_from_the_same_config(tmp_path):
     rows = _csv_rows(tmp_path / 'run' / 'metrics.csv')
     assert int(rows[-1]['env_steps']) >= 600 and float(rows[-1]['pps']) > 0
     assert int(rows[-1]['updates']) > 0 and os.listdir(tmp_path / 'run' / 'checkpoints')
+
+
+def _model_weights(run_dir):
+    """The model's variables in run_dir's latest checkpoint, by checkpoint key."""
+    reader = tf.train.load_checkpoint(str(run_dir / 'checkpoints'))
+    return {key: reader.get_tensor(key) for key in reader.get_variable_to_shape_map()
+            if key.startswith('model/')}
+
+
+def test_a3c_cpu_resumes_with_its_schedule_updates_and_rmsprop_statistics(tmp_path):
+    # The learning rate anneals to 0 over the first run's 600 steps: a resumed run that took
+    # up the schedule where it ended cannot change the weights any more.
+    bindings = CARTPOLE_BINDINGS + ["GA3CConfig.algorithm = 'a3c_cpu'",
+                                    'GA3CConfig.learning_rate = 0.01',
+                                    'GA3CConfig.final_learning_rate = 0.0',
+                                    'GA3CConfig.anneal_steps = 600']
+    first = _run(_flags(bindings) + ['--run_dir=run'], cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    run_dir = tmp_path / 'run'
+    weights = _model_weights(run_dir)
+    reader = tf.train.load_checkpoint(str(run_dir / 'checkpoints'))
+    mean_square_key = 'rmsprop_mean_square/.ATTRIBUTES/VARIABLE_VALUE'
+    assert reader.get_tensor(mean_square_key).max() > 0
+    updates_before = int(reader.get_tensor('updates/.ATTRIBUTES/VARIABLE_VALUE'))
+    rows_before = len(_csv_rows(run_dir / 'metrics.csv'))
+    assert updates_before >= int(_csv_rows(run_dir / 'metrics.csv')[-1]['updates']) > 0
+
+    again = _run(_flags(bindings + ['GA3CConfig.total_steps = 1200']) + ['--run_dir=run'],
+                 cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert 'resuming from' in again.stdout
+    resumed = _model_weights(run_dir)
+    assert weights.keys() == resumed.keys() and weights
+    for key, value in weights.items():
+        np.testing.assert_array_equal(resumed[key], value, err_msg=key)
+    rows = _csv_rows(run_dir / 'metrics.csv')
+    assert int(rows[-1]['env_steps']) >= 1200
+    assert int(rows[rows_before]['updates']) >= updates_before
+    assert [int(row['updates']) for row in rows] == sorted(int(row['updates']) for row in rows)
 
 
 def _shm_entries():

@@ -47,6 +47,9 @@ def test_presets_parse_and_hold_the_papers_values():
     assert config.learning_rate == pytest.approx(0.0007 * 32)
     assert (config.entropy_coef, config.clip_norm, config.gamma) == (0.01, 40.0, 0.99)
     assert (config.rmsprop_decay, config.rmsprop_epsilon) == (0.99, 0.1)
+    # TF1's RMSPropOptimizer: epsilon inside the sqrt, mean squares starting at ones.
+    assert paac.build_learner(config).optimizer.initial_mean_square == 1.0
+    assert gin.query_parameter('RMSProp.epsilon_inside_sqrt') is True
     assert config.network == 'nips' and config.env_config.game == 'pong'
     original = paac_main.configure(
         [os.path.join(app.PROJECT_ROOT, 'gin/paac/original_code.gin')], [])
