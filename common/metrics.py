@@ -134,7 +134,8 @@ class RunLogger:
     def progress_line(self, row):
         steps, rate = row['env_steps'], row['steps_per_sec']
         total = f'/{format_count(self.total_steps)}' if self.total_steps else ''
-        eta = ((self.total_steps - steps) / rate
+        # A run's last interval can pass total_steps (whole rounds or t_max batches): ETA 0 then.
+        eta = (max(self.total_steps - steps, 0) / rate
                if self.total_steps and rate > 0 else float('nan'))
         score = row['score_mean_100']
         score_text = 'n/a' if math.isnan(score) else f'{score:.1f}'

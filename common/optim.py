@@ -10,6 +10,8 @@ gin knobs here.
 import gin
 import tensorflow as tf
 
+from common import app
+
 
 @gin.configurable
 class RMSProp(tf.Module):
@@ -130,3 +132,25 @@ def apply_actor_critic_gradients(optimizer, gradients, variables, loss, clip_nor
     optimizer.apply_gradients(gradients, variables)
     return {'loss': loss.total, 'policy_loss': loss.policy_loss, 'value_loss': loss.value_loss,
             'entropy': loss.entropy, 'grad_norm': global_norm, 'learning_rate': learning_rate}
+
+
+def require_rmsprop_bindings(set_by):
+    """Raises app.ConfigError, before anything starts, for RMSProp gin bindings that would not
+    take effect or are out of range.
+
+    set_by maps each RMSProp parameter the caller passes itself (gin would silently drop a
+    binding of it) to what to do instead, e.g. {'epsilon': 'set PAACConfig.rmsprop_epsilon'}.
+    """
+    for parameter, instead in set_by.items():
+        try:
+            value = gin.query_parameter(f'RMSProp.{parameter}')
+        except ValueError:  # not bound
+            continue
+        raise app.ConfigError(f'RMSProp.{parameter} = {value!r} would have no effect: {instead}')
+    try:
+        initial = gin.query_parameter('RMSProp.initial_mean_square')
+    except ValueError:
+        return
+    app.require(isinstance(initial, (int, float)) and not isinstance(initial, bool)
+                and initial >= 0,
+                f'RMSProp.initial_mean_square must be a number >= 0, got {initial!r}')

@@ -1,12 +1,14 @@
 """RMSProp against hand-computed updates for both epsilon placements, and the linear schedule."""
 import collections
 
+import gin
 import numpy as np
 import pytest
 
 import common  # noqa: F401
 import tensorflow as tf
 
+from common import app
 from common import optim
 
 
@@ -102,3 +104,23 @@ def test_actor_critic_update_clips_by_global_norm_and_reports_the_norm_before():
         full = gradient.numpy()
         np.testing.assert_allclose(
             variable, 1.0 - 0.5 * full / np.sqrt(0.9 + 0.1 * full ** 2 + 0.1), rtol=1e-5)
+
+
+def test_rmsprop_bindings_that_a_config_overrides_or_that_are_out_of_range_are_refused():
+    gin.clear_config()
+    try:
+        gin.parse_config(['RMSProp.epsilon = 0.5'])
+        with pytest.raises(app.ConfigError, match=r'RMSProp.epsilon = 0.5 would have no effect: '
+                                                  r'set XConfig.rmsprop_epsilon'):
+            optim.require_rmsprop_bindings({'epsilon': 'set XConfig.rmsprop_epsilon'})
+        optim.require_rmsprop_bindings({'decay': 'set XConfig.rmsprop_decay'})  # epsilon is free
+        gin.clear_config()
+        gin.parse_config(['RMSProp.initial_mean_square = -1.0'])
+        with pytest.raises(app.ConfigError, match=r'initial_mean_square must be a number >= 0, '
+                                                  r'got -1.0'):
+            optim.require_rmsprop_bindings({})
+        gin.clear_config()
+        gin.parse_config(['RMSProp.initial_mean_square = 0.0'])
+        optim.require_rmsprop_bindings({})
+    finally:
+        gin.clear_config()

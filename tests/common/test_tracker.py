@@ -63,6 +63,9 @@ def test_progress_line_shows_rate_score_and_eta():
                               'episodes': 3, 'wall_time': 3725.0})
     assert 'steps 500/1000' in line and '100 steps/s' in line and '-20.5' in line
     assert 'elapsed 1:02:05' in line and 'ETA 0:00:05' in line
+    past_the_end = logger_line(fake, {'env_steps': 1010, 'steps_per_sec': 100.0,
+                                      'score_mean_100': 1.0, 'episodes': 3, 'wall_time': 5.0})
+    assert 'ETA 0:00:00' in past_the_end
 
 
 def test_csv_with_other_columns_is_refused_not_overwritten(tmp_path):

@@ -83,6 +83,7 @@ def test_presets_hold_the_papers_values():
     ('DQNConfig.batch_size = 0', 'batch_size'),
     ("AtariConfig.game = 'pongg'", 'pongg'),
     ('DQNConfig.num_workerz = 3', 'num_workerz'),
+    ('RMSProp.centered = False', 'RMSProp.centered = False would have no effect'),
 ])
 def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding, named):
     result = _run('dqn_tf.main', _flags([binding]) + ['--run_dir=run'], cwd=tmp_path)

@@ -74,6 +74,7 @@ def test_presets_hold_the_original_code_and_paper_values():
 @pytest.mark.parametrize('binding, named', [  # the value checks: test_server.py
     ('GA3CConfig.prediction_batch_size = -2', 'prediction_batch_size'),
     ('GA3CConfig.num_agentz = 3', 'num_agentz'),
+    ('RMSProp.initial_mean_square = -1.0', 'initial_mean_square must be a number >= 0'),
 ])
 def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding, named):
     result = _run(_flags([binding], 'gin/ga3c/pong.gin') + ['--run_dir=run'], cwd=tmp_path)

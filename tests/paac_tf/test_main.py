@@ -62,6 +62,7 @@ def test_presets_parse_and_hold_the_papers_values():
     ('PAACConfig.t_max = 0', 't_max'),
     ("AtariConfig.game = 'pongg'", 'pongg'),
     ('PAACConfig.num_envz = 3', 'num_envz'),
+    ('RMSProp.epsilon = 0.5', 'set PAACConfig.rmsprop_epsilon'),
     ('PAACConfig.num_envs = ', 'PAACConfig.num_envs'),
 ])
 def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding, named):
