@@ -134,19 +134,24 @@ def apply_actor_critic_gradients(optimizer, gradients, variables, loss, clip_nor
             'entropy': loss.entropy, 'grad_norm': global_norm, 'learning_rate': learning_rate}
 
 
-def require_rmsprop_bindings(set_by):
+def require_rmsprop_bindings(owner, fixed=(), reason=''):
     """Raises app.ConfigError, before anything starts, for RMSProp gin bindings that would not
     take effect or are out of range.
 
-    set_by maps each RMSProp parameter the caller passes itself (gin would silently drop a
-    binding of it) to what to do instead, e.g. {'epsilon': 'set PAACConfig.rmsprop_epsilon'}.
+    Every paper's learner passes learning_rate, decay and epsilon from its config (owner, e.g.
+    'PAACConfig'), so gin would silently drop RMSProp bindings of them; fixed names further
+    parameters the learner always passes itself, for reason.
     """
-    for parameter, instead in set_by.items():
+    instead = {'learning_rate': f'set {owner}.learning_rate',
+               'decay': f'set {owner}.rmsprop_decay',
+               'epsilon': f'set {owner}.rmsprop_epsilon'}
+    instead.update({parameter: reason for parameter in fixed})
+    for parameter, hint in instead.items():
         try:
             value = gin.query_parameter(f'RMSProp.{parameter}')
         except ValueError:  # not bound
             continue
-        raise app.ConfigError(f'RMSProp.{parameter} = {value!r} would have no effect: {instead}')
+        raise app.ConfigError(f'RMSProp.{parameter} = {value!r} would have no effect: {hint}')
     try:
         initial = gin.query_parameter('RMSProp.initial_mean_square')
     except ValueError:

@@ -41,10 +41,6 @@ from dqn_tf import rounds
 MODES = ('standard', 'concurrent', 'synchronized', 'both')
 
 
-FIXED_RMSPROP = ("fast DQN always runs the paper's centered RMSProp (epsilon inside the sqrt, "
-                 'mean squares from zeros)')
-
-
 @gin.configurable
 @dataclasses.dataclass
 class DQNConfig:
@@ -104,14 +100,10 @@ class DQNConfig:
         """Raises ConfigError naming the first out-of-range value."""
         require = app.require
         app.require_env_config('DQNConfig', self.env_config)
-        optim.require_rmsprop_bindings({
-            'learning_rate': 'set DQNConfig.learning_rate',
-            'decay': 'set DQNConfig.rmsprop_decay',
-            'epsilon': 'set DQNConfig.rmsprop_epsilon',
-            'centered': FIXED_RMSPROP,
-            'epsilon_inside_sqrt': FIXED_RMSPROP,
-            'initial_mean_square': FIXED_RMSPROP,
-        })
+        optim.require_rmsprop_bindings(
+            'DQNConfig', fixed=('centered', 'epsilon_inside_sqrt', 'initial_mean_square'),
+            reason="fast DQN always runs the paper's centered RMSProp (epsilon inside the sqrt, "
+                   'mean squares from zeros)')
         app.require_positive_ints('DQNConfig', self, ('num_workers', 'total_steps', 'batch_size', 'replay_capacity',
                      'target_period', 'train_period', 'prepopulate_steps',
                      'epsilon_decay_steps', 'eval_episodes', 'checkpoint_every_steps',

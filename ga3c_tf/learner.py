@@ -65,11 +65,7 @@ class GA3CConfig:
         """Raises ConfigError naming the first out-of-range value."""
         require = app.require
         app.require_env_config('GA3CConfig', self.env_config)
-        optim.require_rmsprop_bindings({
-            'learning_rate': 'set GA3CConfig.learning_rate',
-            'decay': 'set GA3CConfig.rmsprop_decay',
-            'epsilon': 'set GA3CConfig.rmsprop_epsilon',
-        })
+        optim.require_rmsprop_bindings('GA3CConfig')
         for name, allowed in (('algorithm', ALGORITHMS), ('trainer_input', TRAINER_INPUTS),
                               ('on_agent_death', ON_AGENT_DEATH),
                               ('loss_reduction', ('sum', 'mean'))):

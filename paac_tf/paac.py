@@ -50,11 +50,7 @@ class PAACConfig:
         """Raises ConfigError naming the first out-of-range value."""
         require = app.require
         app.require_env_config('PAACConfig', self.env_config)
-        optim.require_rmsprop_bindings({
-            'learning_rate': 'set PAACConfig.learning_rate',
-            'decay': 'set PAACConfig.rmsprop_decay',
-            'epsilon': 'set PAACConfig.rmsprop_epsilon',
-        })
+        optim.require_rmsprop_bindings('PAACConfig')
         app.require_positive_ints('PAACConfig', self, ('num_envs', 'num_workers', 't_max', 'total_steps'))
         require(not self.alternating_halves or self.num_workers % 2 == 0,
                 f'PAACConfig.alternating_halves needs an even num_workers, '

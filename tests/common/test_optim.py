@@ -112,15 +112,21 @@ def test_rmsprop_bindings_that_a_config_overrides_or_that_are_out_of_range_are_r
         gin.parse_config(['RMSProp.epsilon = 0.5'])
         with pytest.raises(app.ConfigError, match=r'RMSProp.epsilon = 0.5 would have no effect: '
                                                   r'set XConfig.rmsprop_epsilon'):
-            optim.require_rmsprop_bindings({'epsilon': 'set XConfig.rmsprop_epsilon'})
-        optim.require_rmsprop_bindings({'decay': 'set XConfig.rmsprop_decay'})  # epsilon is free
+            optim.require_rmsprop_bindings('XConfig')
+        gin.clear_config()
+        gin.parse_config(['RMSProp.centered = False'])
+        optim.require_rmsprop_bindings('XConfig')  # free unless the learner fixes it
+        with pytest.raises(app.ConfigError, match=r'RMSProp.centered = False would have no '
+                                                  r'effect: always centered'):
+            optim.require_rmsprop_bindings('XConfig', fixed=('centered',),
+                                           reason='always centered')
         gin.clear_config()
         gin.parse_config(['RMSProp.initial_mean_square = -1.0'])
         with pytest.raises(app.ConfigError, match=r'initial_mean_square must be a number >= 0, '
                                                   r'got -1.0'):
-            optim.require_rmsprop_bindings({})
+            optim.require_rmsprop_bindings('XConfig')
         gin.clear_config()
         gin.parse_config(['RMSProp.initial_mean_square = 0.0'])
-        optim.require_rmsprop_bindings({})
+        optim.require_rmsprop_bindings('XConfig')
     finally:
         gin.clear_config()
