@@ -17,6 +17,7 @@ INSTALL_REQUIRES = [
     'opencv-python-headless==4.11.0.86',
     'absl-py==2.5.1',
     'gin-config==0.5.0',
+    'matplotlib==3.10.3',  # common.compare --plot (Agg backend, no display)
 ]
 
 setuptools.setup(

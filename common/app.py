@@ -30,16 +30,31 @@ PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 INVOCATION_FILE = 'invocation.json'
 OPERATIVE_CONFIG_FILE = 'operative_config.gin'
+# What the run's checkpoints hold (paper, environment, model); a rerun that differs is refused.
+RUN_FILE = 'run.json'
 
 
 class ConfigError(ValueError):
     """A configuration value that is out of range; the message names the value and the range."""
 
 
+class RunError(RuntimeError):
+    """A run cannot go on (a worker died, no checkpoint can be read); the message says why and
+    what was saved, in one line."""
+
+
 def require(condition, message):
     """Raises ConfigError(message) unless condition holds; for validating gin values up front."""
     if not condition:
         raise ConfigError(message)
+
+
+def require_field_types(owner, config):
+    """Raises ConfigError naming the first field of the config dataclass whose value is not of
+    its annotated type (a string where a number belongs, ...); call before range checks."""
+    from common import field_types  # pylint: disable=import-outside-toplevel
+    message = field_types.first_type_error(owner, config)
+    require(message is None, message)
 
 
 def require_env_config(owner, env_config):
@@ -99,12 +114,54 @@ def parse_gin(gin_files, gin_bindings):
         raise ConfigError(f'bad gin config {list(gin_files) + list(gin_bindings)}: {detail}')
 
 
-def _read_invocation(run_dir):
-    path = os.path.join(run_dir, INVOCATION_FILE)
+def _read_json(path):
+    """The JSON object in path, None if there is no such file; ConfigError if it is damaged."""
     if not os.path.isfile(path):
         return None
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path) as f:
+            value = json.load(f)
+    except (OSError, ValueError) as error:
+        raise ConfigError(f'{path} is not readable JSON ({error})')
+    if not isinstance(value, dict):
+        raise ConfigError(f'{path} holds {type(value).__name__}, not a JSON object')
+    return value
+
+
+def read_invocation(run_dir):
+    """run_dir's invocation.json, None if it has none; ConfigError if it is damaged."""
+    return _read_json(os.path.join(run_dir, INVOCATION_FILE))
+
+
+def run_identity(paper, env_config, **model):
+    """What a run's checkpoints depend on: paper, environment, observation and action shapes,
+    and the model settings given (network, ...), as plain JSON values."""
+    return {'paper': paper, 'env': env_name(env_config),
+            'observation_shape': [int(size) for size in env_config.observation_shape],
+            'num_actions': int(env_config.num_actions()),
+            **{key: json.loads(json.dumps(value)) for key, value in model.items()}}
+
+
+def check_run_dir(run_dir, identity):
+    """Raises ConfigError, before anything is written, when run_dir cannot take this run: it is
+    a file, its run.json records another paper, environment or model, or it holds checkpoints
+    of which none can be read."""
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise ConfigError(f'--run_dir={run_dir!r} is a file, not a directory')
+    read_invocation(run_dir)  # a damaged one is named here, not after a traceback
+    recorded = _read_json(os.path.join(run_dir, RUN_FILE))
+    if recorded is not None and recorded != identity:
+        differences = '; '.join(
+            f'{key}: {recorded.get(key)!r} there, {identity.get(key)!r} here'
+            for key in sorted(set(recorded) | set(identity))
+            if recorded.get(key) != identity.get(key))
+        raise ConfigError(f'{run_dir} holds another run ({differences}); its checkpoints '
+                          f'cannot be resumed by this command: give another --run_dir')
+    from common import checkpoint  # pylint: disable=import-outside-toplevel  (TensorFlow)
+    try:
+        checkpoint.first_readable(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR), quiet=True)
+    except checkpoint.CheckpointError as error:
+        raise ConfigError(str(error))
 
 
 def resolve_run_dir(paper, game, run_dir, invocation, runs_root='runs'):
@@ -120,7 +177,7 @@ def resolve_run_dir(paper, game, run_dir, invocation, runs_root='runs'):
         candidates = sorted(
             (name for name in os.listdir(runs_root) if name.startswith(prefix)), reverse=True)
         for name in candidates:
-            if _read_invocation(os.path.join(runs_root, name)) == invocation:
+            if read_invocation(os.path.join(runs_root, name)) == invocation:
                 return os.path.join(runs_root, name)
     stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
     path = os.path.join(runs_root, prefix + stamp)
@@ -131,10 +188,15 @@ def resolve_run_dir(paper, game, run_dir, invocation, runs_root='runs'):
     return path
 
 
-def prepare_run_dir(run_dir, invocation):
-    """Creates run_dir and records the invocation; never overwrites what an earlier run wrote."""
+def prepare_run_dir(run_dir, invocation, identity=None):
+    """Creates run_dir and records the invocation (and the identity, once); never overwrites
+    what an earlier run wrote."""
     os.makedirs(run_dir, exist_ok=True)
-    previous = _read_invocation(run_dir)
+    identity_path = os.path.join(run_dir, RUN_FILE)
+    if identity is not None and not os.path.exists(identity_path):
+        with open(identity_path, 'w') as f:
+            json.dump(identity, f, indent=2)
+    previous = read_invocation(run_dir)
     if previous is None:
         with open(os.path.join(run_dir, INVOCATION_FILE), 'w') as f:
             json.dump(invocation, f, indent=2)
@@ -150,11 +212,14 @@ def env_name(env_config):
     return getattr(env_config, 'game', None) or getattr(env_config, 'env_id', 'env')
 
 
-def start_run_dir(paper, env_config):
-    """Resolves, creates and records the run directory for this command's flags; prints it."""
+def start_run_dir(paper, env_config, **model):
+    """Resolves, checks (check_run_dir), creates and records the run directory for this
+    command's flags; prints it. model: the settings the checkpoints depend on (network, ...)."""
     invocation = {'paper': paper, 'gin_files': FLAGS.gin_file, 'gin_bindings': FLAGS.gin_bindings}
+    identity = run_identity(paper, env_config, **model)
     run_dir = resolve_run_dir(paper, env_name(env_config), FLAGS.run_dir, invocation)
-    prepare_run_dir(run_dir, invocation)
+    check_run_dir(run_dir, identity)
+    prepare_run_dir(run_dir, invocation, identity)
     print(f'run directory: {run_dir}')
     return run_dir
 
@@ -192,8 +257,18 @@ def _already_stopping(signum, frame):
                                   f'(saving a checkpoint, ending workers)\n'.encode())
 
 
-def run(main_fn):
-    """absl.app.run with ConfigError/KeyboardInterrupt turned into clean one-line exits."""
+def _parse_flags(argv):
+    """absl's flag parsing with a bad flag value as one line, exit 2 (absl prints two, exit 1)."""
+    try:
+        return FLAGS(argv)
+    except flags.Error as error:
+        fail(str(error))
+
+
+def run(main_fn, takes_args=False):
+    """absl.app.run with bad flags, ConfigError, RunError and KeyboardInterrupt turned into
+    clean one-line exits. main_fn() gets the positional arguments if takes_args (else any is
+    an error) and may return an exit status."""
 
     def wrapped(argv):
         # SIGTERM (e.g. from a job scheduler) ends a run as cleanly as Ctrl-C: checkpoint, stop.
@@ -202,12 +277,14 @@ def run(main_fn):
         # TensorFlow's Python INFO lines (e.g. at every checkpoint) would break up the progress
         # lines; warnings and errors still show.
         logging.set_verbosity(logging.WARNING)
-        if len(argv) > 1:
+        if len(argv) > 1 and not takes_args:
             fail(f'unexpected arguments {argv[1:]}; use --gin_file / --gin_bindings / --run_dir')
         try:
-            return main_fn()
+            return main_fn(argv[1:]) if takes_args else main_fn()
         except ConfigError as error:
             fail(str(error))
+        except RunError as error:
+            fail(str(error), exit_code=1)
         except KeyboardInterrupt:
             # Saved and stopped; Python resets handlers to the default (kill) while it exits,
             # but leaves ignored signals ignored, so a late one cannot change the exit status.
@@ -216,4 +293,4 @@ def run(main_fn):
             print('interrupted', file=sys.stderr)
             sys.exit(130)
 
-    app.run(wrapped)
+    app.run(wrapped, flags_parser=_parse_flags)

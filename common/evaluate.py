@@ -7,7 +7,6 @@ one batched pool, so evaluation costs one inference per step for all episodes.
 import csv
 import dataclasses
 import importlib
-import json
 import os
 import time
 
@@ -56,11 +55,14 @@ def run_episodes(env_config, policy_fn, num_episodes, seed=12345):
     return scores
 
 
-def write_eval_row(run_dir, env_steps, scores, seconds):
-    """Appends one evaluation round to run_dir/eval.csv (header only when the file is new)."""
+def write_eval_row(run_dir, env_steps, scores, seconds, wall_time):
+    """Appends one evaluation round to run_dir/eval.csv (header only when the file is new).
+
+    wall_time: the run's training seconds when the evaluated policy was saved, the clock of
+    metrics.csv's wall_time; seconds: how long the evaluation itself took."""
     path = os.path.join(run_dir, 'eval.csv')
     is_new = not os.path.exists(path)
-    row = {'wall_time': time.time(), 'env_steps': env_steps, 'episodes': len(scores),
+    row = {'wall_time': wall_time, 'env_steps': env_steps, 'episodes': len(scores),
            'score_mean': float(np.mean(scores)), 'score_min': float(np.min(scores)),
            'score_max': float(np.max(scores)), 'score_std': float(np.std(scores)),
            'seconds': seconds}
@@ -87,26 +89,31 @@ def actor_critic_policy(run_dir, make_config, make_learner, greedy=False):
 
 def evaluate_run(run_dir, num_episodes=30, greedy=False, seed=12345):
     """Restores run_dir's policy through its paper package and evaluates it; returns the row."""
-    invocation_path = os.path.join(run_dir, app.INVOCATION_FILE)
-    if not os.path.isfile(invocation_path):
+    invocation = app.read_invocation(run_dir)
+    if invocation is None:
         raise app.ConfigError(f'{run_dir!r} is not a run directory (no {app.INVOCATION_FILE})')
-    with open(invocation_path) as f:
-        paper = json.load(f)['paper']
-    paper_main = importlib.import_module(f'{paper}_tf.main')
+    paper = invocation.get('paper')
+    try:
+        paper_main = importlib.import_module(f'{paper}_tf.main')
+    except ModuleNotFoundError:
+        raise app.ConfigError(f'{os.path.join(run_dir, app.INVOCATION_FILE)} names paper '
+                              f'{paper!r}, which has no package {paper}_tf')
     env_config, policy_fn, env_steps = paper_main.load_policy(run_dir, greedy=greedy)
+    from common import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
+    trained_seconds = checkpoint_lib.trained_seconds(run_dir)
     start = time.perf_counter()
     scores = run_episodes(evaluation_env_config(env_config), policy_fn, num_episodes, seed)
-    return write_eval_row(run_dir, env_steps, scores, time.perf_counter() - start)
+    return write_eval_row(run_dir, env_steps, scores, time.perf_counter() - start,
+                          trained_seconds)
 
 
 def main():
     flags_ = flags.FLAGS
     if not flags_.run_dir:
         app.fail('--run_dir is required')
-    try:
-        row = evaluate_run(flags_.run_dir, flags_.num_episodes, flags_.greedy, flags_.seed)
-    except FileNotFoundError as error:
-        app.fail(str(error))
+    if flags_.num_episodes <= 0:
+        app.fail(f'--num_episodes must be > 0, got {flags_.num_episodes}')
+    row = evaluate_run(flags_.run_dir, flags_.num_episodes, flags_.greedy, flags_.seed)
     print(f"{row['episodes']} episodes at step {row['env_steps']:,}: mean {row['score_mean']:.2f}"
           f" min {row['score_min']:.1f} max {row['score_max']:.1f} std {row['score_std']:.2f}"
           f" -> {os.path.join(flags_.run_dir, 'eval.csv')}")

@@ -4,10 +4,13 @@ Image models take uint8 (N, H, W, C) observations and scale them inside the mode
 arrays go to the device as they are (4x fewer bytes than float32). Float observations (CartPole)
 are used as they come.
 
-Layers keep Keras' default initializers (Glorot-uniform kernels, zero biases): the originals
-differ from each other (TF1 variance scaling in GA3C, fan-in uniform in PAAC's code), none is
-tied to a reported result, so no paper-specific scheme is reproduced here.
-Convolutions use 'valid' padding, as in the DQN and A3C papers.
+Initializers: Keras' default (Glorot-uniform kernels, zero biases), or 'fan_in_uniform': kernels
+and biases from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), Torch7's default, which both actor-critic
+originals use (alfredvc/paac networks.py, NVlabs/GA3C NetworkVP.py). Under RMSProp with the
+papers' epsilon of 0.1 the update is close to plain SGD, so the weights' starting scale sets
+how fast each layer moves; the actor-critic presets use the originals' scheme.
+Convolutions use 'valid' padding, as in the DQN and A3C papers, unless padding='same' (GA3C's
+code pads: 84x84 -> 21x21 -> 11x11 on nips).
 """
 import gin
 import tensorflow as tf
@@ -15,28 +18,31 @@ import tensorflow as tf
 layers = tf.keras.layers
 
 
-def nips(name='nips'):
+PADDINGS = ('valid', 'same')
+
+
+def nips(padding='valid', name='nips'):
     """A3C-FF / Mnih et al. 2013 torso (PAAC's archnips): two convs and a 256-unit layer."""
     return tf.keras.Sequential([
-        layers.Conv2D(16, 8, strides=4, activation='relu'),
-        layers.Conv2D(32, 4, strides=2, activation='relu'),
+        layers.Conv2D(16, 8, strides=4, padding=padding, activation='relu'),
+        layers.Conv2D(32, 4, strides=2, padding=padding, activation='relu'),
         layers.Flatten(),
         layers.Dense(256, activation='relu'),
     ], name=name)
 
 
-def nature(name='nature'):
+def nature(padding='valid', name='nature'):
     """Mnih et al. 2015 DQN torso (PAAC's archnature): three convs and a 512-unit layer."""
     return tf.keras.Sequential([
-        layers.Conv2D(32, 8, strides=4, activation='relu'),
-        layers.Conv2D(64, 4, strides=2, activation='relu'),
-        layers.Conv2D(64, 3, strides=1, activation='relu'),
+        layers.Conv2D(32, 8, strides=4, padding=padding, activation='relu'),
+        layers.Conv2D(64, 4, strides=2, padding=padding, activation='relu'),
+        layers.Conv2D(64, 3, strides=1, padding=padding, activation='relu'),
         layers.Flatten(),
         layers.Dense(512, activation='relu'),
     ], name=name)
 
 
-def ga3c_large(first_stride=4, name='ga3c_large'):
+def ga3c_large(first_stride=4, padding='valid', name='ga3c_large'):
     """GA3C's larger DNNs (paper, footnote 2): nips with 32 first-layer filters, a third conv.
 
     The paper varies the first stride from 4 down to 1 to raise the compute per frame; the
@@ -45,9 +51,9 @@ def ga3c_large(first_stride=4, name='ga3c_large'):
     if first_stride not in (1, 2, 3, 4):
         raise ValueError(f'first_stride={first_stride!r}; allowed: 1, 2, 3, 4')
     return tf.keras.Sequential([
-        layers.Conv2D(32, 8, strides=first_stride, activation='relu'),
-        layers.Conv2D(32, 4, strides=2, activation='relu'),
-        layers.Conv2D(64, 4, strides=2, activation='relu'),
+        layers.Conv2D(32, 8, strides=first_stride, padding=padding, activation='relu'),
+        layers.Conv2D(32, 4, strides=2, padding=padding, activation='relu'),
+        layers.Conv2D(64, 4, strides=2, padding=padding, activation='relu'),
         layers.Flatten(),
         layers.Dense(256, activation='relu'),
     ], name=f'{name}_stride{first_stride}')
@@ -127,7 +133,13 @@ def make_torso(network, observation_shape, torso_kwargs=None):
     if network in IMAGE_NETWORKS and len(observation_shape) != 3:
         raise ValueError(f'network={network!r} needs (H, W, C) observations; '
                          f'got observation_shape={tuple(observation_shape)}')
+    padding = (torso_kwargs or {}).get('padding', 'valid')
+    if padding not in PADDINGS:
+        raise ValueError(f'padding={padding!r}; allowed: {PADDINGS}')
     return TORSOS[network](**(torso_kwargs or {}))
+
+
+INITIALIZERS = ('glorot_uniform', 'fan_in_uniform')
 
 
 def build(model, observation_shape, observation_dtype):
@@ -136,14 +148,43 @@ def build(model, observation_shape, observation_dtype):
     return model
 
 
+def fan_in_uniform(model, seed):
+    """Redraws every Dense and Conv2D kernel and bias of a built model from U(-d, d),
+    d = 1/sqrt(fan_in), fan_in = the inputs of one unit (kernel size x input channels)."""
+    generator = tf.random.Generator.from_seed(seed)
+    for layer in model.submodules:
+        if not isinstance(layer, (layers.Dense, layers.Conv2D)):
+            continue
+        fan_in = 1
+        for size in layer.kernel.shape[:-1]:
+            fan_in *= int(size)
+        limit = 1.0 / fan_in ** 0.5
+        for variable in (layer.kernel, layer.bias):
+            variable.assign(generator.uniform(variable.shape, -limit, limit, variable.dtype))
+    return model
+
+
+def initialize(model, initializer, seed):
+    """Applies the named initializer to a built model ('glorot_uniform': Keras' own, kept)."""
+    if initializer not in INITIALIZERS:
+        raise ValueError(f'initializer={initializer!r}; allowed: {INITIALIZERS}')
+    if initializer == 'fan_in_uniform':
+        fan_in_uniform(model, seed)
+    return model
+
+
 @gin.configurable
 def make_actor_critic(num_actions, observation_shape, observation_dtype, network='nips',
-                      input_scale=1 / 255, input_offset=0.0, torso_kwargs=None):
-    """A built ActorCriticNetwork; GA3C's original scaling is input_scale=1/128, offset=-1."""
+                      input_scale=1 / 255, input_offset=0.0, torso_kwargs=None,
+                      initializer='glorot_uniform', seed=0):
+    """A built ActorCriticNetwork; GA3C's original scaling is input_scale=1/128, offset=-1.
+
+    initializer: 'glorot_uniform' (Keras' default) or 'fan_in_uniform' (seeded by seed).
+    """
     torso = make_torso(network, observation_shape, torso_kwargs)
     model = ActorCriticNetwork(torso, num_actions, input_scale=input_scale,
                                input_offset=input_offset)
-    return build(model, observation_shape, observation_dtype)
+    return initialize(build(model, observation_shape, observation_dtype), initializer, seed)
 
 
 @gin.configurable

@@ -8,9 +8,11 @@ import csv
 import os
 import time
 
+from common import app
 from common import checkpoint as checkpoint_lib
 from common import metrics
 from common import scalars
+from common.envs import pools
 
 
 class RunTracker:
@@ -159,6 +161,12 @@ def run_training(tracker, open_runner, loop, resume_note=''):
                 print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the same '
                       f'command to resume')
                 raise
+            except pools.WorkerDiedError as error:
+                # The learner is whole (a worker only steps environments or feeds it): keep it.
+                path = tracker.save()
+                first_line = str(error).strip().splitlines()[0]
+                raise app.RunError(f'{first_line}; run stopped at step {tracker.env_steps:,}, '
+                                   f'saved {path}; rerun the same command to resume') from error
         tracker.save()
         return tracker.env_steps
     finally:

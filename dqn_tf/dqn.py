@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from common import app
 from common import evaluate
+from common import interval_means
 from common import losses
 from common import networks
 from common import optim
@@ -99,6 +100,7 @@ class DQNConfig:
     def validate(self):
         """Raises ConfigError naming the first out-of-range value."""
         require = app.require
+        app.require_field_types('DQNConfig', self)
         app.require_env_config('DQNConfig', self.env_config)
         optim.require_rmsprop_bindings(
             'DQNConfig', fixed=('centered', 'epsilon_inside_sqrt', 'initial_mean_square'),
@@ -178,6 +180,7 @@ class DQNLearner(tf.Module):
             epsilon=config.rmsprop_epsilon, centered=True, epsilon_inside_sqrt=True,
             initial_mean_square=0.0)  # DeepMind's centered RMSProp and tf.keras' start at zeros
         self.optimizer.build(self.online.trainable_variables)
+        self.update_means = interval_means.IntervalMeans(('loss',))
         observation_spec = tf.TensorSpec((None,) + tuple(observation_shape),
                                          tf.as_dtype(observation_dtype))
         self.online_greedy = tf.function(lambda obs: self._greedy(self.online, obs),
@@ -220,6 +223,7 @@ class DQNLearner(tf.Module):
         with tf.GradientTape() as tape:
             loss = self.loss(observations, actions, rewards, next_observations, terminals)
         self.optimizer.apply_gradients(tape.gradient(loss, variables), variables)
+        self.update_means.add({'loss': loss})
         return loss
 
     def _train_steps(self, observations, actions, rewards, next_observations, terminals):
@@ -416,7 +420,6 @@ class FastDQN:
         self.gate = rounds.RoundGate(num_workers, chained=config.synchronized)
         self.samplers = []
         self.trainer = None
-        self.last_loss = None
         self.minibatches = 0  # trained by this runner (any thread)
         self.steps_since_train = 0
         try:
@@ -473,12 +476,12 @@ class FastDQN:
         self.train_on(self.replay.sample(self.config.batch_size))
 
     def train_on(self, batch):
-        self.last_loss = self.learner.train_step(*batch)
+        self.learner.train_step(*batch)
         self.minibatches += 1
 
     def train_on_stack(self, batches):
         """Trains a (K, B, ...) stack of minibatches (replay.sample_stacked) in one call."""
-        self.last_loss = self.learner.train_steps(*batches)
+        self.learner.train_steps(*batches)
         self.minibatches += len(batches.actions)
 
     def run_period(self, first_step, num_steps, on_round=None):
@@ -541,14 +544,15 @@ def epsilon_greedy_policy(learner, epsilon, seed):
     return policy
 
 
-def evaluate_now(config, learner, run_dir, env_steps):
+def evaluate_now(config, learner, run_dir, env_steps, trained_seconds):
     """The paper's evaluation round (epsilon 0.05, separate environments) into eval.csv."""
     start = time.perf_counter()
     scores = evaluate.run_episodes(
         evaluate.evaluation_env_config(config.env_config),
         epsilon_greedy_policy(learner, config.eval_epsilon, config.seed + env_steps),
         config.eval_episodes, seed=config.seed + 7919 + env_steps)
-    row = evaluate.write_eval_row(run_dir, env_steps, scores, time.perf_counter() - start)
+    row = evaluate.write_eval_row(run_dir, env_steps, scores, time.perf_counter() - start,
+                                  trained_seconds)
     print(f"eval at step {env_steps:,}: mean {row['score_mean']:.2f} over "
           f"{row['episodes']} episodes", flush=True)
     return row
@@ -600,11 +604,12 @@ def _train_loop(config, runner, tracker, run_dir):
         tracker.maybe_checkpoint()
         if config.eval_every_steps and (tracker.env_steps // config.eval_every_steps
                                         > previous // config.eval_every_steps):
-            evaluate_now(config, runner.learner, run_dir, tracker.env_steps)
+            evaluate_now(config, runner.learner, run_dir, tracker.env_steps,
+                         tracker.clock.elapsed())
 
 
 def _log_interval(runner, tracker):
-    loss = runner.last_loss
+    """One metrics row; loss is the mean over the interval's minibatches (NaN with none)."""
     tracker.log_interval(int(runner.learner.optimizer.iterations.numpy()), {
-        'epsilon': runner.epsilon, 'loss': float(loss.numpy()) if loss is not None else np.nan,
+        'epsilon': runner.epsilon, **runner.learner.update_means.take(),
         'replay_size': len(runner.replay), 'minibatches': runner.minibatches})

@@ -19,7 +19,7 @@ def configure(gin_files, gin_bindings):
 def main():
     config = configure(FLAGS.gin_file, FLAGS.gin_bindings)
     app.set_intra_op_threads(config.intra_op_threads())
-    run_dir = app.start_run_dir(PAPER, config.env_config)
+    run_dir = app.start_run_dir(PAPER, config.env_config, network=config.network)
     dqn.train(config, run_dir, on_start=lambda: app.write_operative_config(run_dir))
 
 

@@ -11,8 +11,10 @@ Conditions: the samplers share the cores with the learner here, and every wake-u
 """
 import _thread
 
+from common.envs import pools
 
-class SamplerFailed(RuntimeError):
+
+class SamplerFailed(pools.WorkerDiedError):
     """A sampler thread raised during its step; the cause is chained."""
 
 

@@ -6,6 +6,7 @@ import gin
 import tensorflow as tf
 
 from common import app
+from common import interval_means
 from common import losses
 from common import networks
 from common import optim
@@ -14,6 +15,8 @@ from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401
 
 ALGORITHMS = ('ga3c', 'a3c_cpu')
+# Per-update statistics of the trainers, logged as means over each log interval.
+UPDATE_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate')
 TRAINER_INPUTS = ('direct', 'tf_data')
 ON_AGENT_DEATH = ('stop', 'replace')
 
@@ -42,6 +45,8 @@ class GA3CConfig:
     trainer_input: str = 'direct'        # 'direct' or 'tf_data' (measured, see the note)
     network: str = 'nips'
     torso_kwargs: Optional[dict] = None  # e.g. {'first_stride': 2} for 'ga3c_large'
+    conv_padding: str = 'same'           # NetworkVP.py's conv2d_layer pads ('SAME')
+    initializer: str = 'fan_in_uniform'  # NetworkVP.py: weights and biases U(+-1/sqrt(fan_in))
     input_scale: float = 1 / 128         # x / 128 - 1 as in the original code
     input_offset: float = -1.0
     learning_rate: float = 3e-4          # LEARNING_RATE_START
@@ -64,6 +69,7 @@ class GA3CConfig:
     def validate(self):
         """Raises ConfigError naming the first out-of-range value."""
         require = app.require
+        app.require_field_types('GA3CConfig', self)
         app.require_env_config('GA3CConfig', self.env_config)
         optim.require_rmsprop_bindings('GA3CConfig')
         for name, allowed in (('algorithm', ALGORITHMS), ('trainer_input', TRAINER_INPUTS),
@@ -92,6 +98,10 @@ class GA3CConfig:
             stride = (self.torso_kwargs or {}).get('first_stride', 4)
             require(stride in (1, 2, 3, 4),
                     f'GA3CConfig.torso_kwargs first_stride={stride!r}; allowed: 1, 2, 3, 4')
+        require(self.conv_padding in networks.PADDINGS,
+                f'GA3CConfig.conv_padding={self.conv_padding!r}; allowed: {networks.PADDINGS}')
+        require(self.initializer in networks.INITIALIZERS,
+                f'GA3CConfig.initializer={self.initializer!r}; allowed: {networks.INITIALIZERS}')
         require(0 < self.gamma <= 1, f'GA3CConfig.gamma must be in (0, 1], got {self.gamma}')
         for name in ('learning_rate', 'rmsprop_epsilon', 'log_every_seconds',
                      'dynamic_interval_seconds'):
@@ -117,11 +127,14 @@ class GA3CConfig:
         """Arguments of networks.make_actor_critic, explicit so that other processes can rebuild
         the model without the gin config."""
         env_config = self.env_config
+        torso_kwargs = dict(self.torso_kwargs or {})
+        if self.network in networks.IMAGE_NETWORKS:
+            torso_kwargs.setdefault('padding', self.conv_padding)
         return dict(num_actions=env_config.num_actions(),
                     observation_shape=tuple(env_config.observation_shape),
                     observation_dtype=env_config.observation_dtype, network=self.network,
                     input_scale=self.input_scale, input_offset=self.input_offset,
-                    torso_kwargs=self.torso_kwargs)
+                    torso_kwargs=torso_kwargs, initializer=self.initializer, seed=self.seed)
 
     def learning_rate_schedule(self):
         """Env steps -> learning rate: linear from learning_rate to final_learning_rate."""
@@ -157,6 +170,7 @@ class GA3CLearner(tf.Module):
             epsilon=config.rmsprop_epsilon)
         self.optimizer.build(self.model.trainable_variables)
         self.generator = tf.random.Generator.from_seed(config.seed)
+        self.update_means = interval_means.IntervalMeans(UPDATE_STATS)
         spec = observation_spec(config)
         self.predict = tf.function(self._predict, input_signature=[spec])
         self.train_step = tf.function(self._train_step, input_signature=list(
@@ -193,5 +207,7 @@ class GA3CLearner(tf.Module):
             if config.loss_reduction == 'sum':
                 objective = objective * tf.cast(tf.shape(actions)[0], tf.float32)
         gradients = tape.gradient(objective, variables)
-        return optim.apply_actor_critic_gradients(self.optimizer, gradients, variables, loss,
-                                                  config.clip_norm)
+        stats = optim.apply_actor_critic_gradients(self.optimizer, gradients, variables, loss,
+                                                   config.clip_norm)
+        self.update_means.add(stats)
+        return stats

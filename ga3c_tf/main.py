@@ -3,8 +3,6 @@
 GA3CConfig.algorithm = 'a3c_cpu' runs the paper's CPU A3C baseline on the same config instead.
 Play a trained run: `python -m common.evaluate --run_dir=runs/ga3c-pong-...`.
 """
-import sys
-
 from absl import flags
 
 from common import app
@@ -32,15 +30,11 @@ def train(config, run_dir):
 
 def main():
     config = configure(FLAGS.gin_file, FLAGS.gin_bindings)
-    run_dir = app.start_run_dir(PAPER, config.env_config)
+    run_dir = app.start_run_dir(
+        PAPER, config.env_config, algorithm=config.algorithm, network=config.network,
+        torso_kwargs=config.model_kwargs()['torso_kwargs'])
     app.write_operative_config(run_dir)
-    from ga3c_tf import server  # pylint: disable=import-outside-toplevel
-    try:
-        train(config, run_dir)
-    except server.AgentDiedError as error:
-        print(f'error: {error}; run stopped (progress up to the last checkpoint is kept)',
-              file=sys.stderr)
-        sys.exit(1)
+    train(config, run_dir)  # a dead agent: one line and a checkpoint (app.RunError)
 
 
 def load_policy(run_dir, greedy=False):

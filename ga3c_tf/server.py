@@ -26,7 +26,7 @@ AGENT_POLL_SECONDS = 0.1  # the same for agent processes
 JOIN_SECONDS = 5.0        # how long close() waits for agents before terminating them
 
 
-class AgentDiedError(RuntimeError):
+class AgentDiedError(pools.WorkerDiedError):
     """An agent process ended without being asked to (on_agent_death='stop')."""
 
 
@@ -70,7 +70,6 @@ class GA3CServer:
         self._retired = {'predictions': 0, 'batches': 0, 'updates': 0, 'samples': 0}
         self._lock = threading.Lock()
         self.updates = int(learner.optimizer.iterations.numpy())  # the model version
-        self.last_stats = None
         self._lags = []
         self._signature = learner_lib.train_signature(config)
         self._closed = False
@@ -232,11 +231,10 @@ class GA3CServer:
     def _train(self, observations, actions, returns, versions):
         with self._lock:
             version_now = self.updates
-        stats = self.learner.train_step(observations, actions, returns)
+        self.learner.train_step(observations, actions, returns)
         lags = version_now - np.asarray(versions)
         with self._lock:
             self.updates += 1
-            self.last_stats = stats
             self._lags.append((float(lags.sum()), len(lags), int(lags.max())))
 
     def add_trainer(self):
@@ -331,8 +329,8 @@ class GA3CServer:
 
 GA3C_COLUMNS = ('pps', 'tps', 'frames_per_sec', 'num_agents', 'num_predictors', 'num_trainers',
                 'prediction_queue_size', 'training_queue_size', 'mean_prediction_batch',
-                'mean_training_batch', 'mean_policy_lag', 'max_policy_lag', 'loss',
-                'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate')
+                'mean_training_batch', 'mean_policy_lag', 'max_policy_lag'
+                ) + learner_lib.UPDATE_STATS
 
 
 def make_annealer(config):
@@ -374,9 +372,7 @@ class _IntervalMeter:
             'mean_training_batch': delta['samples'] / max(delta['updates'], 1),
             'mean_policy_lag': mean_lag, 'max_policy_lag': max_lag,
         }
-        stats = self.server.last_stats
-        if stats is not None:
-            row.update({name: float(value.numpy()) for name, value in stats.items()})
+        row.update(self.server.learner.update_means.take())
         return row
 
 

@@ -30,7 +30,7 @@ def make_pool(env_config, num_envs, seed, num_workers, num_groups=1):
 
 def main():
     config = configure(FLAGS.gin_file, FLAGS.gin_bindings)
-    run_dir = app.start_run_dir(PAPER, config.env_config)
+    run_dir = app.start_run_dir(PAPER, config.env_config, network=config.network)
     learner_config_written = False
 
     def make_pool_and_record_config(*args, **kwargs):

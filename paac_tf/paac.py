@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from common import app
+from common import interval_means
 from common import losses
 from common import networks
 from common import optim
@@ -35,7 +36,13 @@ class PAACConfig:
     rmsprop_decay: float = 0.99
     rmsprop_epsilon: float = 0.1
     entropy_coef: float = 0.01         # beta
-    value_loss_coef: float = 1.0       # equation (11): gradient of the squared error
+    # The loss as the authors' code computes it (alfredvc/paac policy_v_network.py):
+    # loss_scale * (mean actor objective + value_loss_coef * mean (R - V)^2). Equations (10)-(11)
+    # print the plain means (loss_scale 1, value_loss_coef 1); the code's 5 restores the sum over
+    # the t_max = 5 steps that alpha was tuned for.
+    loss_scale: float = 5.0
+    value_loss_coef: float = 0.25
+    initializer: str = 'fan_in_uniform'  # the code's U(+-1/sqrt(fan_in)); 'glorot_uniform': Keras
     clip_norm: float = 40.0            # global-norm gradient clipping; 0 disables
     gamma: float = 0.99
     seed: int = 0
@@ -49,6 +56,7 @@ class PAACConfig:
     def validate(self):
         """Raises ConfigError naming the first out-of-range value."""
         require = app.require
+        app.require_field_types('PAACConfig', self)
         app.require_env_config('PAACConfig', self.env_config)
         optim.require_rmsprop_bindings('PAACConfig')
         app.require_positive_ints('PAACConfig', self, ('num_envs', 'num_workers', 't_max', 'total_steps'))
@@ -68,6 +76,11 @@ class PAACConfig:
         require(self.clip_norm >= 0, f'PAACConfig.clip_norm must be >= 0, got {self.clip_norm}')
         require(self.entropy_coef >= 0,
                 f'PAACConfig.entropy_coef must be >= 0, got {self.entropy_coef}')
+        require(self.value_loss_coef >= 0,
+                f'PAACConfig.value_loss_coef must be >= 0, got {self.value_loss_coef}')
+        require(self.loss_scale > 0, f'PAACConfig.loss_scale must be > 0, got {self.loss_scale}')
+        require(self.initializer in networks.INITIALIZERS,
+                f'PAACConfig.initializer={self.initializer!r}; allowed: {networks.INITIALIZERS}')
         require(self.log_every_seconds > 0, f'PAACConfig.log_every_seconds must be > 0, '
                                             f'got {self.log_every_seconds}')
         require(self.checkpoint_every_steps > 0, f'PAACConfig.checkpoint_every_steps must be '
@@ -92,7 +105,8 @@ class PAACLearner(tf.Module):
         self.config = config
         self.model = networks.make_actor_critic(
             num_actions=num_actions, observation_shape=observation_shape,
-            observation_dtype=observation_dtype, network=config.network)
+            observation_dtype=observation_dtype, network=config.network,
+            initializer=config.initializer, seed=config.seed)
         anneal_updates = max(1, (config.anneal_steps or config.total_steps)
                              // config.steps_per_update)
         self.optimizer = optim.RMSProp(
@@ -101,6 +115,7 @@ class PAACLearner(tf.Module):
             decay=config.rmsprop_decay, epsilon=config.rmsprop_epsilon)
         self.optimizer.build(self.model.trainable_variables)
         self.generator = tf.random.Generator.from_seed(config.seed)
+        self.update_means = interval_means.IntervalMeans(UPDATE_STATS)
         dtype = tf.as_dtype(observation_dtype)
         self.act = tf.function(self._act, input_signature=[
             tf.TensorSpec((None,) + tuple(observation_shape), dtype)])
@@ -138,9 +153,12 @@ class PAACLearner(tf.Module):
                 logits=logits, values=values, actions=tf.reshape(actions, [-1]),
                 returns=tf.reshape(returns, [-1]), entropy_coef=config.entropy_coef,
                 value_loss_coef=config.value_loss_coef)
-        gradients = tape.gradient(loss.total, variables)
-        return optim.apply_actor_critic_gradients(self.optimizer, gradients, variables, loss,
-                                                  config.clip_norm)
+            objective = config.loss_scale * loss.total
+        gradients = tape.gradient(objective, variables)
+        stats = optim.apply_actor_critic_gradients(self.optimizer, gradients, variables, loss,
+                                                   config.clip_norm)
+        self.update_means.add(stats)
+        return stats
 
 
 class RolloutBuffer:
@@ -244,8 +262,9 @@ class PAAC:
         return phases
 
 
-PAAC_COLUMNS = ('env_share', 'act_share', 'learn_share', 'loss', 'policy_loss', 'value_loss',
-                'entropy', 'grad_norm', 'learning_rate')
+# Per-update statistics, logged as means over each log interval.
+UPDATE_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate')
+PAAC_COLUMNS = ('env_share', 'act_share', 'learn_share') + UPDATE_STATS
 
 
 def build_learner(config):
@@ -288,5 +307,5 @@ def _log_interval(paac, tracker, learner):
     phases = paac.take_phase_seconds()
     wall_seconds = tracker.interval_seconds()
     extra = {f'{name}_share': seconds / wall_seconds for name, seconds in phases.items()}
-    extra.update({name: float(value.numpy()) for name, value in paac.last_stats.items()})
+    extra.update(learner.update_means.take())
     tracker.log_interval(int(learner.optimizer.iterations.numpy()), extra)

@@ -14,6 +14,8 @@ import cv2
 import gin
 import numpy as np
 
+from common import field_types
+
 VARIANTS = ('nature', 'stooke')
 # Default start-up decorrelation per variant (Stooke & Abbeel use rlpyt's
 # max_decorrelation_steps=100; the nature-family papers use none).
@@ -62,7 +64,8 @@ class AtariConfig:
     noop_max: int = 30                # each reset: uniform 1..noop_max no-op frames; 0 = none
     clip_rewards: bool = True         # to [-1, 1]; episode_return stays the game score
     episodic_life: bool = False       # a life loss is terminal (without a reset)
-    fire_reset: bool = False          # press FIRE after a reset (and a life loss if episodic)
+    fire_reset: bool = False          # press FIRE after a reset (and a life loss if episodic),
+                                      # in games that have FIRE (baselines' wrap_deepmind)
     repeat_action_probability: float = 0.0  # sticky actions; 0 as in the papers
     max_episode_steps: int = 27000    # agent steps (108,000 frames); 0 = no cap
     decorrelation_steps: Optional[int] = None  # at the first reset, uniform 0..this many random
@@ -76,12 +79,17 @@ class AtariConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad field, before any process starts."""
+        type_error = field_types.first_type_error('AtariConfig', self)
+        if type_error:
+            raise ValueError(type_error)
         all_games = ale_py.roms.get_all_rom_ids()
         if self.game not in all_games:
-            close = difflib.get_close_matches(str(self.game), all_games, n=3) or all_games[:3]
+            close = difflib.get_close_matches(str(self.game).lower().replace(' ', '_'),
+                                              all_games, n=3, cutoff=0.5)
+            hint = f'close ones: {", ".join(close)}; ' if close else ''
             raise ValueError(
-                f'AtariConfig.game={self.game!r} is not an ale_py ROM id (close ones: '
-                f'{", ".join(close)}); list all with ale_py.roms.get_all_rom_ids()')
+                f'AtariConfig.game={self.game!r} is not an ale_py ROM id ({hint}list all with '
+                f'ale_py.roms.get_all_rom_ids())')
         if self.variant not in VARIANTS:
             raise ValueError(f'AtariConfig.variant={self.variant!r}; allowed: {VARIANTS}')
         for name, minimum in (('frame_skip', 1), ('stack', 1), ('noop_max', 0),
@@ -102,15 +110,18 @@ class AtariConfig:
         if not isinstance(probability, (int, float)) or not 0.0 <= probability <= 1.0:
             raise ValueError(f'AtariConfig.repeat_action_probability={probability!r}; '
                              'must be in [0, 1]')
-        if self.fire_reset and FIRE not in action_set(self.game, self.full_action_space):
-            raise ValueError(f'AtariConfig.fire_reset=True but game {self.game!r} has no FIRE '
-                             'action in its action set')
 
     @property
     def observation_shape(self) -> tuple:
         """(height, width, stack) of one stacked uint8 observation."""
         height, width = STOOKE_SCREEN_SHAPE if self.variant == 'stooke' else self.screen_size
         return (height, width, self.stack)
+
+    @property
+    def presses_fire(self) -> bool:
+        """fire_reset where the game has a FIRE action; games without one are left alone, as
+        baselines' wrap_deepmind (which fast DQN's code uses) does."""
+        return self.fire_reset and FIRE in action_set(self.game, self.full_action_space)
 
     @property
     def observation_dtype(self):
@@ -141,6 +152,7 @@ class AtariEnv:
         self._ale = _new_ale(config.game, seed, config.repeat_action_probability)
         self._rng = np.random.default_rng(seed)
         self._actions = action_set(config.game, config.full_action_space)
+        self._presses_fire = config.presses_fire
         self.num_actions = len(self._actions)
         if tuple(self._ale.getScreenDims()) != RAW_SCREEN_SHAPE:
             raise ValueError(f'game {config.game!r} has screen {self._ale.getScreenDims()}, '
@@ -183,7 +195,7 @@ class AtariEnv:
         self.episode_length += 1
         done = game_over or self.episode_length >= self._max_steps
         terminal = done or (life_lost and self.config.episodic_life)
-        if life_lost and not done and self.config.episodic_life and self.config.fire_reset:
+        if life_lost and not done and self.config.episodic_life and self._presses_fire:
             self._fire()
         reward = float(raw_reward)
         if self.config.clip_rewards:
@@ -208,7 +220,7 @@ class AtariEnv:
         self._lives = ale.lives()
         self.episode_return = 0.0
         self.episode_length = 0
-        if self.config.fire_reset:
+        if self._presses_fire:
             self._fire()
         else:
             ale.getScreenGrayscale(self._last_frame)

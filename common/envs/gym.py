@@ -6,6 +6,8 @@ import gin
 import gymnasium
 import numpy as np
 
+from common import field_types
+
 
 @functools.lru_cache(maxsize=None)
 def _spaces(env_id: str) -> tuple:
@@ -27,6 +29,9 @@ class GymConfig:
 
     def validate(self) -> None:
         """Raise ValueError naming the bad field, before any process starts."""
+        type_error = field_types.first_type_error('GymConfig', self)
+        if type_error:
+            raise ValueError(type_error)
         steps = self.max_episode_steps
         if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 0:
             raise ValueError(f'GymConfig.max_episode_steps={steps!r}; must be an int >= 0 '

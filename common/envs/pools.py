@@ -32,6 +32,11 @@ _JOIN_SECONDS = 5.0      # how long close() waits for workers before terminating
 _ALIGNMENT = 64
 
 
+class WorkerDiedError(RuntimeError):
+    """A process or thread that steps environments (or trains) died or raised; a training run
+    ends on it with a checkpoint of the learner and one line naming the worker."""
+
+
 class StepResult(NamedTuple):
     """One batched step; arrays are pool-owned and valid until the next step or reset."""
     observations: np.ndarray     # (N, *obs_shape); after a done, the next episode's first obs
@@ -522,8 +527,8 @@ class ProcessPool(EnvPool):
                     self._raise_dead(index)
                 if reply != _OK:
                     self.close()
-                    raise RuntimeError(f'ProcessPool worker {index} failed:\n'
-                                       f'{reply[1:].decode(errors="replace")}')
+                    raise WorkerDiedError(f'ProcessPool worker {index} failed:\n'
+                                          f'{reply[1:].decode(errors="replace")}')
             for item in ready:
                 index = sentinels.get(item)
                 if index is not None and self._connections[index] in pending:
@@ -539,7 +544,7 @@ class ProcessPool(EnvPool):
             how = f'was killed by signal {signal.Signals(-exit_code).name}'
         else:
             how = f'exited with code {exit_code}'
-        raise RuntimeError(f'ProcessPool worker {index} (pid {pid}) {how}')
+        raise WorkerDiedError(f'ProcessPool worker {index} (pid {pid}) {how}')
 
     def _check_open(self) -> None:
         if not self._finalizer.alive:
@@ -634,7 +639,7 @@ class AleVectorPool(EnvPool):
             episodic_life=False, life_loss_info=atari_config.episodic_life,
             # Clipped here, so that episode returns can stay the unclipped score.
             reward_clipping=False,
-            use_fire_reset=atari_config.fire_reset,
+            use_fire_reset=atari_config.presses_fire,
             max_num_frames_per_episode=min(max_frames or 2**31 - 1, 2**31 - 1),
             repeat_action_probability=float(atari_config.repeat_action_probability),
             full_action_space=atari_config.full_action_space)

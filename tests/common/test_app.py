@@ -133,3 +133,68 @@ def test_later_signals_cannot_cut_short_the_save_that_the_first_one_started(tmp_
     assert 'SIGTERM ignored: already stopping' in stderr
     assert 'SIGINT ignored: already stopping' in stderr
     assert stderr.rstrip().endswith('interrupted')
+
+
+class _Env:
+    observation_shape = (84, 84, 4)
+    game = 'pong'
+
+    def num_actions(self):
+        return 6
+
+
+def _listing(directory):
+    return {name: os.path.getmtime(os.path.join(directory, name))
+            for name in sorted(os.listdir(directory))}
+
+
+def test_a_run_directory_remembers_what_its_checkpoints_hold(tmp_path):
+    run_dir = str(tmp_path / 'run')
+    identity = app.run_identity('paac', _Env(), network='nips')
+    assert identity == {'paper': 'paac', 'env': 'pong', 'observation_shape': [84, 84, 4],
+                        'num_actions': 6, 'network': 'nips'}
+    app.check_run_dir(run_dir, identity)  # a new directory is fine
+    app.prepare_run_dir(run_dir, {'paper': 'paac'}, identity)
+    app.check_run_dir(run_dir, identity)  # so is a rerun of the same
+    before = _listing(run_dir)
+    other = dict(identity, env='breakout', num_actions=4)
+    with pytest.raises(app.ConfigError) as raised:
+        app.check_run_dir(run_dir, other)
+    message = str(raised.value)
+    assert "env: 'pong' there, 'breakout' here" in message
+    assert 'num_actions: 6 there, 4 here' in message and '\n' not in message
+    with pytest.raises(app.ConfigError, match="paper: 'paac' there, 'dqn' here"):
+        app.check_run_dir(run_dir, dict(identity, paper='dqn'))
+    assert _listing(run_dir) == before
+
+
+def test_a_run_dir_that_is_a_file_or_holds_damaged_records_is_named(tmp_path):
+    identity = app.run_identity('paac', _Env(), network='nips')
+    a_file = tmp_path / 'notes.txt'
+    a_file.write_text('mine')
+    with pytest.raises(app.ConfigError, match='is a file, not a directory'):
+        app.check_run_dir(str(a_file), identity)
+    assert a_file.read_text() == 'mine'
+    damaged = tmp_path / 'damaged'
+    damaged.mkdir()
+    (damaged / app.INVOCATION_FILE).write_text('{"paper": "paac"')
+    with pytest.raises(app.ConfigError, match='invocation.json is not readable JSON'):
+        app.check_run_dir(str(damaged), identity)
+
+
+def test_a_run_dir_whose_checkpoints_are_all_damaged_is_refused_untouched(tmp_path):
+    import numpy as np
+    import tensorflow as tf
+    from common import checkpoint
+    run_dir = str(tmp_path / 'run')
+    saver = checkpoint.Checkpointer(run_dir, weights=tf.Variable(np.ones(500, np.float32)))
+    saver.save(10)
+    directory = os.path.join(run_dir, 'checkpoints')
+    data = next(name for name in os.listdir(directory) if '.data-' in name)
+    with open(os.path.join(directory, data), 'r+b') as f:
+        f.truncate(5)
+    before = _listing(directory)
+    with pytest.raises(app.ConfigError, match='no readable checkpoint in .*checkpoints'):
+        app.check_run_dir(run_dir, app.run_identity('paac', _Env(), network='nips'))
+    assert _listing(directory) == before and not os.path.exists(
+        os.path.join(run_dir, app.INVOCATION_FILE))

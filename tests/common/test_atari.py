@@ -185,7 +185,28 @@ def test_validation_names_the_bad_value(field, value, message):
         AtariConfig(**{field: value}).validate()
 
 
-def test_validation_rejects_fire_reset_without_fire():
-    with pytest.raises(ValueError, match='fire_reset'):
-        AtariConfig(game='freeway', fire_reset=True).validate()
-    AtariConfig(game='breakout', fire_reset=True).validate()
+def test_fire_reset_presses_fire_only_in_games_that_have_it():
+    """As baselines' wrap_deepmind: the DQN preset runs games without FIRE unchanged."""
+    freeway = AtariConfig(game='freeway', fire_reset=True)
+    freeway.validate()
+    assert not freeway.presses_fire and AtariConfig(game='breakout', fire_reset=True).presses_fire
+    plain = AtariConfig(game='freeway', fire_reset=False).make(3)
+    with_flag = freeway.make(3)
+    np.testing.assert_array_equal(plain.reset(), with_flag.reset())
+    for action in [0, 1, 2] * 20:
+        np.testing.assert_array_equal(plain.step(action)[0], with_flag.step(action)[0])
+
+
+@pytest.mark.parametrize('game, close', [('pongg', 'pong'), ('Space Invaders', 'space_invaders'),
+                                         ('breakuot', 'breakout')])
+def test_an_unknown_game_offers_near_matches(game, close):
+    with pytest.raises(ValueError) as raised:
+        AtariConfig(game=game).validate()
+    message = str(raised.value)
+    assert 'close ones: ' in message and close in message.split('close ones: ')[1].split(';')[0]
+
+
+def test_a_game_with_no_near_match_offers_none():
+    with pytest.raises(ValueError) as raised:
+        AtariConfig(game='zzzzqqqq').validate()
+    assert 'close ones' not in str(raised.value) and 'get_all_rom_ids' in str(raised.value)

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from common import app
@@ -59,3 +60,55 @@ def test_a_directory_that_is_not_a_run_is_named(tmp_path):
     with pytest.raises(app.ConfigError, match='not a run directory'):
         compare.summarize(str(tmp_path))
     assert math.isnan(compare._number('x'))
+
+
+def _write_operative_config(run_dir, game):
+    with open(os.path.join(run_dir, app.OPERATIVE_CONFIG_FILE), 'w') as f:
+        f.write(f"AtariConfig.game = '{game}'\n")
+
+
+def test_plot_draws_one_line_per_run_and_the_evaluation_points(tmp_path):
+    from common import plots
+    _write_run(str(tmp_path / 'dqn-pong-1'), 'dqn',
+               [(3600, 1000, 4000, 10, 2, -21.0, 100), (7200, 2000, 8000, 20, 5, -20.0, 300)],
+               eval_rows=[(1, 1500, 30, -19.5), (2, 2000, 30, -18.0)])
+    _write_run(str(tmp_path / 'paac-pong-1'), 'paac',
+               [(1800, 1000, 4000, 10, 2, '', 100), (3600, 3000, 12000, 20, 5, -19.0, 300)])
+    runs = [plots.load_run(str(tmp_path / name), compare.run_label(str(tmp_path / name)))
+            for name in ('dqn-pong-1', 'paac-pong-1')]
+    assert runs[0]['eval']['frames'] == [6000.0, 8000.0]  # env_steps x 4 frames per step
+    assert runs[0]['eval']['hours'] == [2.0, 2.0]  # the first metrics row at or after it
+    figure = plots.draw(runs, 'frames', 'score_mean_100', 'frames', 'score')
+    lines = figure.axes[0].lines
+    # A line per run plus the DQN run's evaluation markers; the PAAC run's empty score is
+    # dropped, not drawn as zero.
+    assert [line.get_label() for line in lines] == [
+        'dqn: dqn-pong-1', 'dqn: dqn-pong-1 (evaluation)', 'paac: paac-pong-1']
+    np.testing.assert_allclose(lines[0].get_xdata(), [0.004, 0.008])
+    np.testing.assert_allclose(lines[2].get_ydata(), [-19.0])
+    assert figure.get_size_inches()[0] * figure.dpi == 800
+    rates = plots.draw(runs, 'hours', 'steps_per_sec', 'hours', 'steps/s')
+    assert len(rates.axes[0].lines) == 2  # no evaluation markers on the throughput figure
+
+
+def test_cli_plot_writes_three_pngs_and_names_a_bad_directory_among_good_ones(tmp_path):
+    for name, paper in (('paac-pong-1', 'paac'), ('dqn-pong-1', 'dqn')):
+        _write_run(str(tmp_path / name), paper, [(60, 100, 400, 1, 0, -20.5, 50),
+                                                 (120, 200, 800, 2, 1, -20.0, 60)])
+        _write_operative_config(str(tmp_path / name), 'pong')
+    broken = tmp_path / 'broken'
+    broken.mkdir()
+    (broken / app.INVOCATION_FILE).write_text('{"paper": ')
+    result = subprocess.run(
+        [sys.executable, '-m', 'common.compare', str(tmp_path / 'paac-pong-1'), str(broken),
+         str(tmp_path / 'dqn-pong-1'), f'--plot={tmp_path / "plots"}'],
+        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT),
+        timeout=120)
+    assert result.returncode == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    assert len(errors) == 1 and 'broken' in errors[0] and 'JSON' in errors[0]
+    table = result.stdout.splitlines()
+    assert 'game' in table[0] and 'pong' in table[1] and 'dqn-pong-1' in table[2]
+    for name in ('score_vs_frames.png', 'score_vs_hours.png', 'steps_per_sec.png'):
+        with open(tmp_path / 'plots' / name, 'rb') as f:
+            assert f.read(8) == b'\x89PNG\r\n\x1a\n'

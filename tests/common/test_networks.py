@@ -117,3 +117,43 @@ def test_model_in_tf_function_traces_once_for_any_batch_size():
     for batch in (1, 4, 7):
         assert act(pixels(ATARI_SHAPE, batch)).shape == (batch, 6)
     assert act.experimental_get_tracing_count() == 1
+
+
+def test_fan_in_uniform_draws_kernels_and_biases_within_one_over_sqrt_fan_in():
+    """Torch7's default, as alfredvc/paac networks.py and NVlabs/GA3C NetworkVP.py initialize."""
+    model = networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, network='nips',
+                                       initializer='fan_in_uniform', seed=3)
+    conv1, conv2, _, dense = model.torso.layers
+    fan_ins = [(conv1, 8 * 8 * 4), (conv2, 4 * 4 * 16), (dense, 9 * 9 * 32),
+               (model.policy_head, 256), (model.value_head, 256)]
+    for layer, fan_in in fan_ins:
+        limit = 1 / np.sqrt(fan_in)
+        for variable in (layer.kernel, layer.bias):
+            values = variable.numpy().ravel()
+            assert np.abs(values).max() <= limit and np.all(values != 0)  # biases drawn too
+            if values.size >= 16:  # U(-d, d) has standard deviation d / sqrt(3)
+                assert np.std(values) == pytest.approx(limit / np.sqrt(3), rel=0.25)
+    again = networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, network='nips',
+                                       initializer='fan_in_uniform', seed=3)
+    for first, second in zip(model.variables, again.variables):
+        np.testing.assert_array_equal(first.numpy(), second.numpy())  # seeded
+
+
+def test_glorot_default_keeps_zero_biases_and_unknown_initializers_are_named():
+    model = networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, network='nips')
+    assert not np.any(model.policy_head.bias.numpy())
+    with pytest.raises(ValueError, match="'he_normal'"):
+        networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, initializer='he_normal')
+
+
+def test_same_padding_keeps_the_borders_as_ga3c_code_does():
+    """NetworkVP.py pads its convolutions: 84 -> 21 -> 11, so the dense layer sees 11*11*32."""
+    same = networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, network='nips',
+                                      torso_kwargs={'padding': 'same'})
+    valid = networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, network='nips')
+    assert same.torso.layers[-1].kernel.shape == (11 * 11 * 32, 256)
+    assert valid.torso.layers[-1].kernel.shape == (9 * 9 * 32, 256)
+    logits, values = same(pixels(ATARI_SHAPE, 2))
+    assert logits.shape == (2, 6) and values.shape == (2,)
+    with pytest.raises(ValueError, match="'full'"):
+        networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, torso_kwargs={'padding': 'full'})

@@ -4,10 +4,13 @@ import io
 import os
 
 import common  # noqa: F401
+import pytest
 import tensorflow as tf
 
+from common import app
 from common import metrics
 from common import tracker as tracker_lib
+from common.envs import pools
 
 
 def _rows(path):
@@ -164,3 +167,36 @@ def test_frames_per_step_is_the_frame_skip_or_one():
 
     assert tracker_lib.frames_per_step(Atari()) == 4
     assert tracker_lib.frames_per_step(object()) == 1
+
+
+def test_a_dead_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path):
+    """Every paper's worker deaths (pool workers, GA3C agents, DQN samplers) are
+    pools.WorkerDiedError: the learner's state at that step is saved, then app.RunError."""
+    run_dir = str(tmp_path)
+    variable = tf.Variable(1.0)
+    tracker = _make(run_dir, variable)
+    runner = _Runner(run_dir)
+
+    def loop(_):
+        tracker.add_steps(17)
+        variable.assign(5.0)
+        raise pools.WorkerDiedError('ProcessPool worker 3 (pid 99) was killed by signal SIGKILL\n'
+                                    'second line')
+
+    with pytest.raises(app.RunError) as raised:
+        tracker_lib.run_training(tracker, lambda: runner, loop)
+    message = str(raised.value)
+    assert '\n' not in message and 'worker 3 (pid 99) was killed' in message
+    assert 'run stopped at step 17, saved' in message and 'ckpt-17' in message
+    assert runner.checkpoint_when_closed is True
+    restored = tf.Variable(0.0)
+    resumed = _make(run_dir, restored)
+    assert resumed.env_steps == 17 and float(restored.numpy()) == 5.0
+    resumed.close()
+
+
+def test_every_papers_worker_errors_are_worker_deaths():
+    from dqn_tf import rounds
+    from ga3c_tf import server
+    assert issubclass(server.AgentDiedError, pools.WorkerDiedError)
+    assert issubclass(rounds.SamplerFailed, pools.WorkerDiedError)

@@ -63,12 +63,16 @@ def test_presets_hold_the_original_code_and_paper_values():
     assert gin.query_parameter('RMSProp.initial_mean_square') == 1.0  # TF1's RMSPropOptimizer
     assert original.training_min_batch_size == 0 and original.dynamic_interval_seconds == 20
     assert (original.input_scale, original.input_offset) == (1 / 128, -1.0)
+    # NetworkVP.py: padded convolutions, weights and biases U(+-1/sqrt(fan_in)).
+    assert (original.conv_padding, original.initializer) == ('same', 'fan_in_uniform')
+    assert original.model_kwargs()['torso_kwargs'] == {'padding': 'same'}
     paper = ga3c_main.configure([os.path.join(root, 'gin/ga3c/paper.gin')], [])
     assert (paper.num_predictors, paper.num_trainers) == (2, 2)
     assert 20 <= paper.training_min_batch_size <= 40 and paper.dynamic_interval_seconds == 60
     large = ga3c_main.configure([os.path.join(root, 'gin/ga3c/pong.gin'),
                                  os.path.join(root, 'gin/ga3c/large.gin')], [])
     assert large.network == 'ga3c_large' and large.torso_kwargs == {'first_stride': 4}
+    assert large.model_kwargs()['torso_kwargs'] == {'first_stride': 4, 'padding': 'same'}
 
 
 @pytest.mark.parametrize('binding, named', [  # the value checks: test_server.py

@@ -1,8 +1,11 @@
 """`python -m paac_tf.main` end to end: config errors, run directory, resume, evaluation, Atari."""
 import csv
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 
 import gin
 import pytest
@@ -51,6 +54,9 @@ def test_presets_parse_and_hold_the_papers_values():
     assert paac.build_learner(config).optimizer.initial_mean_square == 1.0
     assert gin.query_parameter('RMSProp.epsilon_inside_sqrt') is True
     assert config.network == 'nips' and config.env_config.game == 'pong'
+    # The loss and initialization of the code that produced the paper's scores (alfredvc/paac).
+    assert (config.loss_scale, config.value_loss_coef) == (5.0, 0.25)
+    assert config.initializer == 'fan_in_uniform'
     original = paac_main.configure(
         [os.path.join(app.PROJECT_ROOT, 'gin/paac/original_code.gin')], [])
     assert (original.entropy_coef, original.clip_norm, original.anneal_steps) == (
@@ -146,3 +152,29 @@ def test_pong_runs_through_worker_processes_and_leaves_nothing_behind(tmp_path):
     assert int(_csv_rows(tmp_path / 'run' / 'metrics.csv')[-1]['env_steps']) == 60
     assert _shm_entries() <= shm_before
     assert _spawned_workers() <= workers_before
+
+
+def test_a_killed_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path):
+    shm_before = _shm_entries()
+    workers_before = _spawned_workers()
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'paac_tf.main'] + _flags(
+            CARTPOLE_BINDINGS[:-2] + ['PAACConfig.total_steps = 100000000',
+                                      'PAACConfig.log_every_seconds = 0.5']) + ['--run_dir=run'],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    metrics = tmp_path / 'run' / 'metrics.csv'
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not metrics.exists() or len(_csv_rows(metrics)) < 2):
+        time.sleep(0.2)
+    (worker,) = sorted(_spawned_workers() - workers_before)[:1]
+    os.kill(int(worker), signal.SIGKILL)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 1, stderr[-3000:]
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith('error: ProcessPool worker') and 'was killed by signal SIGKILL' in last
+    assert 'saved' in last and 'Traceback' not in stderr
+    steps = int(re.search(r'run stopped at step ([\d,]+), saved', last).group(1).replace(',', ''))
+    assert os.path.exists(tmp_path / 'run' / 'checkpoints' / f'ckpt-{steps}.index')
+    assert steps >= int(_csv_rows(metrics)[-1]['env_steps'])
+    assert _shm_entries() <= shm_before

@@ -54,6 +54,83 @@ def test_train_step_anneals_learning_rate_and_changes_weights():
     assert learner.train_step.experimental_get_tracing_count() == 1
 
 
+def _original_code_update(model, observations, actions, rewards, terminals, learning_rate,
+                          entropy_coef, clip_norm, gamma):
+    """alfredvc/paac's update written out independently of the learner: n-step returns in
+    numpy, loss = 5 * (mean(-(log(pi(a) + 1e-30) * A + beta * H)) + mean(0.25 * (R - V)^2)),
+    global-norm clipping, then TF1 RMSProp from mean squares of ones, epsilon 0.1 inside the
+    sqrt. Returns the weights after the update."""
+    t_max, num_envs = actions.shape
+    _, bootstrap = model(observations[t_max])
+    returns = np.zeros((t_max, num_envs), np.float32)
+    running = bootstrap.numpy()
+    for step in reversed(range(t_max)):
+        running = rewards[step] + gamma * running * (1.0 - terminals[step])
+        returns[step] = running
+    flat_observations = observations[:t_max].reshape((-1,) + observations.shape[2:])
+    flat_returns, flat_actions = returns.reshape(-1), actions.reshape(-1)
+    variables = model.trainable_variables
+    with tf.GradientTape() as tape:
+        logits, values = model(flat_observations)
+        probabilities = tf.nn.softmax(logits)
+        log_probabilities = tf.math.log(probabilities + 1e-30)
+        chosen = tf.reduce_sum(log_probabilities * tf.one_hot(flat_actions, 2), axis=-1)
+        advantages = tf.stop_gradient(flat_returns - values)
+        entropy = -tf.reduce_sum(probabilities * log_probabilities, axis=-1)
+        actor = tf.reduce_mean(-(chosen * advantages + entropy_coef * entropy))
+        critic = tf.reduce_mean(0.25 * tf.square(flat_returns - values))
+        loss = 5.0 * (actor + critic)
+    gradients = [g.numpy() for g in tape.gradient(loss, variables)]
+    norm = np.sqrt(sum(np.sum(g.astype(np.float64) ** 2) for g in gradients))
+    scale = min(1.0, clip_norm / norm)
+    updated = []
+    for variable, gradient in zip(variables, gradients):
+        gradient = gradient * scale
+        mean_square = 0.99 * 1.0 + 0.01 * gradient ** 2
+        updated.append(variable.numpy() - learning_rate * gradient / np.sqrt(mean_square + 0.1))
+    return updated, norm
+
+
+@pytest.mark.parametrize('clip_norm', [40.0, 0.05])
+def test_one_update_moves_the_weights_as_the_original_codes_update_does(clip_norm):
+    """The cause of the flat Pong curves (issue: no paper learned Atari): the printed means
+    (loss scale 1, critic coefficient 1) gave the policy 5x smaller steps than the code that
+    produced the paper's scores. The defaults must reproduce that code's update exactly."""
+    config = _cartpole_config(num_envs=3, t_max=4, learning_rate=0.05, entropy_coef=0.02,
+                              gamma=0.9, clip_norm=clip_norm, total_steps=10**9)
+    learner = paac.build_learner(config)
+    rng = np.random.default_rng(7)
+    observations = rng.normal(size=(5, 3, 4)).astype(np.float32)
+    actions = rng.integers(0, 2, size=(4, 3)).astype(np.int32)
+    rewards = rng.normal(size=(4, 3)).astype(np.float32)
+    terminals = np.zeros((4, 3), np.float32)
+    terminals[1, 0] = terminals[3, 2] = 1.0
+    expected, norm = _original_code_update(learner.model, observations, actions, rewards,
+                                           terminals, 0.05, 0.02, clip_norm, 0.9)
+    assert (norm > clip_norm) == (clip_norm < 1.0)  # both branches of the clipping
+    stats = learner.train_step(observations, actions, rewards, terminals)
+    np.testing.assert_allclose(float(stats['grad_norm']), norm, rtol=1e-4)
+    for variable, weights in zip(learner.model.trainable_variables, expected):
+        np.testing.assert_allclose(variable.numpy(), weights, rtol=1e-4, atol=1e-6)
+
+
+def test_metrics_rows_hold_the_mean_of_the_interval_updates():
+    config = _cartpole_config(total_steps=10**9)
+    learner = paac.build_learner(config)
+    rng = np.random.default_rng(1)
+    norms = []
+    for _ in range(3):
+        observations = rng.normal(size=(6, 4, 4)).astype(np.float32)
+        actions = rng.integers(0, 2, size=(5, 4)).astype(np.int32)
+        stats = learner.train_step(observations, actions, rng.normal(size=(5, 4)).astype(
+            np.float32), np.zeros((5, 4), np.float32))
+        norms.append(float(stats['grad_norm']))
+    means = learner.update_means.take()
+    assert means['grad_norm'] == pytest.approx(np.mean(norms), rel=1e-5)
+    assert set(means) == set(paac.UPDATE_STATS)
+    assert np.isnan(learner.update_means.take()['loss'])  # reset: no update since
+
+
 def test_iterate_fills_the_rollout_and_carries_the_last_observation():
     config = _cartpole_config()
     learner = paac.build_learner(config)

@@ -1,0 +1,115 @@
+"""Learning curves and throughput of runs in the common run format, drawn with matplotlib.
+
+Reads what common.compare reads (invocation.json, metrics.csv, eval.csv), so runs of every paper
+share one figure. The Agg backend needs no display; figures are 800 px wide at 100 dpi, sized to
+be read in a README.
+"""
+import csv
+import math
+import os
+
+import matplotlib
+
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+
+FIGURE_SIZE = (8.0, 4.5)  # inches
+DPI = 100
+# (file name, x column, y column, x label, y label): one PNG each.
+FIGURES = (
+    ('score_vs_frames.png', 'frames', 'score_mean_100', 'emulator frames (millions)',
+     'score (100-episode mean)'),
+    ('score_vs_hours.png', 'hours', 'score_mean_100', 'wall-clock hours',
+     'score (100-episode mean)'),
+    ('steps_per_sec.png', 'hours', 'steps_per_sec', 'wall-clock hours',
+     'environment steps per second'),
+)
+X_SCALE = {'frames': 1e-6, 'hours': 1.0}
+
+
+def _read_csv(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))
+
+
+def _number(text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def load_run(run_dir, label):
+    """The curves of one run: {'label', 'metrics': {column: [...]}, 'eval': {column: [...]}}.
+
+    Frames of evaluation points are env_steps times the run's frames per step (from
+    metrics.csv); hours are metrics.csv's wall_time (training time, resumes included).
+    """
+    rows = _read_csv(os.path.join(run_dir, 'metrics.csv'))
+    columns = {name: [_number(row.get(name)) for row in rows]
+               for name in ('env_steps', 'frames', 'score_mean_100', 'steps_per_sec')}
+    columns['hours'] = [_number(row.get('wall_time')) / 3600 for row in rows]
+    frames_per_step = 1.0
+    for steps, frames in zip(columns['env_steps'], columns['frames']):
+        if steps > 0 and not math.isnan(frames):
+            frames_per_step = frames / steps
+            break
+    evals = _read_csv(os.path.join(run_dir, 'eval.csv'))
+    eval_steps = [_number(row.get('env_steps')) for row in evals]
+    eval_columns = {
+        'frames': [steps * frames_per_step for steps in eval_steps],
+        'hours': [_hours_at(steps, columns) for steps in eval_steps],
+        'score_mean_100': [_number(row.get('score_mean')) for row in evals],
+    }
+    return {'label': label, 'metrics': columns, 'eval': eval_columns}
+
+
+def _hours_at(env_steps, columns):
+    """Training hours when the run reached env_steps (the first metrics row at or after it)."""
+    for steps, hours in zip(columns['env_steps'], columns['hours']):
+        if steps >= env_steps:
+            return hours
+    return columns['hours'][-1] if columns['hours'] else math.nan
+
+
+def _points(xs, ys, x_scale):
+    pairs = [(x * x_scale, y) for x, y in zip(xs, ys) if not (math.isnan(x) or math.isnan(y))]
+    return [x for x, _ in pairs], [y for _, y in pairs]
+
+
+def draw(runs, x_column, y_column, x_label, y_label, title=None):
+    """One figure with a line per run (and its evaluation points as markers, for scores)."""
+    figure, axes = plt.subplots(figsize=FIGURE_SIZE, dpi=DPI)
+    x_scale = X_SCALE[x_column]
+    for run in runs:
+        xs, ys = _points(run['metrics'][x_column], run['metrics'][y_column], x_scale)
+        (line,) = axes.plot(xs, ys, label=run['label'], linewidth=1.5)
+        if y_column == 'score_mean_100':
+            eval_xs, eval_ys = _points(run['eval'][x_column], run['eval'][y_column], x_scale)
+            if eval_xs:
+                axes.plot(eval_xs, eval_ys, linestyle='none', marker='o', markersize=5,
+                          color=line.get_color(), label=f"{run['label']} (evaluation)")
+    axes.set_xlabel(x_label)
+    axes.set_ylabel(y_label)
+    if title:
+        axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    if runs:
+        axes.legend(fontsize='small', loc='best')
+    figure.tight_layout()
+    return figure
+
+
+def plot_runs(runs, out_dir, title=None):
+    """Writes the FIGURES for runs (from load_run) into out_dir; returns the paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for file_name, x_column, y_column, x_label, y_label in FIGURES:
+        figure = draw(runs, x_column, y_column, x_label, y_label, title)
+        path = os.path.join(out_dir, file_name)
+        figure.savefig(path)
+        plt.close(figure)
+        paths.append(path)
+    return paths

@@ -1,0 +1,160 @@
+"""Checkpoints that cannot silently restart: fallbacks, write-then-publish, pruning."""
+import os
+
+import common  # noqa: F401
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import checkpoint
+
+
+def _state():
+    return tf.Variable(np.zeros(1000, np.float32), name='weights')
+
+
+def _save_steps(run_dir, steps, max_to_keep=3):
+    """Saves a checkpoint at each of steps, the weights all equal to the step number."""
+    weights = _state()
+    saver = checkpoint.Checkpointer(run_dir, max_to_keep=max_to_keep, weights=weights)
+    for step in steps:
+        weights.assign(np.full(1000, step, np.float32))
+        saver.save(step)
+    return saver
+
+
+def _restore(run_dir):
+    weights = _state()
+    prefix = checkpoint.Checkpointer(run_dir, weights=weights).restore()
+    return prefix, float(weights.numpy()[0])
+
+
+def _data_file(prefix):
+    directory, name = os.path.split(prefix)
+    return os.path.join(directory, next(entry for entry in os.listdir(directory)
+                                        if entry.startswith(name + '.data-')))
+
+
+def _snapshot(directory):
+    return {name: (os.path.getsize(os.path.join(directory, name)),
+                   os.path.getmtime(os.path.join(directory, name)))
+            for name in sorted(os.listdir(directory))}
+
+
+def test_restore_takes_the_newest_and_keeps_the_newest_three(tmp_path):
+    _save_steps(str(tmp_path), [100, 200, 300, 400])
+    prefix, value = _restore(str(tmp_path))
+    assert prefix.endswith('ckpt-400') and value == 400
+    directory = tmp_path / 'checkpoints'
+    assert [os.path.basename(p) for p in checkpoint.on_disk(str(directory))] == [
+        'ckpt-400', 'ckpt-300', 'ckpt-200']
+    assert tf.train.latest_checkpoint(str(directory)).endswith('ckpt-400')
+
+
+def test_a_missing_index_falls_back_to_the_newest_file_and_says_so(tmp_path, capsys):
+    _save_steps(str(tmp_path), [100, 200])
+    os.remove(tmp_path / 'checkpoints' / 'checkpoint')
+    prefix, value = _restore(str(tmp_path))
+    assert prefix.endswith('ckpt-200') and value == 200
+    warnings = capsys.readouterr().err.strip().splitlines()
+    assert len(warnings) == 1 and 'missing or unreadable' in warnings[0]
+
+
+def test_a_damaged_index_falls_back_too(tmp_path, capsys):
+    _save_steps(str(tmp_path), [100, 200])
+    (tmp_path / 'checkpoints' / 'checkpoint').write_bytes(os.urandom(64))
+    prefix, value = _restore(str(tmp_path))
+    assert prefix.endswith('ckpt-200') and value == 200
+    assert 'missing or unreadable' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('damage', ['truncate', 'random_bytes'])
+def test_a_damaged_newest_checkpoint_falls_back_to_the_previous(tmp_path, capsys, damage):
+    _save_steps(str(tmp_path), [100, 200, 300])
+    data = _data_file(str(tmp_path / 'checkpoints' / 'ckpt-300'))
+    size = os.path.getsize(data)
+    with open(data, 'r+b') as f:
+        if damage == 'truncate':
+            f.truncate(size // 2)
+        else:
+            f.write(os.urandom(size))
+    prefix, value = _restore(str(tmp_path))
+    assert prefix.endswith('ckpt-200') and value == 200
+    warnings = capsys.readouterr().err.strip().splitlines()
+    assert len(warnings) == 1 and 'skipping damaged checkpoint' in warnings[0]
+    assert 'ckpt-300' in warnings[0]
+
+
+def test_no_readable_checkpoint_stops_and_changes_nothing(tmp_path):
+    _save_steps(str(tmp_path), [100, 200])
+    directory = tmp_path / 'checkpoints'
+    for step in (100, 200):
+        with open(_data_file(str(directory / f'ckpt-{step}')), 'r+b') as f:
+            f.truncate(10)
+    before = _snapshot(str(directory))
+    with pytest.raises(checkpoint.CheckpointError, match='no readable checkpoint in .*checkpoints'):
+        _restore(str(tmp_path))
+    assert _snapshot(str(directory)) == before
+
+
+def test_an_empty_run_restores_nothing(tmp_path):
+    assert _restore(str(tmp_path)) == (None, 0.0)
+
+
+def test_a_failed_write_leaves_the_index_on_the_previous_checkpoint(tmp_path, monkeypatch):
+    saver = _save_steps(str(tmp_path), [100])
+
+    def write_fails(prefix):
+        with open(prefix + '.index', 'wb') as f:  # a partial file, as a full disk leaves
+            f.write(b'\0' * 10)
+        raise tf.errors.ResourceExhaustedError(None, None, 'No space left on device')
+
+    monkeypatch.setattr(saver.checkpoint, 'write', write_fails)
+    with pytest.raises(checkpoint.CheckpointError, match='could not write .*ckpt-200'):
+        saver.save(200)
+    directory = str(tmp_path / 'checkpoints')
+    assert tf.train.latest_checkpoint(directory).endswith('ckpt-100')
+    prefix, value = _restore(str(tmp_path))
+    assert prefix.endswith('ckpt-100') and value == 100
+
+
+def test_a_checkpoint_that_does_not_read_back_is_not_published(tmp_path, monkeypatch):
+    saver = _save_steps(str(tmp_path), [100])
+    real_write = saver.checkpoint.write
+
+    def write_then_damage(prefix):
+        path = real_write(prefix)
+        with open(_data_file(path), 'r+b') as f:
+            f.truncate(100)
+        return path
+
+    monkeypatch.setattr(saver.checkpoint, 'write', write_then_damage)
+    with pytest.raises(checkpoint.CheckpointError, match='did not read back'):
+        saver.save(200)
+    assert tf.train.latest_checkpoint(str(tmp_path / 'checkpoints')).endswith('ckpt-100')
+
+
+def test_pruning_follows_publication_order_not_step_numbers(tmp_path):
+    """After resuming from ckpt-100 past a damaged ckpt-900, new saves replace the oldest
+    published ones; the damaged file, never published again, is left alone and skipped."""
+    _save_steps(str(tmp_path), [100, 900])
+    directory = tmp_path / 'checkpoints'
+    with open(_data_file(str(directory / 'ckpt-900')), 'r+b') as f:
+        f.truncate(10)
+    weights = _state()
+    saver = checkpoint.Checkpointer(str(tmp_path), max_to_keep=2, weights=weights)
+    assert saver.restore().endswith('ckpt-100')
+    for step in (150, 250, 350):
+        weights.assign(np.full(1000, step, np.float32))
+        saver.save(step)
+    names = set(os.listdir(directory))
+    assert {'ckpt-250.index', 'ckpt-350.index', 'ckpt-900.index'} <= names
+    assert 'ckpt-100.index' not in names and 'ckpt-150.index' not in names
+    assert _restore(str(tmp_path)) == (str(directory / 'ckpt-350'), 350.0)
+
+
+def test_a_checkpoint_of_another_model_is_named(tmp_path):
+    _save_steps(str(tmp_path), [100])
+    other = tf.Variable(np.zeros(7, np.float32))
+    with pytest.raises(checkpoint.CheckpointError, match='does not fit this configuration'):
+        checkpoint.Checkpointer(str(tmp_path), weights=other).restore()
