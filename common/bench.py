@@ -18,7 +18,6 @@ import json
 import multiprocessing
 import os
 import sys
-import time
 import traceback
 
 from absl import flags
@@ -26,6 +25,9 @@ import numpy as np
 
 import common  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from common import app
+from common import processes
+from common import registry
+from common import timing
 from common.envs import atari
 from common.envs import pools
 
@@ -41,19 +43,6 @@ def _define_flags():
     flags.DEFINE_integer('num_workers', None, 'Worker processes/threads (default: CPU count).')
     flags.DEFINE_string('game', 'pong', 'Atari game.')
     flags.DEFINE_list('rows', None, 'Only these rows (default: all).')
-
-
-def _timed(step_fn, steps_per_call, seconds, warmup_seconds):
-    """Calls step_fn for warmup_seconds, then for seconds; returns measured steps per second."""
-    end_warmup = time.perf_counter() + warmup_seconds
-    while time.perf_counter() < end_warmup:
-        step_fn()
-    calls = 0
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        step_fn()
-        calls += 1
-    return calls * steps_per_call / (time.perf_counter() - start)
 
 
 def env_row(kind):
@@ -74,41 +63,10 @@ def env_row(kind):
                 pool.step(actions[counter[0] % len(actions)])
                 counter[0] += 1
 
-            return _timed(step, settings['num_envs'], settings['seconds'],
+            return timing.rate(step, settings['num_envs'], settings['seconds'],
                           settings['warmup_seconds'])
 
     return measure
-
-
-def paac_row(settings, alternating_halves=False):
-    """PAAC training steps per second: the paper's config with this bench's pool settings."""
-    from paac_tf import main as paac_main
-    from paac_tf import paac
-    bindings = [f"AtariConfig.game = '{settings['game']}'",
-                f"PAACConfig.num_envs = {settings['num_envs']}",
-                f"PAACConfig.num_workers = {settings['num_workers']}",
-                "PAACConfig.network = 'nips'",
-                f'PAACConfig.alternating_halves = {alternating_halves}']
-    config = paac_main.configure(['gin/paac/paper.gin'], bindings)
-    learner = paac.build_learner(config)
-    with pools.make_pool(config.env_config, config.num_envs, seed=0,
-                         num_workers=config.num_workers,
-                         num_groups=2 if alternating_halves else 1) as pool:
-        runner = paac.PAAC(config, pool, learner)
-        rate = _timed(runner.iterate, config.steps_per_update, settings['seconds'],
-                      settings['warmup_seconds'])
-        phases = runner.take_phase_seconds()
-    total = sum(phases.values())
-    print('  paac time shares (overlapped phases with alternating halves): ' + ', '.join(
-        f'{name} {seconds / total:.0%}' for name, seconds in phases.items()))
-    return rate
-
-
-def _paper_rows():
-    """The rows each paper package contributes (in <paper>_tf/bench_rows.py)."""
-    from dqn_tf import bench_rows as dqn_rows
-    from ga3c_tf import bench_rows as ga3c_rows
-    return {**dqn_rows.ROWS, **ga3c_rows.ROWS}
 
 
 ROWS = {
@@ -116,9 +74,7 @@ ROWS = {
     'env/thread': env_row('thread'),
     'env/process': env_row('process'),
     'env/ale_vector': env_row('ale_vector'),
-    'paac': paac_row,
-    'paac/alternating': lambda settings: paac_row(settings, alternating_halves=True),
-    **_paper_rows(),
+    **registry.bench_rows(),
 }
 
 
@@ -146,7 +102,7 @@ def measure_row(name, settings):
     process = context.Process(target=target, args=(name, settings, writer),
                               name=f'bench-{name}')
     try:
-        pools.start_process(process)
+        processes.start_process(process)
         writer.close()
         try:
             status, value = reader.recv()
@@ -155,7 +111,7 @@ def measure_row(name, settings):
             raise RowFailed(f'row {name}: its process died (exit code {process.exitcode})')
         process.join()
     finally:
-        pools.end_process(process, terminate_seconds=10)  # after Ctrl-C or an error here
+        processes.end_process(process, terminate_seconds=10)  # after Ctrl-C or an error here
         reader.close()
     if status != 'ok':
         raise RowFailed(f'row {name} failed:\n{value}')

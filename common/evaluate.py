@@ -6,7 +6,6 @@ one batched pool, so evaluation costs one inference per step for all episodes.
 """
 import csv
 import dataclasses
-import importlib
 import os
 import time
 
@@ -15,6 +14,7 @@ import gin
 import numpy as np
 
 from common import app
+from common import registry
 from common.envs import atari
 from common.envs import pools
 
@@ -92,12 +92,7 @@ def evaluate_run(run_dir, num_episodes=30, greedy=False, seed=12345):
     invocation = app.read_invocation(run_dir)
     if invocation is None:
         raise app.ConfigError(f'{run_dir!r} is not a run directory (no {app.INVOCATION_FILE})')
-    paper = invocation.get('paper')
-    try:
-        paper_main = importlib.import_module(f'{paper}_tf.main')
-    except ModuleNotFoundError:
-        raise app.ConfigError(f'{os.path.join(run_dir, app.INVOCATION_FILE)} names paper '
-                              f'{paper!r}, which has no package {paper}_tf')
+    paper_main = registry.entry_point(invocation.get('paper'))
     env_config, policy_fn, env_steps = paper_main.load_policy(run_dir, greedy=greedy)
     from common import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
     trained_seconds = checkpoint_lib.trained_seconds(run_dir)

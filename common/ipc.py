@@ -15,7 +15,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from common.envs import pools
+from common import processes
 
 KEY_DTYPE = np.dtype('<u8')
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux); named in fcntl from Python 3.10 on Linux
@@ -181,4 +181,4 @@ class ReplyBoard:
             for row in list(self._owners):
                 self._close_row_locked(row)
         self.rows = None
-        pools.release_shared_memory(self._shm)
+        processes.release_shared_memory(self._shm)

@@ -12,7 +12,7 @@ from common import app
 from common import checkpoint as checkpoint_lib
 from common import metrics
 from common import scalars
-from common.envs import pools
+from common import processes
 
 
 class RunTracker:
@@ -161,7 +161,7 @@ def run_training(tracker, open_runner, loop, resume_note=''):
                 print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the same '
                       f'command to resume')
                 raise
-            except pools.WorkerDiedError as error:
+            except processes.WorkerDiedError as error:
                 # The learner is whole (a worker only steps environments or feeds it): keep it.
                 path = tracker.save()
                 first_line = str(error).strip().splitlines()[0]

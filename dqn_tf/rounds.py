@@ -11,10 +11,10 @@ Conditions: the samplers share the cores with the learner here, and every wake-u
 """
 import _thread
 
-from common.envs import pools
+from common import processes
 
 
-class SamplerFailed(pools.WorkerDiedError):
+class SamplerFailed(processes.WorkerDiedError):
     """A sampler thread raised during its step; the cause is chained."""
 
 

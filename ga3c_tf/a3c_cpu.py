@@ -14,7 +14,7 @@ from multiprocessing import shared_memory
 import numpy as np
 
 from common import scalars
-from common.envs import pools
+from common import processes
 from ga3c_tf import agent as agent_lib
 
 POLL_SECONDS = 0.1
@@ -49,7 +49,7 @@ class SharedParameters:
 
     def close(self, unlink=False):
         self.parameters = self.mean_square = None
-        pools.release_shared_memory(self.shm, unlink=unlink)
+        processes.release_shared_memory(self.shm, unlink=unlink)
 
 
 def flatten(arrays):
@@ -61,7 +61,7 @@ def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots
     """Entry point of an A3C agent process: its own replica, its own gradients; the learning
     rate follows the run's env steps, start_steps (those of earlier sessions) included."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    pools.exit_when_orphaned(parent_pid, POLL_SECONDS)
+    processes.exit_when_orphaned(parent_pid, POLL_SECONDS)
     import common  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     tf.config.threading.set_intra_op_parallelism_threads(1)  # one core per agent, as A3C
@@ -207,7 +207,7 @@ class A3CServer:
         previous = os.environ.get(ONEDNN_VARIABLE)
         os.environ[ONEDNN_VARIABLE] = '1' if self.config.a3c_onednn else '0'
         try:
-            pools.start_process(process)
+            processes.start_process(process)
         finally:
             if previous is None:
                 os.environ.pop(ONEDNN_VARIABLE)
@@ -267,7 +267,7 @@ class A3CServer:
             while process.is_alive() and time.monotonic() < deadline:
                 self.drain_episodes()
                 process.join(timeout=0.05)
-            pools.end_process(process)
+            processes.end_process(process)
             process.close()
         self.agents.clear()
         self.drain_episodes()
@@ -275,7 +275,7 @@ class A3CServer:
         self.episode_queue.join_thread()
         self.counters = None
         self.shared.close(unlink=True)
-        pools.release_shared_memory(self._counters_shm)
+        processes.release_shared_memory(self._counters_shm)
 
     def __enter__(self):
         return self

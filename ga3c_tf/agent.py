@@ -14,7 +14,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from common.envs import pools
+from common import processes
 
 SLOT_BITS = 16
 MAX_SLOTS = 1 << SLOT_BITS
@@ -138,7 +138,7 @@ def run_agent(key, requests, replies, shm_name, observation_array_shape, observa
     them for the trainers); if the parent dies meanwhile, the orphan watchdog ends the process.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    pools.exit_when_orphaned(parent_pid, poll_seconds)
+    processes.exit_when_orphaned(parent_pid, poll_seconds)
     shm = shared_memory.SharedMemory(name=shm_name)
     observations = np.ndarray(observation_array_shape, observation_dtype, buffer=shm.buf)
     agent = None

@@ -17,7 +17,7 @@ from common import predictor as predictor_lib
 from common import scalars
 from common import tracker as tracker_lib
 from common import trainer as trainer_lib
-from common.envs import pools
+from common import processes
 from ga3c_tf import agent as agent_lib
 from ga3c_tf import learner as learner_lib
 
@@ -26,7 +26,7 @@ AGENT_POLL_SECONDS = 0.1  # the same for agent processes
 JOIN_SECONDS = 5.0        # how long close() waits for agents before terminating them
 
 
-class AgentDiedError(pools.WorkerDiedError):
+class AgentDiedError(processes.WorkerDiedError):
     """An agent process ended without being asked to (on_agent_death='stop')."""
 
 
@@ -97,7 +97,7 @@ class GA3CServer:
                   next(self._seeds), config.t_max, config.gamma, self.training_queue,
                   self.episode_queue, stop_event, os.getpid(), AGENT_POLL_SECONDS))
         self.agents[slot] = _AgentHandle(process, stop_event)
-        pools.start_process(process)
+        processes.start_process(process)
         replies.close()  # only the agent holds its read end now
         return slot
 
@@ -120,7 +120,7 @@ class GA3CServer:
                 if drain_all:
                     self._drain(self.training_queue)
                 handle.process.join(timeout=POLL_SECONDS)
-            pools.end_process(handle.process)
+            processes.end_process(handle.process)
             handle.process.close()
 
     @staticmethod
@@ -318,7 +318,7 @@ class GA3CServer:
         self._closed = True
         self._stop_actors()
         self.observations = None
-        pools.release_shared_memory(self._shm)
+        processes.release_shared_memory(self._shm)
 
     def __enter__(self):
         return self

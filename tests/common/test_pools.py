@@ -14,7 +14,7 @@ import gin
 import numpy as np
 import pytest
 
-from common.envs import pools
+from common import processes
 from common.envs.atari import AtariConfig
 from common.envs.gym import GymConfig, GymEnv
 from common.envs.pools import (POOL_KINDS, AleVectorPool, ProcessPool, SerialPool, ThreadPool,
@@ -229,7 +229,7 @@ def test_alternating_groups_match_a_serial_pool():
 def no_process_may_start(monkeypatch):
     def fail(process):
         raise AssertionError(f'{process.name} started before validation finished')
-    monkeypatch.setattr(pools, '_start_process', fail)
+    monkeypatch.setattr(processes, 'start_process', fail)
 
 
 @pytest.mark.parametrize('make, message', [
@@ -292,8 +292,8 @@ def test_gym_envs_in_a_process_pool():
 def test_an_orphaned_child_exits_even_while_blocked():
     """exit_when_orphaned ends a child stuck in a call that never returns once its parent is
     killed (SIGKILL: the parent runs no clean-up)."""
-    child_code = ('import sys, threading; from common.envs import pools; '
-                  'pools.exit_when_orphaned(int(sys.argv[1]), 0.05); '
+    child_code = ('import sys, threading; from common import processes; '
+                  'processes.exit_when_orphaned(int(sys.argv[1]), 0.05); '
                   'threading.Event().wait()')  # blocked for good
     parent_code = textwrap.dedent(f'''
         import os, subprocess, sys, threading
@@ -334,7 +334,7 @@ def test_start_process_ignores_sigint_while_starting_and_restores_the_handler():
     previous = signal.signal(signal.SIGINT, handler)
     try:
         process = _FakeProcess()
-        pools.start_process(process)
+        processes.start_process(process)
         assert process.handler_during_start is signal.SIG_IGN
         assert signal.getsignal(signal.SIGINT) is handler
     finally:
@@ -352,7 +352,7 @@ def test_start_process_keeps_a_handler_that_a_signal_installed_while_starting():
     previous = signal.getsignal(signal.SIGINT)
     try:
         with pytest.raises(KeyboardInterrupt):
-            pools.start_process(_FakeProcess(sigterm_arrives))
+            processes.start_process(_FakeProcess(sigterm_arrives))
         assert signal.getsignal(signal.SIGINT) is stopping
     finally:
         signal.signal(signal.SIGINT, previous)

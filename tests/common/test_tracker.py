@@ -10,7 +10,7 @@ import tensorflow as tf
 from common import app
 from common import metrics
 from common import tracker as tracker_lib
-from common.envs import pools
+from common import processes
 
 
 def _rows(path):
@@ -171,7 +171,7 @@ def test_frames_per_step_is_the_frame_skip_or_one():
 
 def test_a_dead_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path):
     """Every paper's worker deaths (pool workers, GA3C agents, DQN samplers) are
-    pools.WorkerDiedError: the learner's state at that step is saved, then app.RunError."""
+    processes.WorkerDiedError: the learner's state at that step is saved, then app.RunError."""
     run_dir = str(tmp_path)
     variable = tf.Variable(1.0)
     tracker = _make(run_dir, variable)
@@ -180,7 +180,7 @@ def test_a_dead_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path):
     def loop(_):
         tracker.add_steps(17)
         variable.assign(5.0)
-        raise pools.WorkerDiedError('ProcessPool worker 3 (pid 99) was killed by signal SIGKILL\n'
+        raise processes.WorkerDiedError('ProcessPool worker 3 (pid 99) was killed by signal SIGKILL\n'
                                     'second line')
 
     with pytest.raises(app.RunError) as raised:
@@ -198,5 +198,5 @@ def test_a_dead_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path):
 def test_every_papers_worker_errors_are_worker_deaths():
     from dqn_tf import rounds
     from ga3c_tf import server
-    assert issubclass(server.AgentDiedError, pools.WorkerDiedError)
-    assert issubclass(rounds.SamplerFailed, pools.WorkerDiedError)
+    assert issubclass(server.AgentDiedError, processes.WorkerDiedError)
+    assert issubclass(rounds.SamplerFailed, processes.WorkerDiedError)

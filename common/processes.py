@@ -1,0 +1,78 @@
+"""The lifecycle of the worker processes every paper starts: spawn them light, end them surely.
+
+Start spawn processes without re-importing the parent's __main__ (which would import TensorFlow
+into every worker), end stubborn ones with SIGTERM then SIGKILL, make children exit when their
+parent is gone, release shared memory whatever views remain; and the one error a dead worker
+raises, on which every training loop saves a checkpoint and stops. No TensorFlow here.
+"""
+import os
+import signal
+import sys
+import threading
+import time
+import types
+
+
+class WorkerDiedError(RuntimeError):
+    """A process or thread that steps environments (or trains) died or raised; a training run
+    ends on it with a checkpoint of the learner and one line naming the worker."""
+
+
+def release_shared_memory(shm, unlink=True):
+    """Closes (and by default unlinks) a segment, tolerating live numpy views and a prior unlink."""
+    try:
+        shm.close()
+    except BufferError:  # a view still exists; the mapping goes with the last view
+        pass
+    if unlink:
+        try:
+            shm.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def exit_when_orphaned(parent_pid: int, poll_seconds: float) -> threading.Thread:
+    """Starts a daemon thread that ends this process at once when parent_pid is gone.
+
+    A child blocked where it cannot look (a queue's feeder thread flushing into a pipe nobody
+    reads any more, joined at exit) would otherwise outlive a parent killed with SIGKILL. The
+    parent's pid is passed in: os.getppid() at start-up may already be init's.
+    """
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(poll_seconds)
+        os._exit(0)  # nothing left to report to, and a clean exit could block
+
+    watcher = threading.Thread(target=watch, name='orphan-watchdog', daemon=True)
+    watcher.start()
+    return watcher
+
+
+def start_process(process) -> None:
+    """Start a spawn process that does not re-import the parent's __main__ module."""
+    # spawn makes every child import the parent's __main__ (e.g. `python -m paac_tf.main`,
+    # which imports TensorFlow: seconds and hundreds of MB per worker, and TF must never run
+    # in a worker). A bare module there leaves the child only what it unpickles.
+    main_module = sys.modules['__main__']
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    # An ignored SIGINT is inherited, so Ctrl-C cannot hit a worker while it starts up.
+    previous_handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main_thread else None
+    sys.modules['__main__'] = types.ModuleType('__main__')
+    try:
+        process.start()
+    finally:
+        sys.modules['__main__'] = main_module
+        # Unless a signal handler replaced ours meanwhile (a SIGTERM that began stopping the run
+        # switches SIGINT to "already stopping"), which must stay.
+        if in_main_thread and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, previous_handler)
+
+
+def end_process(process, terminate_seconds: float = 1.0) -> None:
+    """Ends a process that did not stop when asked: SIGTERM, then SIGKILL after a grace time."""
+    if process.is_alive():
+        process.terminate()
+        process.join(timeout=terminate_seconds)
+    if process.is_alive():
+        process.kill()
+        process.join()

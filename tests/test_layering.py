@@ -1,0 +1,67 @@
+"""The import rules of the tree: common/ imports no paper package, no paper package imports
+another, and what worker processes import stays free of TensorFlow."""
+import ast
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+
+from common import app
+from common import registry
+
+ROOT = app.PROJECT_ROOT
+PAPER_PACKAGES = [f'{paper}{registry.SUFFIX}' for paper in registry.papers()]
+
+
+def _imported_packages(path):
+    """The top-level package of every import statement in a module (relative ones resolved)."""
+    tree = ast.parse(open(path).read(), path)
+    package = os.path.relpath(os.path.dirname(path), ROOT).split(os.sep)[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split('.')[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.add(package if node.level else node.module.split('.')[0])
+    return found
+
+
+def _modules(package):
+    return sorted(glob.glob(os.path.join(ROOT, package, '**', '*.py'), recursive=True))
+
+
+def test_the_registry_finds_every_paper_package():
+    assert {'paac_tf', 'dqn_tf', 'ga3c_tf'} <= set(PAPER_PACKAGES)
+    assert os.path.isfile(os.path.join(ROOT, 'paac_tf', 'bench_rows.py'))
+
+
+def test_common_imports_no_paper_package():
+    offenders = {os.path.relpath(path, ROOT): sorted(_imported_packages(path) & set(PAPER_PACKAGES))
+                 for path in _modules('common')}
+    assert {path: found for path, found in offenders.items() if found} == {}
+
+
+@pytest.mark.parametrize('package', PAPER_PACKAGES)
+def test_a_paper_package_imports_no_other_paper(package):
+    others = set(PAPER_PACKAGES) - {package}
+    offenders = {os.path.relpath(path, ROOT): sorted(_imported_packages(path) & others)
+                 for path in _modules(package)}
+    assert {path: found for path, found in offenders.items() if found} == {}
+
+
+def test_the_checker_sees_both_kinds_of_import(tmp_path):
+    module = tmp_path / 'probe.py'
+    module.write_text('import paac_tf.main\nfrom dqn_tf import dqn\nfrom . import sibling\n')
+    found = _imported_packages(str(module))
+    assert {'paac_tf', 'dqn_tf'} <= found
+
+
+@pytest.mark.parametrize('module', ['common.envs', 'common.processes', 'common.ipc',
+                                    'common.field_types', 'ga3c_tf.agent'])
+def test_what_workers_import_stays_free_of_tensorflow(module):
+    code = f'import sys, {module}; print("tensorflow" in sys.modules)'
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
+    assert result.stdout.strip() == 'False', result.stderr[-2000:]
