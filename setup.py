@@ -1,7 +1,7 @@
 """Installs the shared layer (common) and the paper packages with the pinned dependency set."""
 import setuptools
 
-# Pinned as measured to install together (ARCHITECTURE.md, "Dependencies"):
+# Pinned as measured to install together:
 # numpy 2 breaks tf-agents' uint8 specs, opencv >= 4.12 pulls numpy 2, tf-agents pins
 # typing-extensions 4.5.0 (hence gymnasium 1.3.0), TF 2.21 no longer pulls tensorboard.
 INSTALL_REQUIRES = [

@@ -6,6 +6,7 @@ ends the program with one line naming it and nothing already in a run directory 
 import datetime
 import json
 import os
+import re
 import signal
 import sys
 import tokenize
@@ -22,6 +23,9 @@ flags.DEFINE_multi_string('gin_bindings', [],
 flags.DEFINE_string('run_dir', None,
                     'Run directory. Default: the newest runs/<paper>-<game>-<timestamp> started '
                     'by the same command (so rerunning resumes), else a new one.')
+flags.DEFINE_boolean('verbose', False,
+                     "Show TensorFlow's start-up logs (read by common/quiet_import.py before "
+                     'TensorFlow loads; setting TF_CPP_MIN_LOG_LEVEL does the same).')
 
 FLAGS = flags.FLAGS
 
@@ -98,20 +102,56 @@ def fail(message, exit_code=2):
     sys.exit(exit_code)
 
 
-def parse_gin(gin_files, gin_bindings):
+def parse_gin(gin_files, gin_bindings, renamed=None):
     """Parses gin files and bindings (after clearing any earlier config) into the global gin
-    config, turning gin's exceptions into one-line ConfigErrors."""
+    config, turning gin's exceptions into one-line ConfigErrors.
+
+    renamed: {binding name that no longer exists: what to do instead}; a file or binding that
+    still uses one is refused with that line (gin would only say it does not know the name).
+    """
     gin.clear_config()
     if PROJECT_ROOT not in gin.config._LOCATION_PREFIXES:
         gin.add_config_file_search_path(PROJECT_ROOT)
     for path in gin_files:
         if not os.path.isfile(path):
             raise ConfigError(f'gin file not found: {path!r}')
+    if renamed:
+        _refuse_renamed(gin_files, gin_bindings, renamed)
     try:
         gin.parse_config_files_and_bindings(gin_files, gin_bindings, finalize_config=False)
     except (ValueError, SyntaxError, tokenize.TokenError, KeyError, TypeError) as error:
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ConfigError(f'bad gin config {list(gin_files) + list(gin_bindings)}: {detail}')
+
+
+def parse_recorded_config(run_dir, obsolete=()):
+    """Parses a run's operative_config.gin (to rebuild its model for evaluation), leaving out
+    bindings that no longer exist: those named in obsolete (a paper's renamed bindings) and
+    those of configurables this version does not have. A run from an older version stays
+    evaluable; what it trained with is in the file as it was."""
+    path = os.path.join(run_dir, OPERATIVE_CONFIG_FILE)
+    if not os.path.isfile(path):
+        raise ConfigError(f'{run_dir!r} has no {OPERATIVE_CONFIG_FILE}')
+    with open(path) as f:
+        lines = f.read().splitlines()
+    kept = [line for line in lines if not any(
+        re.match(rf'\s*{re.escape(name)}\s*=', line) for name in obsolete)]
+    gin.clear_config()
+    try:
+        gin.parse_config('\n'.join(kept), skip_unknown=True)
+    except (ValueError, SyntaxError, KeyError, TypeError) as error:
+        raise ConfigError(f'{path}: {str(error).strip().splitlines()[0]}')
+
+
+def _refuse_renamed(gin_files, gin_bindings, renamed):
+    texts = [(f'--gin_bindings={binding!r}', binding) for binding in gin_bindings]
+    for path in gin_files:
+        with open(path) as f:
+            texts.append((path, f.read()))
+    for where, text in texts:
+        for old, new in renamed.items():
+            if re.search(rf'(?m)^\s*{re.escape(old)}\s*=', text):
+                raise ConfigError(f'{old} ({where}) is not a binding: {new}')
 
 
 def _read_json(path):

@@ -74,12 +74,12 @@ def write_eval_row(run_dir, env_steps, scores, seconds, wall_time):
     return row
 
 
-def actor_critic_policy(run_dir, make_config, make_learner, greedy=False):
+def actor_critic_policy(run_dir, make_config, make_learner, greedy=False, obsolete=()):
     """A paper's load_policy for an actor-critic learner with act/greedy_act: the run's
-    operative config into make_config(), make_learner(config)'s model from the latest
-    checkpoint. Returns (env_config, policy_fn, env_steps)."""
+    operative config (without the obsolete bindings) into make_config(), make_learner(config)'s
+    model from the newest readable checkpoint. Returns (env_config, policy_fn, env_steps)."""
     from common import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
-    app.parse_gin([f'{run_dir}/{app.OPERATIVE_CONFIG_FILE}'], [])
+    app.parse_recorded_config(run_dir, obsolete)
     config = make_config()
     learner = make_learner(config)
     env_steps = checkpoint_lib.restore_latest(run_dir, model=learner.model)

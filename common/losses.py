@@ -36,6 +36,18 @@ def n_step_returns(rewards, terminals, bootstrap_values, gamma):
                    reverse=True)
 
 
+def sequence_returns(rewards, sequence_ends, end_values, gamma):
+    """n-step returns of sequences laid end to end in one flat batch [N]: within a sequence
+    R_t = r_t + gamma * R_{t+1}; at its last step (sequence_ends = 1) R_t = r_t + gamma * v,
+    v = end_values there (the bootstrap value, 0 after a terminal step)."""
+    rewards = tf.convert_to_tensor(rewards)
+    ends = tf.cast(sequence_ends, rewards.dtype)
+    bootstrapped = rewards + gamma * ends * tf.cast(end_values, rewards.dtype)
+    returns = n_step_returns(bootstrapped[:, None], ends[:, None],
+                             tf.zeros([1], rewards.dtype), gamma)
+    return returns[:, 0]
+
+
 def generalized_advantage_estimation(rewards, values, terminals, bootstrap_values, gamma, lam):
     """GAE (Schulman et al. 2016): A_t = delta_t + gamma * lam * (1 - terminal_t) * A_{t+1}.
 

@@ -1,18 +1,19 @@
-"""Keras models shared by the papers: torsos, an actor-critic and a Q network, built by gin.
+"""Keras models shared by the papers: torsos, an actor-critic and a Q network, built from the
+papers' configs.
 
 Image models take uint8 (N, H, W, C) observations and scale them inside the model, so the uint8
 arrays go to the device as they are (4x fewer bytes than float32). Float observations (CartPole)
 are used as they come.
 
-Initializers: Keras' default (Glorot-uniform kernels, zero biases), or 'fan_in_uniform': kernels
-and biases from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), Torch7's default, which both actor-critic
+Initializers, both drawn from a model's own seed (so a config's seed fixes the starting weights):
+Keras' default scheme (Glorot-uniform kernels, zero biases), or 'fan_in_uniform': kernels and
+biases from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), Torch7's default, which both actor-critic
 originals use (alfredvc/paac networks.py, NVlabs/GA3C NetworkVP.py). Under RMSProp with the
 papers' epsilon of 0.1 the update is close to plain SGD, so the weights' starting scale sets
 how fast each layer moves; the actor-critic presets use the originals' scheme.
 Convolutions use 'valid' padding, as in the DQN and A3C papers, unless padding='same' (GA3C's
 code pads: 84x84 -> 21x21 -> 11x11 on nips).
 """
-import gin
 import tensorflow as tf
 
 layers = tf.keras.layers
@@ -148,38 +149,44 @@ def build(model, observation_shape, observation_dtype):
     return model
 
 
-def fan_in_uniform(model, seed):
-    """Redraws every Dense and Conv2D kernel and bias of a built model from U(-d, d),
-    d = 1/sqrt(fan_in), fan_in = the inputs of one unit (kernel size x input channels)."""
-    generator = tf.random.Generator.from_seed(seed)
-    for layer in model.submodules:
-        if not isinstance(layer, (layers.Dense, layers.Conv2D)):
-            continue
-        fan_in = 1
-        for size in layer.kernel.shape[:-1]:
-            fan_in *= int(size)
-        limit = 1.0 / fan_in ** 0.5
-        for variable in (layer.kernel, layer.bias):
-            variable.assign(generator.uniform(variable.shape, -limit, limit, variable.dtype))
-    return model
+def _dense_and_conv_layers(model):
+    return [layer for layer in model.submodules
+            if isinstance(layer, (layers.Dense, layers.Conv2D))]
 
 
 def initialize(model, initializer, seed):
-    """Applies the named initializer to a built model ('glorot_uniform': Keras' own, kept)."""
+    """Redraws every Dense and Conv2D kernel and bias of a built model, seeded by seed:
+    'fan_in_uniform': kernels and biases from U(-d, d), d = 1/sqrt(fan_in);
+    'glorot_uniform': kernels from U(-d, d), d = sqrt(6 / (fan_in + fan_out)), zero biases
+    (Keras' default scheme, drawn from this seed rather than TensorFlow's global one).
+    fan_in and fan_out are the inputs and outputs of one unit (kernel size x channels)."""
     if initializer not in INITIALIZERS:
         raise ValueError(f'initializer={initializer!r}; allowed: {INITIALIZERS}')
-    if initializer == 'fan_in_uniform':
-        fan_in_uniform(model, seed)
+    generator = tf.random.Generator.from_seed(seed)
+    for layer in _dense_and_conv_layers(model):
+        shape = [int(size) for size in layer.kernel.shape]
+        receptive = 1
+        for size in shape[:-2]:
+            receptive *= size
+        fan_in, fan_out = receptive * shape[-2], receptive * shape[-1]
+        if initializer == 'fan_in_uniform':
+            limit = 1.0 / fan_in ** 0.5
+            layer.bias.assign(generator.uniform(layer.bias.shape, -limit, limit,
+                                                layer.bias.dtype))
+        else:
+            limit = (6.0 / (fan_in + fan_out)) ** 0.5
+            layer.bias.assign(tf.zeros_like(layer.bias))
+        layer.kernel.assign(generator.uniform(layer.kernel.shape, -limit, limit,
+                                              layer.kernel.dtype))
     return model
 
 
-@gin.configurable
 def make_actor_critic(num_actions, observation_shape, observation_dtype, network='nips',
                       input_scale=1 / 255, input_offset=0.0, torso_kwargs=None,
                       initializer='glorot_uniform', seed=0):
     """A built ActorCriticNetwork; GA3C's original scaling is input_scale=1/128, offset=-1.
 
-    initializer: 'glorot_uniform' (Keras' default) or 'fan_in_uniform' (seeded by seed).
+    initializer: 'glorot_uniform' (Keras' default) or 'fan_in_uniform', seeded by seed.
     """
     torso = make_torso(network, observation_shape, torso_kwargs)
     model = ActorCriticNetwork(torso, num_actions, input_scale=input_scale,
@@ -187,11 +194,11 @@ def make_actor_critic(num_actions, observation_shape, observation_dtype, network
     return initialize(build(model, observation_shape, observation_dtype), initializer, seed)
 
 
-@gin.configurable
 def make_q_network(num_actions, observation_shape, observation_dtype, network='nature',
-                   dueling=False, input_scale=1 / 255, input_offset=0.0, torso_kwargs=None):
-    """A built QNetwork (dueling optional) on the named torso."""
+                   dueling=False, input_scale=1 / 255, input_offset=0.0, torso_kwargs=None,
+                   initializer='glorot_uniform', seed=0):
+    """A built QNetwork (dueling optional) on the named torso, initialized from seed."""
     torso = make_torso(network, observation_shape, torso_kwargs)
     model = QNetwork(torso, num_actions, dueling=dueling, input_scale=input_scale,
                      input_offset=input_offset)
-    return build(model, observation_shape, observation_dtype)
+    return initialize(build(model, observation_shape, observation_dtype), initializer, seed)

@@ -5,15 +5,11 @@ TF1's tf.train.RMSPropOptimizer (used by the PAAC and GA3C originals) divides by
 sqrt(ms + epsilon) and starts ms at ones; tf.keras' RMSprop divides by sqrt(ms) + epsilon and
 starts ms at zeros. With the papers' epsilon of 0.1 the placements give very different step
 sizes, and zeros make the first updates up to 1/sqrt(epsilon) ~ 3x larger than ones, so both are
-gin knobs here.
+options here, set from each paper's config (common/config.py RMSPropConfig).
 """
-import gin
 import tensorflow as tf
 
-from common import app
 
-
-@gin.configurable
 class RMSProp(tf.Module):
     """RMSProp (optionally centered) applying updates with TF's fused raw ops.
 
@@ -99,7 +95,6 @@ class RMSProp(tf.Module):
         variable.assign_sub(moment)
 
 
-@gin.configurable
 class LinearSchedule:
     """Linear interpolation from `initial` to `final` over `duration` updates, then constant."""
 
@@ -132,30 +127,3 @@ def apply_actor_critic_gradients(optimizer, gradients, variables, loss, clip_nor
     optimizer.apply_gradients(gradients, variables)
     return {'loss': loss.total, 'policy_loss': loss.policy_loss, 'value_loss': loss.value_loss,
             'entropy': loss.entropy, 'grad_norm': global_norm, 'learning_rate': learning_rate}
-
-
-def require_rmsprop_bindings(owner, fixed=(), reason=''):
-    """Raises app.ConfigError, before anything starts, for RMSProp gin bindings that would not
-    take effect or are out of range.
-
-    Every paper's learner passes learning_rate, decay and epsilon from its config (owner, e.g.
-    'PAACConfig'), so gin would silently drop RMSProp bindings of them; fixed names further
-    parameters the learner always passes itself, for reason.
-    """
-    instead = {'learning_rate': f'set {owner}.learning_rate',
-               'decay': f'set {owner}.rmsprop_decay',
-               'epsilon': f'set {owner}.rmsprop_epsilon'}
-    instead.update({parameter: reason for parameter in fixed})
-    for parameter, hint in instead.items():
-        try:
-            value = gin.query_parameter(f'RMSProp.{parameter}')
-        except ValueError:  # not bound
-            continue
-        raise app.ConfigError(f'RMSProp.{parameter} = {value!r} would have no effect: {hint}')
-    try:
-        initial = gin.query_parameter('RMSProp.initial_mean_square')
-    except ValueError:
-        return
-    app.require(isinstance(initial, (int, float)) and not isinstance(initial, bool)
-                and initial >= 0,
-                f'RMSProp.initial_mean_square must be a number >= 0, got {initial!r}')

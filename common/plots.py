@@ -4,7 +4,6 @@ Reads what common.compare reads (invocation.json, metrics.csv, eval.csv), so run
 share one figure. The Agg backend needs no display; figures are 800 px wide at 100 dpi, sized to
 be read in a README.
 """
-import csv
 import math
 import os
 
@@ -12,6 +11,8 @@ import matplotlib
 
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+
+from common import run_files  # noqa: E402
 
 FIGURE_SIZE = (8.0, 4.5)  # inches
 DPI = 100
@@ -27,41 +28,27 @@ FIGURES = (
 X_SCALE = {'frames': 1e-6, 'hours': 1.0}
 
 
-def _read_csv(path):
-    if not os.path.exists(path):
-        return []
-    with open(path, newline='') as f:
-        return list(csv.DictReader(f))
-
-
-def _number(text):
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def load_run(run_dir, label):
     """The curves of one run: {'label', 'metrics': {column: [...]}, 'eval': {column: [...]}}.
 
     Frames of evaluation points are env_steps times the run's frames per step (from
     metrics.csv); hours are metrics.csv's wall_time (training time, resumes included).
     """
-    rows = _read_csv(os.path.join(run_dir, 'metrics.csv'))
-    columns = {name: [_number(row.get(name)) for row in rows]
+    rows = run_files.read_csv(os.path.join(run_dir, 'metrics.csv'))
+    columns = {name: [run_files.number(row.get(name)) for row in rows]
                for name in ('env_steps', 'frames', 'score_mean_100', 'steps_per_sec')}
-    columns['hours'] = [_number(row.get('wall_time')) / 3600 for row in rows]
+    columns['hours'] = [run_files.number(row.get('wall_time')) / 3600 for row in rows]
     frames_per_step = 1.0
     for steps, frames in zip(columns['env_steps'], columns['frames']):
         if steps > 0 and not math.isnan(frames):
             frames_per_step = frames / steps
             break
-    evals = _read_csv(os.path.join(run_dir, 'eval.csv'))
-    eval_steps = [_number(row.get('env_steps')) for row in evals]
+    evals = run_files.read_csv(os.path.join(run_dir, 'eval.csv'))
+    eval_steps = [run_files.number(row.get('env_steps')) for row in evals]
     eval_columns = {
         'frames': [steps * frames_per_step for steps in eval_steps],
         'hours': [_hours_at(steps, columns) for steps in eval_steps],
-        'score_mean_100': [_number(row.get('score_mean')) for row in evals],
+        'score_mean_100': [run_files.number(row.get('score_mean')) for row in evals],
     }
     return {'label': label, 'metrics': columns, 'eval': eval_columns}
 

@@ -30,8 +30,8 @@ def _rate(settings, mode, num_workers):
 
 
 ROWS = {
-    # Standard DQN with 1 sampler thread: the baseline of Table 1.
+    # Standard DQN with 1 actor thread: the baseline of Table 1.
     'dqn/standard': lambda settings: _rate(settings, 'standard', 1),
-    # Algorithm 1 with W=8 sampler threads: the fastest variant of Table 1.
+    # Algorithm 1 with W=8 actor threads: the fastest variant of Table 1.
     'dqn/both': lambda settings: _rate(settings, 'both', 8),
 }

@@ -2,6 +2,7 @@
 from absl import flags
 
 from common import app
+from dqn_tf import config as config_lib
 from dqn_tf import dqn
 
 FLAGS = flags.FLAGS
@@ -10,8 +11,8 @@ PAPER = 'dqn'
 
 def configure(gin_files, gin_bindings):
     """Parses and validates the config; raises ConfigError before anything starts."""
-    app.parse_gin(gin_files, gin_bindings)
-    config = dqn.DQNConfig()
+    app.parse_gin(gin_files, gin_bindings, renamed=config_lib.RENAMED)
+    config = config_lib.DQNConfig()
     config.validate()
     return config
 
@@ -19,15 +20,16 @@ def configure(gin_files, gin_bindings):
 def main():
     config = configure(FLAGS.gin_file, FLAGS.gin_bindings)
     app.set_intra_op_threads(config.intra_op_threads())
-    run_dir = app.start_run_dir(PAPER, config.env_config, network=config.network)
+    run_dir = app.start_run_dir(PAPER, config.env_config, network=config.network,
+                                dueling=config.dueling, torso_kwargs=config.torso_kwargs)
     dqn.train(config, run_dir, on_start=lambda: app.write_operative_config(run_dir))
 
 
 def load_policy(run_dir, greedy=False):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
     from common import checkpoint as checkpoint_lib
-    app.parse_gin([f'{run_dir}/{app.OPERATIVE_CONFIG_FILE}'], [])
-    config = dqn.DQNConfig()
+    app.parse_recorded_config(run_dir, config_lib.RENAMED)
+    config = config_lib.DQNConfig()
     learner = dqn.build_learner(config)
     env_steps = checkpoint_lib.restore_latest(run_dir, online=learner.online)
     policy = dqn.epsilon_greedy_policy(learner, 0.0 if greedy else config.eval_epsilon,

@@ -1,25 +1,25 @@
-"""RoundGate: the main thread starts a round of W sampler steps and waits until all are taken.
+"""RoundGate: the main thread starts a round of W actor steps and waits until all are taken.
 
-Chained, the samplers take their steps one after another: the main thread wakes sampler 0, each
-sampler wakes the next when its step is done, and the last wakes the main thread. ALE holds the
+Chained, the actors take their steps one after another: the main thread wakes actor 0, each
+actor wakes the next when its step is done, and the last wakes the main thread. ALE holds the
 GIL while it emulates (two threads stepping two ALEs take as long as one thread stepping both), so
 steps that only emulate never run side by side in CPython anyway, and handing on costs one wake-up
-per sampler where waking all W at once has them contend for the GIL. Broadcast wakes all W at
-once and the last to finish wakes the main thread: for samplers that also run their own inference,
+per actor where waking all W at once has them contend for the GIL. Broadcast wakes all W at
+once and the last to finish wakes the main thread: for actors that also run their own inference,
 which releases the GIL and so overlaps the others' emulation. Raw locks, not Barriers or
-Conditions: the samplers share the cores with the learner here, and every wake-up costs it.
+Conditions: the actors share the cores with the learner here, and every wake-up costs it.
 """
 import _thread
 
 from common import processes
 
 
-class SamplerFailed(processes.WorkerDiedError):
-    """A sampler thread raised during its step; the cause is chained."""
+class ActorFailed(processes.WorkerDiedError):
+    """A actor thread raised during its step; the cause is chained."""
 
 
 class RoundGate:
-    """One go-lock per sampler (held while it must wait) and one done-lock for the main thread."""
+    """One go-lock per actor (held while it must wait) and one done-lock for the main thread."""
 
     def __init__(self, num_workers, chained=True):
         self.num_workers = num_workers
@@ -33,16 +33,16 @@ class RoundGate:
         self._count_lock = _thread.allocate_lock()
         self.stopping = False
 
-    # Sampler side.
+    # Actor side.
     def wait_for_round(self, index):
-        """Blocks sampler `index` until its turn in the next round; False when closing."""
+        """Blocks actor `index` until its turn in the next round; False when closing."""
         self._go[index].acquire()
         return not self.stopping
 
     def finish(self, index, failed=False):
-        """Called by sampler `index` after its step (or its failure). Chained: wakes the next
-        sampler, or the main thread after the last one or a failure (the rest of that round is
-        not taken). Broadcast: the last sampler to finish wakes the main thread."""
+        """Called by actor `index` after its step (or its failure). Chained: wakes the next
+        actor, or the main thread after the last one or a failure (the rest of that round is
+        not taken). Broadcast: the last actor to finish wakes the main thread."""
         if not self.chained:
             with self._count_lock:
                 self._finished += 1
@@ -58,10 +58,10 @@ class RoundGate:
 
     # Main-thread side.
     def run_round(self, threads, errors):
-        """Runs one round; returns when every sampler has taken its step.
+        """Runs one round; returns when every actor has taken its step.
 
-        threads: the sampler threads (a dead one ends the wait); errors: a callable returning
-        (name, exception) pairs of failed samplers, raised here as SamplerFailed.
+        threads: the actor threads (a dead one ends the wait); errors: a callable returning
+        (name, exception) pairs of failed actors, raised here as ActorFailed.
         """
         self._finished = 0
         for lock in (self._go[:1] if self.chained else self._go):
@@ -70,13 +70,13 @@ class RoundGate:
             if not all(thread.is_alive() for thread in threads):
                 break
         for name, error in errors():
-            raise SamplerFailed(f'{name} failed: {error!r}') from error
+            raise ActorFailed(f'{name} failed: {error!r}') from error
         if self._finished != self.num_workers:
-            raise SamplerFailed(f'{self.num_workers - self._finished} sampler thread(s) ended '
+            raise ActorFailed(f'{self.num_workers - self._finished} actor thread(s) ended '
                                 f'without taking their step')
 
     def close(self):
-        """Wakes every waiting sampler so that it sees `stopping` and returns."""
+        """Wakes every waiting actor so that it sees `stopping` and returns."""
         self.stopping = True
         for lock in self._go:
             if lock.locked():
@@ -84,8 +84,8 @@ class RoundGate:
 
 
 def _wake(go_lock):
-    """Releases a go-lock; close() and a sampler finishing its step may both release one."""
+    """Releases a go-lock; close() and a actor finishing its step may both release one."""
     try:
         go_lock.release()
-    except RuntimeError:  # released already: the sampler wakes either way
+    except RuntimeError:  # released already: the actor wakes either way
         pass

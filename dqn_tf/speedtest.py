@@ -1,6 +1,6 @@
 """`python -m dqn_tf.speedtest [--steps N] [--json PATH]`: the paper's section 5.1 ablation.
 
-Every mode (standard, concurrent, synchronized, both) with every sampler-thread count trains the
+Every mode (standard, concurrent, synchronized, both) with every actor-thread count trains the
 same number of steps on Pong at a fixed epsilon of 0.1 (section 5.1), one configuration after
 another in this one invocation, after an untimed prepopulation and tracing warm-up. The table
 gives each runtime, its speedup over standard DQN with 1 thread (the paper's Table 3) and its
@@ -19,11 +19,11 @@ import numpy as np
 
 import common  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from common import app
+from dqn_tf import config as config_lib
 from dqn_tf import dqn
 from dqn_tf import main as dqn_main
+from dqn_tf import trainer as trainer_lib
 
-MODE_SWITCHES = {'standard': (False, False), 'concurrent': (True, False),
-                 'synchronized': (False, True), 'both': (True, True)}
 # The paper runs Synchronized Execution with 2 or more threads only (Table 1).
 DEFAULT_WORKERS = {'standard': (1, 2, 4, 8), 'concurrent': (1, 2, 4, 8),
                    'synchronized': (2, 4, 8), 'both': (2, 4, 8)}
@@ -33,7 +33,7 @@ SPEEDTEST_EPSILON = 0.1  # "we fix epsilon_t = 0.1 for the entirety of this shor
 def speedtest_config(mode, num_workers, game='pong', target_period=10_000, prepopulate_steps=1000,
                      replay_capacity=100_000, seed=0):
     """The paper's Pong config in one mode, with epsilon fixed at 0.1 and evaluation off."""
-    concurrent, synchronized = MODE_SWITCHES[mode]
+    concurrent, synchronized = config_lib.MODE_SWITCHES[mode]
     bindings = [f"AtariConfig.game = '{game}'",
                 f'DQNConfig.num_workers = {num_workers}',
                 f'DQNConfig.concurrent = {concurrent}',
@@ -90,7 +90,7 @@ class Session:
         own path (the next minibatch drawn from replay while the current one trains)."""
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as prefetcher:
             start = time.perf_counter()
-            dqn.train_prefetched(self.runner, num_steps // self.config.train_period, prefetcher)
+            trainer_lib.train_prefetched(self.runner, num_steps // self.config.train_period, prefetcher)
             return time.perf_counter() - start
 
     def close(self):
@@ -157,8 +157,9 @@ def format_table(rows, steps, repeats=1):
 def main():
     flags_ = flags.FLAGS
     modes = flags_.modes
-    unknown = [mode for mode in modes if mode not in MODE_SWITCHES]
-    app.require(not unknown, f'unknown --modes {unknown}; allowed: {list(MODE_SWITCHES)}')
+    unknown = [mode for mode in modes if mode not in config_lib.MODE_SWITCHES]
+    app.require(not unknown,
+                f'unknown --modes {unknown}; allowed: {list(config_lib.MODE_SWITCHES)}')
     workers = [int(value) for value in flags_.workers] if flags_.workers else None
     app.require(workers is None or all(value > 0 for value in workers),
                 f'--workers must be positive, got {flags_.workers}')
@@ -191,7 +192,7 @@ if __name__ == '__main__':
     flags.DEFINE_integer('steps', 10_000, 'Training steps per configuration (paper: 1M).')
     flags.DEFINE_integer('target_period', 10_000, 'C (Table 5); capped at --steps.')
     flags.DEFINE_integer('prepopulate', 1000, 'Untimed random steps before each configuration.')
-    flags.DEFINE_list('modes', list(MODE_SWITCHES), 'Modes to measure.')
+    flags.DEFINE_list('modes', list(config_lib.MODE_SWITCHES), 'Modes to measure.')
     flags.DEFINE_list('workers', None, 'Sampler-thread counts (default: 1,2,4,8; 2,4,8 for '
                                        'synchronized and both, as in Table 1).')
     flags.DEFINE_string('game', 'pong', 'Atari game (section 5.1: Pong).')

@@ -13,8 +13,8 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from common import scalars
 from common import processes
+from common import scalars
 from ga3c_tf import agent as agent_lib
 
 POLL_SECONDS = 0.1
@@ -37,12 +37,17 @@ class SharedParameters:
         self.parameters = np.ndarray((size,), np.float32, buffer=self.shm.buf)
         self.mean_square = np.ndarray((size,), np.float32, buffer=self.shm.buf, offset=size * 4)
 
-    def apply_rmsprop(self, gradient, learning_rate, decay, epsilon):
-        """TF1's RMSProp (epsilon inside the sqrt) on the shared vectors, in place, no lock."""
+    def apply_rmsprop(self, gradient, learning_rate, decay, epsilon, epsilon_inside_sqrt=True):
+        """RMSProp on the shared vectors, in place, no lock: TF1's (epsilon inside the sqrt) or
+        tf.keras' (outside), as common.optim.RMSProp."""
         square = np.square(gradient)
         self.mean_square *= decay
         self.mean_square += (1.0 - decay) * square
-        step = np.sqrt(self.mean_square + epsilon)
+        if epsilon_inside_sqrt:
+            step = np.sqrt(self.mean_square + epsilon)
+        else:
+            step = np.sqrt(self.mean_square)
+            step += epsilon
         np.divide(gradient, step, out=step)
         step *= learning_rate
         self.parameters -= step
@@ -66,33 +71,15 @@ def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     tf.config.threading.set_intra_op_parallelism_threads(1)  # one core per agent, as A3C
     tf.config.threading.set_inter_op_parallelism_threads(1)
-    from common import losses  # pylint: disable=import-outside-toplevel
     from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
     shared = SharedParameters(num_parameters, name=shm_name)
     counters_shm = shared_memory.SharedMemory(name=counters_name)
     counters = np.ndarray((num_slots, 2), np.int64, buffer=counters_shm.buf)
     try:
-        replica = learner_lib.GA3CLearner(config)
+        replica = learner_lib.build_learner(config)
         variables = replica.model.trainable_variables
         shapes = [tuple(variable.shape) for variable in variables]
         offsets = np.cumsum([0] + [int(np.prod(shape)) for shape in shapes])
-        spec = learner_lib.observation_spec(config)
-
-        @tf.function(input_signature=[spec, tf.TensorSpec((None,), tf.int32),
-                                      tf.TensorSpec((None,), tf.float32)])
-        def gradients(observations, actions, returns):
-            with tf.GradientTape() as tape:
-                logits, values = replica.model(observations)
-                loss = losses.actor_critic_loss(
-                    logits, values, actions, returns, config.entropy_coef,
-                    config.value_loss_coef, config.log_epsilon)
-                objective = loss.total
-                if config.loss_reduction == 'sum':
-                    objective = objective * tf.cast(tf.shape(actions)[0], tf.float32)
-            grads = tape.gradient(objective, variables)
-            if config.clip_norm > 0:
-                grads, _ = tf.clip_by_global_norm(grads, config.clip_norm)
-            return tf.concat([tf.reshape(grad, [-1]) for grad in grads], axis=0)
 
         def pull():
             for variable, start, stop, shape in zip(variables, offsets[:-1], offsets[1:],
@@ -125,11 +112,12 @@ def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots
                     break
             else:
                 bootstrap = float(replica.predict(observation[None])[1].numpy()[0])
-            returns = agent_lib.discounted_returns(rewards[:count], bootstrap, config.gamma)
-            gradient = gradients(observations[:count], actions[:count], returns).numpy()
+            item = agent_lib.sequence_item(observations[:count], actions[:count],
+                                           rewards[:count], bootstrap, None)
+            gradient = replica.flat_gradients(*item[:5]).numpy()
             total_steps = start_steps + int(counters[:, STEPS].sum())
             shared.apply_rmsprop(gradient, schedule.value_at(total_steps), config.rmsprop_decay,
-                                 config.rmsprop_epsilon)
+                                 config.rmsprop_epsilon, config.rmsprop_epsilon_inside_sqrt)
             counters[index, STEPS] += count
             counters[index, UPDATES] += 1
     finally:
@@ -292,8 +280,8 @@ def train(config, run_dir):
     from run_dir's checkpoint (model, shared RMSProp statistics, counters) if there is one."""
     from common import tracker as tracker_lib  # pylint: disable=import-outside-toplevel
     from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
-    from ga3c_tf import server as server_lib  # pylint: disable=import-outside-toplevel
-    learner = learner_lib.GA3CLearner(config)
+    from ga3c_tf import loop as loop_lib  # pylint: disable=import-outside-toplevel
+    learner = learner_lib.build_learner(config)
     state = OptimizerState(num_parameters(learner), learner.optimizer.initial_mean_square)
     tracker = tracker_lib.tracker_for(run_dir, config, A3C_COLUMNS,
                                       {'model': learner.model, **state.trackables()})
@@ -307,7 +295,7 @@ def train(config, run_dir):
             tracker.start_interval()
             while not tracker.done:
                 time.sleep(0.05)
-                counts = last = server_lib.poll_progress(server, tracker, last)
+                counts = last = loop_lib.poll_progress(server, tracker, last)
                 if tracker.interval_due() or tracker.done:
                     seconds = tracker.interval_seconds()
                     steps = counts['predictions'] - interval_start['predictions']

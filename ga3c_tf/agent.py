@@ -4,8 +4,7 @@ sends t_max-step experience with its n-step returns to the training queue. No Te
 Protocol (common/ipc.py): the agent writes its observation into its row of the shared observation
 array and puts its key (generation << 16 | slot) on the prediction pipe; a predictor writes the
 reply into the agent's row of the reply board, float64 [model version, value, policy
-probabilities...], and wakes it with one byte. Experience items are (observations, actions,
-returns, versions).
+probabilities...], and wakes it with one byte. Experience items are sequence_item()s.
 """
 import os
 import queue as queue_lib
@@ -37,14 +36,16 @@ def sample_action(probabilities, uniform):
     return min(action, len(probabilities) - 1)
 
 
-def discounted_returns(rewards, bootstrap_value, gamma):
-    """R_t = r_t + gamma * R_{t+1}, R_n = bootstrap_value, over one agent's pending rewards."""
-    returns = np.empty(len(rewards), np.float32)
-    running = float(bootstrap_value)
-    for index in range(len(rewards) - 1, -1, -1):
-        running = rewards[index] + gamma * running
-        returns[index] = running
-    return returns
+def sequence_item(observations, actions, rewards, bootstrap_value, versions):
+    """One experience item: the steps of one sequence, with its end marked (sequence_ends 1.0
+    at the last step) and its bootstrap value there (end_values); the trainer computes the
+    n-step returns (common.losses.sequence_returns)."""
+    count = len(actions)
+    sequence_ends = np.zeros(count, np.float32)
+    sequence_ends[-1] = 1.0
+    end_values = np.zeros(count, np.float32)
+    end_values[-1] = bootstrap_value
+    return (observations, actions, rewards, sequence_ends, end_values, versions)
 
 
 class _Stopped(Exception):
@@ -54,7 +55,7 @@ class _Stopped(Exception):
 class _Agent:
     """One agent's environment, experience buffer and its ends of the queues."""
 
-    def __init__(self, key, requests, replies, observation_slot, env_config, seed, t_max, gamma,
+    def __init__(self, key, requests, replies, observation_slot, env_config, seed, t_max,
                  training_queue, episode_queue, stop_event, parent_pid, poll_seconds):
         self.key = key
         self.requests = requests
@@ -63,7 +64,6 @@ class _Agent:
         self.env = env_config.make(seed)
         self.rng = np.random.default_rng(seed)
         self.t_max = t_max
-        self.gamma = gamma
         self.training_queue = training_queue
         self.episode_queue = episode_queue
         self.stop_event = stop_event
@@ -96,14 +96,14 @@ class _Agent:
         return reply[REPLY_HEADER:], reply[1], int(reply[0])
 
     def flush(self, bootstrap_value):
-        """Sends the pending steps with their n-step returns to the training queue."""
+        """Sends the pending steps, bootstrapped from bootstrap_value, to the training queue."""
         count = self.pending
         if count == 0:
             return
-        returns = discounted_returns(self.pending_rewards[:count], bootstrap_value, self.gamma)
-        self._put(self.training_queue, (self.pending_observations[:count].copy(),
-                                        self.pending_actions[:count].copy(), returns,
-                                        self.pending_versions[:count].copy()))
+        self._put(self.training_queue, sequence_item(
+            self.pending_observations[:count].copy(), self.pending_actions[:count].copy(),
+            self.pending_rewards[:count].copy(), bootstrap_value,
+            self.pending_versions[:count].copy()))
         self.pending = 0
 
     def run(self):
@@ -130,7 +130,7 @@ class _Agent:
 
 
 def run_agent(key, requests, replies, shm_name, observation_array_shape, observation_dtype,
-              env_config, seed, t_max, gamma, training_queue, episode_queue, stop_event,
+              env_config, seed, t_max, training_queue, episode_queue, stop_event,
               parent_pid, poll_seconds=0.1):
     """Entry point of an agent process; returns when stopped or once parent_pid is gone.
 
@@ -147,7 +147,7 @@ def run_agent(key, requests, replies, shm_name, observation_array_shape, observa
             raise _Stopped
         replies.attach()
         agent = _Agent(key, requests, replies, observations[split_key(key)[1]], env_config, seed,
-                       t_max, gamma, training_queue, episode_queue, stop_event, parent_pid,
+                       t_max, training_queue, episode_queue, stop_event, parent_pid,
                        poll_seconds)
         agent.run()
     except (_Stopped, EOFError, BrokenPipeError):

@@ -48,7 +48,7 @@ def ga3c_pps(settings, extra_bindings=()):
     from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
     from ga3c_tf import server as server_lib  # pylint: disable=import-outside-toplevel
     config = _config(settings, 'ga3c', extra_bindings)
-    learner = learner_lib.GA3CLearner(config)
+    learner = learner_lib.build_learner(config)
     with server_lib.GA3CServer(config, learner) as server:
         server.apply((config.num_predictors, config.num_trainers, config.num_agents))
         # Ready once the agents (32 processes starting on few cores) have all been playing.
@@ -61,7 +61,7 @@ def a3c_cpu_pps(settings, extra_bindings=()):
     from ga3c_tf import a3c_cpu  # pylint: disable=import-outside-toplevel
     from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
     config = _config(settings, 'a3c_cpu', extra_bindings)
-    learner = learner_lib.GA3CLearner(config)
+    learner = learner_lib.build_learner(config)
     with a3c_cpu.A3CServer(config, learner) as server:
         server.apply(config.num_agents)
         return _measure(server, settings,

@@ -13,9 +13,10 @@ PAPER = 'ga3c'
 
 def configure(gin_files, gin_bindings):
     """Parses and validates the config; raises ConfigError before anything starts."""
-    from ga3c_tf import learner  # pylint: disable=import-outside-toplevel
-    app.parse_gin(gin_files, gin_bindings)
-    config = learner.GA3CConfig()
+    from common import config as config_lib  # pylint: disable=import-outside-toplevel
+    from ga3c_tf import config as ga3c_config  # pylint: disable=import-outside-toplevel
+    app.parse_gin(gin_files, gin_bindings, renamed=config_lib.renamed_bindings('GA3CConfig'))
+    config = ga3c_config.GA3CConfig()
     config.validate()
     return config
 
@@ -24,8 +25,8 @@ def train(config, run_dir):
     if config.algorithm == 'a3c_cpu':
         from ga3c_tf import a3c_cpu  # pylint: disable=import-outside-toplevel
         return a3c_cpu.train(config, run_dir)
-    from ga3c_tf import server  # pylint: disable=import-outside-toplevel
-    return server.train(config, run_dir)
+    from ga3c_tf import loop  # pylint: disable=import-outside-toplevel
+    return loop.train(config, run_dir)
 
 
 def main():
@@ -39,10 +40,13 @@ def main():
 
 def load_policy(run_dir, greedy=False):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
+    from common import config as config_lib  # pylint: disable=import-outside-toplevel
     from common import evaluate  # pylint: disable=import-outside-toplevel
+    from ga3c_tf import config as ga3c_config  # pylint: disable=import-outside-toplevel
     from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
-    return evaluate.actor_critic_policy(run_dir, learner_lib.GA3CConfig,
-                                        learner_lib.GA3CLearner, greedy)
+    return evaluate.actor_critic_policy(
+        run_dir, ga3c_config.GA3CConfig, learner_lib.build_learner, greedy,
+        obsolete=config_lib.renamed_bindings('GA3CConfig'))
 
 
 if __name__ == '__main__':

@@ -2,22 +2,26 @@
 from absl import flags
 
 from common import app
+from common import config as config_lib
 from common import evaluate
+from common import samplers
 from common.envs import pools
 from paac_tf import paac
 
 FLAGS = flags.FLAGS
 PAPER = 'paac'
+RENAMED = {**config_lib.renamed_bindings('PAACConfig'),
+           'PAACConfig.alternating_halves': "bind PAACConfig.sampler = 'alternating' instead"}
 
 
 def configure(gin_files, gin_bindings):
     """Parses and validates the config; raises ConfigError before anything starts."""
-    app.parse_gin(gin_files, gin_bindings)
+    app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
     config = paac.PAACConfig()
     config.validate()
     try:
         pools.validate_pool_config(config.env_config, config.num_envs, config.num_workers,
-                                   num_groups=2 if config.alternating_halves else 1)
+                                   num_groups=samplers.num_groups(config.sampler))
     except ValueError as error:
         raise app.ConfigError(f'make_pool: {error}')
     return config
@@ -46,7 +50,8 @@ def main():
 
 def load_policy(run_dir, greedy=False):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
-    return evaluate.actor_critic_policy(run_dir, paac.PAACConfig, paac.build_learner, greedy)
+    return evaluate.actor_critic_policy(run_dir, paac.PAACConfig, paac.build_learner, greedy,
+                                        obsolete=RENAMED)
 
 
 if __name__ == '__main__':

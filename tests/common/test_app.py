@@ -198,3 +198,18 @@ def test_a_run_dir_whose_checkpoints_are_all_damaged_is_refused_untouched(tmp_pa
         app.check_run_dir(run_dir, app.run_identity('paac', _Env(), network='nips'))
     assert _listing(directory) == before and not os.path.exists(
         os.path.join(run_dir, app.INVOCATION_FILE))
+
+
+def test_a_recorded_config_of_an_older_version_still_parses(tmp_path):
+    """Evaluating an old run: bindings that no longer exist are left out, the rest binds."""
+    (tmp_path / app.OPERATIVE_CONFIG_FILE).write_text(
+        '_toy.size = 7\n'
+        '_toy.old_switch = True\n'
+        'RMSProp.epsilon_inside_sqrt = True\n'
+        "RMSProp.name = 'rmsprop'\n")
+    with pytest.raises(app.ConfigError, match='old_switch'):
+        app.parse_recorded_config(str(tmp_path))
+    app.parse_recorded_config(str(tmp_path), obsolete=('_toy.old_switch',))
+    assert _toy() == (7, 'a')
+    with pytest.raises(app.ConfigError, match='has no operative_config.gin'):
+        app.parse_recorded_config(str(tmp_path / 'nowhere'))

@@ -10,6 +10,7 @@ import pytest
 
 from common import app
 from common import compare
+from common import run_files
 
 
 def _write_run(run_dir, paper, metric_rows, eval_rows=()):
@@ -59,7 +60,7 @@ def test_cli_prints_one_line_per_run_and_writes_csv(tmp_path):
 def test_a_directory_that_is_not_a_run_is_named(tmp_path):
     with pytest.raises(app.ConfigError, match='not a run directory'):
         compare.summarize(str(tmp_path))
-    assert math.isnan(compare._number('x'))
+    assert math.isnan(run_files.number('x'))
 
 
 def _write_operative_config(run_dir, game):
@@ -74,7 +75,7 @@ def test_plot_draws_one_line_per_run_and_the_evaluation_points(tmp_path):
                eval_rows=[(1, 1500, 30, -19.5), (2, 2000, 30, -18.0)])
     _write_run(str(tmp_path / 'paac-pong-1'), 'paac',
                [(1800, 1000, 4000, 10, 2, '', 100), (3600, 3000, 12000, 20, 5, -19.0, 300)])
-    runs = [plots.load_run(str(tmp_path / name), compare.run_label(str(tmp_path / name)))
+    runs = [plots.load_run(str(tmp_path / name), run_files.run_label(str(tmp_path / name)))
             for name in ('dqn-pong-1', 'paac-pong-1')]
     assert runs[0]['eval']['frames'] == [6000.0, 8000.0]  # env_steps x 4 frames per step
     assert runs[0]['eval']['hours'] == [2.0, 2.0]  # the first metrics row at or after it

@@ -53,6 +53,32 @@ def test_n_step_returns_traces_once_for_any_batch_size():
     assert returns_fn.experimental_get_tracing_count() == 1
 
 
+def test_sequence_returns_match_tf_agents_per_sequence():
+    """GA3C's agents' sequences laid end to end: each one's returns are tf-agents' discounted
+    return of that sequence alone, bootstrapped from its own end value."""
+    rng = np.random.default_rng(5)
+    lengths, gamma = (5, 2, 1, 5), 0.9
+    rewards = rng.normal(size=sum(lengths)).astype(np.float32)
+    end_values = [rng.normal(), 0.0, rng.normal(), rng.normal()]  # 0.0: a terminal sequence
+    ends, ends_at, expected, start = [], [], [], 0
+    for length, end_value in zip(lengths, end_values):
+        ends += [0.0] * (length - 1) + [1.0]
+        ends_at += [0.0] * (length - 1) + [end_value]
+        chunk = rewards[start:start + length, None]
+        expected.append(value_ops.discounted_return(
+            chunk, np.full_like(chunk, gamma), final_value=np.float32([end_value]),
+            time_major=True)[:, 0])
+        start += length
+    returns = losses.sequence_returns(rewards, np.float32(ends), np.float32(ends_at), gamma)
+    np.testing.assert_allclose(returns, np.concatenate(expected), rtol=1e-5, atol=1e-6)
+
+
+def test_sequence_returns_hand_computed():
+    # Sequences [1, 0] ending in value 10 and [2] ending terminal: 1 + .5 * (0 + .5 * 10) = 3.5.
+    returns = losses.sequence_returns([1., 0., 2.], [0., 1., 1.], [0., 10., 0.], 0.5)
+    np.testing.assert_allclose(returns, [3.5, 5.0, 2.0], rtol=1e-6)
+
+
 @pytest.mark.parametrize('lam', [0.0, 0.95, 1.0])
 def test_gae_matches_tf_agents(lam):
     rewards, values, terminals, bootstrap = random_rollout(1)

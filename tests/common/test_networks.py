@@ -1,7 +1,6 @@
 """Shapes, in-model scaling, parameter counts, name checks and tracing of the shared networks."""
 import common  # noqa: F401  (selects legacy Keras before TensorFlow loads)
 
-import gin
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -99,14 +98,9 @@ def test_bad_stride_and_bad_observation_rank_are_rejected():
         networks.make_actor_critic(2, (4,), np.float32, network='nips')
 
 
-def test_factory_is_gin_configurable():
-    with gin.unlock_config():
-        gin.parse_config(['make_q_network.network = "mlp"',
-                          'make_q_network.torso_kwargs = {"hidden_sizes": (8,)}'])
-    try:
-        model = networks.make_q_network(3, (4,), np.float32)
-    finally:
-        gin.clear_config()
+def test_torso_kwargs_shape_the_q_network():
+    model = networks.make_q_network(3, (4,), np.float32, network='mlp',
+                                    torso_kwargs={'hidden_sizes': (8,)})
     assert model.count_params() == (4 * 8 + 8) + (8 * 3 + 3)
 
 
@@ -139,9 +133,16 @@ def test_fan_in_uniform_draws_kernels_and_biases_within_one_over_sqrt_fan_in():
         np.testing.assert_array_equal(first.numpy(), second.numpy())  # seeded
 
 
-def test_glorot_default_keeps_zero_biases_and_unknown_initializers_are_named():
-    model = networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, network='nips')
+def test_glorot_default_is_seeded_with_zero_biases_and_unknown_initializers_are_named():
+    model = networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, network='nips', seed=4)
     assert not np.any(model.policy_head.bias.numpy())
+    conv1 = model.torso.layers[0]  # 8x8x4 -> 16: fan_in 256, fan_out 1,024
+    assert np.abs(conv1.kernel.numpy()).max() <= np.sqrt(6 / (256 + 1024))
+    assert np.std(conv1.kernel.numpy()) == pytest.approx(np.sqrt(2 / (256 + 1024)), rel=0.1)
+    again = networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, network='nips', seed=4)
+    other = networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, network='nips', seed=5)
+    np.testing.assert_array_equal(again.torso.layers[0].kernel.numpy(), conv1.kernel.numpy())
+    assert np.any(other.torso.layers[0].kernel.numpy() != conv1.kernel.numpy())
     with pytest.raises(ValueError, match="'he_normal'"):
         networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, initializer='he_normal')
 

@@ -9,6 +9,7 @@ import common  # noqa: F401
 import tensorflow as tf
 
 from common import app
+from common import config as config_lib
 from common import optim
 
 
@@ -106,27 +107,15 @@ def test_actor_critic_update_clips_by_global_norm_and_reports_the_norm_before():
             variable, 1.0 - 0.5 * full / np.sqrt(0.9 + 0.1 * full ** 2 + 0.1), rtol=1e-5)
 
 
-def test_rmsprop_bindings_that_a_config_overrides_or_that_are_out_of_range_are_refused():
+def test_rmsprop_is_not_a_gin_configurable_any_more():
+    """Its settings live in each paper's config; a leftover binding is refused by name."""
     gin.clear_config()
     try:
-        gin.parse_config(['RMSProp.epsilon = 0.5'])
-        with pytest.raises(app.ConfigError, match=r'RMSProp.epsilon = 0.5 would have no effect: '
-                                                  r'set XConfig.rmsprop_epsilon'):
-            optim.require_rmsprop_bindings('XConfig')
-        gin.clear_config()
-        gin.parse_config(['RMSProp.centered = False'])
-        optim.require_rmsprop_bindings('XConfig')  # free unless the learner fixes it
-        with pytest.raises(app.ConfigError, match=r'RMSProp.centered = False would have no '
-                                                  r'effect: always centered'):
-            optim.require_rmsprop_bindings('XConfig', fixed=('centered',),
-                                           reason='always centered')
-        gin.clear_config()
-        gin.parse_config(['RMSProp.initial_mean_square = -1.0'])
-        with pytest.raises(app.ConfigError, match=r'initial_mean_square must be a number >= 0, '
-                                                  r'got -1.0'):
-            optim.require_rmsprop_bindings('XConfig')
-        gin.clear_config()
-        gin.parse_config(['RMSProp.initial_mean_square = 0.0'])
-        optim.require_rmsprop_bindings('XConfig')
+        with pytest.raises(app.ConfigError, match=r'RMSProp.epsilon \(--gin_bindings=.*\) is not '
+                                                  r'a binding: bind XConfig.rmsprop_epsilon'):
+            app.parse_gin([], ['RMSProp.epsilon = 0.5'],
+                          renamed=config_lib.renamed_bindings('XConfig'))
+        with pytest.raises(app.ConfigError, match='RMSProp'):
+            app.parse_gin([], ['RMSProp.momentum = 0.5'])  # gin itself knows no RMSProp
     finally:
         gin.clear_config()

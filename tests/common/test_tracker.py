@@ -199,4 +199,4 @@ def test_every_papers_worker_errors_are_worker_deaths():
     from dqn_tf import rounds
     from ga3c_tf import server
     assert issubclass(server.AgentDiedError, processes.WorkerDiedError)
-    assert issubclass(rounds.SamplerFailed, processes.WorkerDiedError)
+    assert issubclass(rounds.ActorFailed, processes.WorkerDiedError)

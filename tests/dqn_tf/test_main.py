@@ -83,7 +83,7 @@ def test_presets_hold_the_papers_values():
     ('DQNConfig.batch_size = 0', 'batch_size'),
     ("AtariConfig.game = 'pongg'", 'pongg'),
     ('DQNConfig.num_workerz = 3', 'num_workerz'),
-    ('RMSProp.centered = False', 'RMSProp.centered = False would have no effect'),
+    ('RMSProp.centered = False', "fast DQN always runs the paper's centered RMSProp"),
 ])
 def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding, named):
     result = _run('dqn_tf.main', _flags([binding]) + ['--run_dir=run'], cwd=tmp_path)
@@ -146,7 +146,7 @@ def test_ctrl_c_saves_a_checkpoint_and_stops_every_thread(tmp_path):
     assert any(name.startswith('ckpt-') for name in os.listdir(tmp_path / 'run' / 'checkpoints'))
 
 
-def test_pong_runs_with_eight_sampler_threads_and_exits_cleanly(tmp_path):
+def test_pong_runs_with_eight_actor_threads_and_exits_cleanly(tmp_path):
     result = _run('dqn_tf.main', _flags([
         'DQNConfig.total_steps = 64', 'DQNConfig.target_period = 32',
         'DQNConfig.prepopulate_steps = 64', 'DQNConfig.replay_capacity = 1024',

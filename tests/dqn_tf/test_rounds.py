@@ -1,4 +1,4 @@
-"""RoundGate: every sampler steps once a round (chained: in order) and the main thread waits."""
+"""RoundGate: every actor steps once a round (chained: in order) and the main thread waits."""
 import threading
 
 import pytest
@@ -6,15 +6,15 @@ import pytest
 from dqn_tf import rounds
 
 
-def _start_samplers(gate, num_workers, step):
-    """Threads running the sampler loop of dqn.Sampler.run around step(index)."""
+def _start_actors(gate, num_workers, step):
+    """Threads running the actor loop of dqn.Actor.run around step(index)."""
 
     def loop(index):
         while gate.wait_for_round(index):
             try:
                 step(index)
             except Exception:  # pylint: disable=broad-except
-                errors.append((f'sampler-{index}', RuntimeError(f'sampler {index} failed')))
+                errors.append((f'actor-{index}', RuntimeError(f'actor {index} failed')))
                 gate.finish(index, failed=True)
                 return
             gate.finish(index)
@@ -27,10 +27,10 @@ def _start_samplers(gate, num_workers, step):
 
 
 @pytest.mark.parametrize('chained', [True, False])
-def test_each_round_steps_every_sampler_once_before_returning(chained):
+def test_each_round_steps_every_actor_once_before_returning(chained):
     steps = []
     gate = rounds.RoundGate(4, chained=chained)
-    threads, errors = _start_samplers(gate, 4, steps.append)
+    threads, errors = _start_actors(gate, 4, steps.append)
     try:
         for round_index in range(3):
             gate.run_round(threads, lambda: errors)
@@ -45,7 +45,7 @@ def test_each_round_steps_every_sampler_once_before_returning(chained):
 
 
 @pytest.mark.parametrize('chained', [True, False])
-def test_a_failing_sampler_ends_the_round_and_names_itself(chained):
+def test_a_failing_actor_ends_the_round_and_names_itself(chained):
     steps = []
     first_round_done = threading.Event()
 
@@ -55,13 +55,13 @@ def test_a_failing_sampler_ends_the_round_and_names_itself(chained):
         steps.append(index)
 
     gate = rounds.RoundGate(4, chained=chained)
-    threads, errors = _start_samplers(gate, 4, step)
+    threads, errors = _start_actors(gate, 4, step)
     try:
         gate.run_round(threads, lambda: errors)
         first_round_done.set()
-        with pytest.raises(rounds.SamplerFailed, match='sampler-2 failed'):
+        with pytest.raises(rounds.ActorFailed, match='actor-2 failed'):
             gate.run_round(threads, lambda: errors)
-        if chained:  # sampler 3 did not take the failed round's step
+        if chained:  # actor 3 did not take the failed round's step
             assert steps == [0, 1, 2, 3, 0, 1]
         else:
             assert sorted(steps[4:]) == [0, 1, 3]

@@ -3,12 +3,14 @@ into the checkpoint and come back on resume."""
 import os
 
 import numpy as np
+import pytest
 
 import common  # noqa: F401
 import tensorflow as tf
 
 from common.envs import gym as gym_envs
 from ga3c_tf import a3c_cpu
+from ga3c_tf import config as config_lib
 from ga3c_tf import learner as learner_lib
 
 
@@ -16,27 +18,31 @@ def _shm_entries():
     return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
 
 
-def test_shared_rmsprop_is_tf1_rmsprop_with_epsilon_inside_the_sqrt():
+@pytest.mark.parametrize('inside', [True, False])
+def test_shared_rmsprop_places_epsilon_as_configured(inside):
+    """TF1's placement (inside the sqrt, the default) or tf.keras' (outside), as the learner's
+    own RMSProp does for GA3C: GA3CConfig.rmsprop_epsilon_inside_sqrt reaches both."""
     shared = a3c_cpu.SharedParameters(3)
     try:
         shared.parameters[:] = [1.0, 2.0, 3.0]
         shared.mean_square[:] = [0.5, 0.0, 2.0]
         gradient = np.array([1.0, -2.0, 0.5], np.float32)
-        shared.apply_rmsprop(gradient, learning_rate=0.1, decay=0.9, epsilon=0.1)
+        shared.apply_rmsprop(gradient, learning_rate=0.1, decay=0.9, epsilon=0.1,
+                             epsilon_inside_sqrt=inside)
         mean_square = 0.9 * np.array([0.5, 0.0, 2.0]) + 0.1 * gradient ** 2
+        denominator = np.sqrt(mean_square + 0.1) if inside else np.sqrt(mean_square) + 0.1
         np.testing.assert_allclose(shared.mean_square, mean_square, rtol=1e-6)
-        np.testing.assert_allclose(
-            shared.parameters, [1.0, 2.0, 3.0] - 0.1 * gradient / np.sqrt(mean_square + 0.1),
-            rtol=1e-6)
+        np.testing.assert_allclose(shared.parameters, [1.0, 2.0, 3.0] - 0.1 * gradient /
+                                   denominator, rtol=1e-6)
     finally:
         shared.close(unlink=True)
 
 
 def test_server_starts_from_the_state_and_writes_it_back():
-    config = learner_lib.GA3CConfig(env_config=gym_envs.GymConfig('CartPole-v1'),
+    config = config_lib.GA3CConfig(env_config=gym_envs.GymConfig('CartPole-v1'),
                                     network='mlp', num_agents=1, dynamic_settings=False)
     config.validate()
-    learner = learner_lib.GA3CLearner(config)
+    learner = learner_lib.build_learner(config)
     size = a3c_cpu.num_parameters(learner)
     state = a3c_cpu.OptimizerState(size, learner.optimizer.initial_mean_square)
     np.testing.assert_array_equal(state.mean_square.numpy(), np.ones(size))  # TF1's start

@@ -5,8 +5,9 @@ import tensorflow as tf
 import common  # noqa: F401
 from common import evaluate
 from common.envs import gym as gym_envs
+from ga3c_tf import config as config_lib
 from ga3c_tf import learner as learner_lib
-from ga3c_tf import server
+from ga3c_tf import loop
 
 
 def test_ga3c_learns_cartpole(tmp_path):
@@ -14,14 +15,14 @@ def test_ga3c_learns_cartpole(tmp_path):
     # in a few collapsed to ~100. With RMSProp's mean squares starting at ones (TF1's), 0.003
     # over 150k steps failed 2 runs of 15 (means 383, 245); over 200k, 6 of 6 passed (lowest
     # mean 459) in ~65 s.
-    config = learner_lib.GA3CConfig(
+    config = config_lib.GA3CConfig(
         env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', num_agents=8,
         num_predictors=2, num_trainers=2, dynamic_settings=False, training_min_batch_size=0,
         learning_rate=0.003, final_learning_rate=0.0, total_steps=200_000, clip_norm=40.0,
         log_every_seconds=30.0, checkpoint_every_steps=200_000, seed=1)
     config.validate()
-    server.train(config, str(tmp_path))
-    learner = learner_lib.GA3CLearner(config)
+    loop.train(config, str(tmp_path))
+    learner = learner_lib.build_learner(config)
     checkpoint = tf.train.Checkpoint(model=learner.model)
     checkpoint.restore(tf.train.latest_checkpoint(str(tmp_path / 'checkpoints'))).expect_partial()
     scores = evaluate.run_episodes(config.env_config, lambda obs: learner.act(obs).numpy(),

@@ -13,8 +13,10 @@ import common  # noqa: F401
 import tensorflow as tf
 
 from common import app
+from common import losses
 from common.envs import gym as gym_envs
 from ga3c_tf import agent
+from ga3c_tf import config as config_lib
 from ga3c_tf import learner as learner_lib
 from ga3c_tf import server as server_lib
 
@@ -24,7 +26,7 @@ def _config(**overrides):
                   num_predictors=1, num_trainers=1, max_agents=8, dynamic_settings=False,
                   learning_rate=1e-3, total_steps=10_000)
     values.update(overrides)
-    config = learner_lib.GA3CConfig(**values)
+    config = config_lib.GA3CConfig(**values)
     config.validate()
     return config
 
@@ -42,15 +44,22 @@ def _shm_entries():
     return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
 
 
-def test_discounted_returns_bootstrap_from_the_last_value():
-    returns = agent.discounted_returns(np.array([1.0, 0.0, 2.0], np.float32), 10.0, 0.5)
+def test_an_experience_item_marks_its_end_and_bootstrap_value():
+    observations = np.zeros((3, 4), np.float32)
+    item = agent.sequence_item(observations, np.int32([0, 1, 0]), np.float32([1.0, 0.0, 2.0]),
+                               10.0, np.int64([4, 4, 5]))
+    _, actions, rewards, ends, end_values, versions = item
+    np.testing.assert_array_equal(ends, [0, 0, 1])
+    np.testing.assert_array_equal(end_values, [0, 0, 10])
+    returns = losses.sequence_returns(rewards, ends, end_values, 0.5)
     np.testing.assert_allclose(returns, [1 + 0.5 * 3.5, 0 + 0.5 * 7.0, 2 + 0.5 * 10])
+    assert all(len(field) == 3 for field in item)
 
 
 def test_server_runs_changes_settings_live_and_leaves_nothing_behind():
     shm_before = _shm_entries()
     config = _config()
-    learner = learner_lib.GA3CLearner(config)
+    learner = learner_lib.build_learner(config)
     server = server_lib.GA3CServer(config, learner, seed=3)
     try:
         server.apply((1, 1, 2))
@@ -74,7 +83,7 @@ def test_server_runs_changes_settings_live_and_leaves_nothing_behind():
         assert 0 <= mean_lag <= max_lag
         server.check_threads()
         assert learner.predict.experimental_get_tracing_count() == 1
-        assert learner.train_step.experimental_get_tracing_count() == 1
+        assert learner.train_on_sequences.experimental_get_tracing_count() == 1
         all_pids = pids + [handle.process.pid for handle in server.agents.values()]
     finally:
         server.close()
@@ -90,7 +99,7 @@ def _is_zombie_free(pid):
 
 def test_a_dead_agent_stops_the_run_or_is_replaced():
     config = _config(num_agents=2)
-    learner = learner_lib.GA3CLearner(config)
+    learner = learner_lib.build_learner(config)
     with server_lib.GA3CServer(config, learner) as server:
         server.apply((1, 1, 2))
         assert _wait_for(lambda: server.counts()['predictions'] > 10)
@@ -120,7 +129,7 @@ def test_replacing_a_dead_agent_recovers_from_a_queue_it_left_locked():
     """An agent SIGKILLed inside its queue feeder leaves the training queue's cross-process write
     lock held (simulated here by taking it): 'replace' must not carry on with that queue."""
     config = _config(num_agents=2, on_agent_death='replace', training_queue_size=2)
-    learner = learner_lib.GA3CLearner(config)
+    learner = learner_lib.build_learner(config)
     with server_lib.GA3CServer(config, learner, log=lambda message: None) as server:
         server.apply((1, 1, 2))
         assert _wait_for(lambda: server.counts()['updates'] > 5)
@@ -141,7 +150,7 @@ def test_close_ends_a_trainer_stuck_on_a_half_written_batch():
     """What an agent killed mid-write leaves: the write lock held and a message header promising
     more bytes than follow. The trainer reading it must still end when the server closes."""
     config = _config(num_agents=1)
-    learner = learner_lib.GA3CLearner(config)
+    learner = learner_lib.build_learner(config)
     server = server_lib.GA3CServer(config, learner)
     try:
         server.apply((1, 1, 1))
@@ -162,7 +171,7 @@ def test_close_ends_a_trainer_stuck_on_a_half_written_batch():
 
 def test_loss_uses_log_epsilon_and_sums_over_the_batch():
     config = _config(learning_rate=1e-3)
-    learner = learner_lib.GA3CLearner(config)
+    learner = learner_lib.build_learner(config)
     observations = np.random.default_rng(0).normal(size=(6, 4)).astype(np.float32)
     actions = np.array([0, 1, 0, 1, 1, 0], np.int32)
     returns = np.linspace(-1, 1, 6).astype(np.float32)
@@ -177,7 +186,9 @@ def test_loss_uses_log_epsilon_and_sums_over_the_batch():
                                  + 0.5 * tf.square(returns - values))
     expected_norm = tf.linalg.global_norm(tape.gradient(expected,
                                                         learner.model.trainable_variables))
-    stats = learner.train_step(observations, actions, returns)
+    # One-step sequences: each return is its own reward.
+    ones = np.ones(6, np.float32)
+    stats = learner.train_on_sequences(observations, actions, returns, ones, 0 * ones)
     np.testing.assert_allclose(float(stats['loss']) * 6, float(expected), rtol=1e-5)
     np.testing.assert_allclose(float(stats['grad_norm']), float(expected_norm), rtol=1e-4)
 

@@ -52,7 +52,7 @@ def test_presets_parse_and_hold_the_papers_values():
     assert (config.rmsprop_decay, config.rmsprop_epsilon) == (0.99, 0.1)
     # TF1's RMSPropOptimizer: epsilon inside the sqrt, mean squares starting at ones.
     assert paac.build_learner(config).optimizer.initial_mean_square == 1.0
-    assert gin.query_parameter('RMSProp.epsilon_inside_sqrt') is True
+    assert paac.build_learner(config).optimizer.epsilon_inside_sqrt is True
     assert config.network == 'nips' and config.env_config.game == 'pong'
     # The loss and initialization of the code that produced the paper's scores (alfredvc/paac).
     assert (config.loss_scale, config.value_loss_coef) == (5.0, 0.25)
@@ -68,7 +68,8 @@ def test_presets_parse_and_hold_the_papers_values():
     ('PAACConfig.t_max = 0', 't_max'),
     ("AtariConfig.game = 'pongg'", 'pongg'),
     ('PAACConfig.num_envz = 3', 'num_envz'),
-    ('RMSProp.epsilon = 0.5', 'set PAACConfig.rmsprop_epsilon'),
+    ('RMSProp.epsilon = 0.5', 'bind PAACConfig.rmsprop_epsilon instead'),
+    ('PAACConfig.alternating_halves = True', "bind PAACConfig.sampler = 'alternating' instead"),
     ('PAACConfig.num_envs = ', 'PAACConfig.num_envs'),
 ])
 def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding, named):
@@ -178,3 +179,29 @@ def test_a_killed_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path):
     assert os.path.exists(tmp_path / 'run' / 'checkpoints' / f'ckpt-{steps}.index')
     assert steps >= int(_csv_rows(metrics)[-1]['env_steps'])
     assert _shm_entries() <= shm_before
+
+
+def test_a_lost_checkpoint_index_resumes_from_the_newest_checkpoint_file(tmp_path):
+    """rm RUN/checkpoints/checkpoint used to restart the run from step 0 without a word."""
+    first = _run(_flags(CARTPOLE_BINDINGS) + ['--run_dir=run'], cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    os.remove(tmp_path / 'run' / 'checkpoints' / 'checkpoint')
+    longer = _run(_flags(CARTPOLE_BINDINGS + ['PAACConfig.total_steps = 600']) +
+                  ['--run_dir=run'], cwd=tmp_path)
+    assert longer.returncode == 0, longer.stderr[-3000:]
+    assert 'missing or unreadable' in longer.stderr
+    assert 'resuming from' in longer.stdout and 'at step 400' in longer.stdout
+    steps = [int(row['env_steps']) for row in _csv_rows(tmp_path / 'run' / 'metrics.csv')]
+    assert steps == sorted(steps) and steps[-1] == 600
+
+
+def test_a_run_dir_of_another_game_is_refused_before_anything_is_written(tmp_path):
+    first = _run(_flags(CARTPOLE_BINDINGS) + ['--run_dir=run'], cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    before = sorted(os.listdir(tmp_path / 'run'))
+    other = _run(_flags(CARTPOLE_BINDINGS + ["GymConfig.env_id = 'Acrobot-v1'"]) +
+                 ['--run_dir=run'], cwd=tmp_path)
+    assert other.returncode == 2
+    errors = [line for line in other.stderr.splitlines() if line.startswith('error:')]
+    assert len(errors) == 1 and "env: 'CartPole-v1' there, 'Acrobot-v1' here" in errors[0]
+    assert sorted(os.listdir(tmp_path / 'run')) == before  # no invocation.resume-*.json

@@ -5,7 +5,9 @@ import pytest
 import common  # noqa: F401
 import tensorflow as tf
 
+from common import actor_critic
 from common import evaluate
+from common import samplers
 from common.envs import gym as gym_envs
 from common.envs import pools
 from paac_tf import paac
@@ -33,7 +35,7 @@ def test_act_returns_one_valid_action_per_environment():
 
 def test_sampled_actions_follow_the_policy():
     logits = tf.constant([[0.0, np.log(3.0)]] * 20000)
-    actions = paac.sample_actions(logits, tf.random.Generator.from_seed(0)).numpy()
+    actions = actor_critic.sample_actions(logits, tf.random.Generator.from_seed(0)).numpy()
     assert abs(actions.mean() - 0.75) < 0.01
 
 
@@ -46,12 +48,12 @@ def test_train_step_anneals_learning_rate_and_changes_weights():
     actions = rng.integers(0, 2, size=(5, 4)).astype(np.int32)
     rewards = np.ones((5, 4), np.float32)
     terminals = np.zeros((5, 4), np.float32)
-    rates = [float(learner.train_step(observations, actions, rewards, terminals)
+    rates = [float(learner.train_on_rollout(observations, actions, rewards, terminals)
                    ['learning_rate'].numpy()) for _ in range(4)]
     np.testing.assert_allclose(rates, [0.01, 0.0075, 0.005, 0.0025], rtol=1e-5)
     after = learner.model.trainable_variables
     assert any(np.abs(b - a.numpy()).max() > 0 for b, a in zip(before, after))
-    assert learner.train_step.experimental_get_tracing_count() == 1
+    assert learner.train_on_rollout.experimental_get_tracing_count() == 1
 
 
 def _original_code_update(model, observations, actions, rewards, terminals, learning_rate,
@@ -108,7 +110,7 @@ def test_one_update_moves_the_weights_as_the_original_codes_update_does(clip_nor
     expected, norm = _original_code_update(learner.model, observations, actions, rewards,
                                            terminals, 0.05, 0.02, clip_norm, 0.9)
     assert (norm > clip_norm) == (clip_norm < 1.0)  # both branches of the clipping
-    stats = learner.train_step(observations, actions, rewards, terminals)
+    stats = learner.train_on_rollout(observations, actions, rewards, terminals)
     np.testing.assert_allclose(float(stats['grad_norm']), norm, rtol=1e-4)
     for variable, weights in zip(learner.model.trainable_variables, expected):
         np.testing.assert_allclose(variable.numpy(), weights, rtol=1e-4, atol=1e-6)
@@ -122,28 +124,30 @@ def test_metrics_rows_hold_the_mean_of_the_interval_updates():
     for _ in range(3):
         observations = rng.normal(size=(6, 4, 4)).astype(np.float32)
         actions = rng.integers(0, 2, size=(5, 4)).astype(np.int32)
-        stats = learner.train_step(observations, actions, rng.normal(size=(5, 4)).astype(
+        stats = learner.train_on_rollout(observations, actions, rng.normal(size=(5, 4)).astype(
             np.float32), np.zeros((5, 4), np.float32))
         norms.append(float(stats['grad_norm']))
     means = learner.update_means.take()
     assert means['grad_norm'] == pytest.approx(np.mean(norms), rel=1e-5)
-    assert set(means) == set(paac.UPDATE_STATS)
+    assert set(means) == set(actor_critic.UPDATE_STATS)
     assert np.isnan(learner.update_means.take()['loss'])  # reset: no update since
 
 
-def test_iterate_fills_the_rollout_and_carries_the_last_observation():
+def test_iterate_collects_a_rollout_updates_once_and_carries_the_last_observation():
     config = _cartpole_config()
     learner = paac.build_learner(config)
     with pools.SerialPool(config.env_config, config.num_envs, seed=0) as pool:
-        runner = paac.PAAC(config, pool, learner)
+        runner = paac.PAAC(samplers.make_sampler('synchronized', pool, config.t_max), learner)
         runner.iterate()
-        last = runner.buffer.observations[-1].copy()
-        np.testing.assert_array_equal(runner.buffer.observations[0], last)
-        assert set(np.unique(runner.buffer.actions)) <= {0, 1}
-        np.testing.assert_array_equal(runner.buffer.rewards, 1.0)
+        rollout = runner.sampler.rollout
+        last = rollout.observations[-1].copy()
+        assert set(np.unique(rollout.actions)) <= {0, 1}
+        np.testing.assert_array_equal(rollout.rewards, 1.0)
         assert int(learner.optimizer.iterations.numpy()) == 1
         phases = runner.take_phase_seconds()
         assert set(phases) == {'env', 'act', 'learn'} and all(v > 0 for v in phases.values())
+        runner.iterate()  # the last observation was the first of the next rollout
+        np.testing.assert_array_equal(runner.sampler.rollout.observations[0], last)
 
 
 def test_invalid_values_are_named():
@@ -175,28 +179,8 @@ def test_paac_learns_cartpole(tmp_path):
     assert scores.mean() >= 400, scores
 
 
-def test_alternating_halves_produce_the_environments_own_trajectories():
-    """The interleaved schedule stores, for every env, exactly what stepping it serially gives."""
-    config = _cartpole_config(num_envs=4, num_workers=2, alternating_halves=True)
-    learner = paac.build_learner(config)
-    with pools.ProcessPool(config.env_config, config.num_envs, num_workers=2, seed=5,
-                           num_groups=2) as pool:
-        runner = paac.PAAC(config, pool, learner)
-        first_observations = runner.buffer.observations[0].copy()
-        runner.iterate()
-        buffer = runner.buffer
-        observations = buffer.observations.copy()
-        observations[0] = first_observations  # iterate() carried the last one over already
-        actions, rewards = buffer.actions.copy(), buffer.rewards.copy()
-    assert int(learner.optimizer.iterations.numpy()) == 1
-    with pools.SerialPool(config.env_config, config.num_envs, seed=5) as replay:
-        np.testing.assert_array_equal(replay.reset(), observations[0])
-        for step in range(config.t_max):
-            result = replay.step(actions[step])
-            np.testing.assert_array_equal(result.observations, observations[step + 1])
-            np.testing.assert_array_equal(result.rewards, rewards[step])
-
-
-def test_alternating_halves_need_an_even_number_of_workers():
+def test_the_alternating_sampler_needs_an_even_number_of_workers():
     with pytest.raises(common.app.ConfigError, match='even num_workers'):
-        _cartpole_config(num_envs=6, num_workers=3, alternating_halves=True)
+        _cartpole_config(num_envs=6, num_workers=3, sampler='alternating')
+    with pytest.raises(common.app.ConfigError, match="'round_robin'"):
+        _cartpole_config(sampler='round_robin')

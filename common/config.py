@@ -1,0 +1,94 @@
+"""The fields every paper's training config shares, validated once, and the TF1 RMSProp settings
+of the actor-critic papers.
+
+A paper's config is a gin-configurable dataclass deriving from RunConfig (and RMSPropConfig where
+it trains with TF1's RMSProp); its validate() calls super().validate() and then checks its own
+fields. Types are checked first (a string where a number belongs is named in one line), then
+ranges.
+"""
+import dataclasses
+from typing import Any
+
+from common import app
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """What every run has: an environment, a length, a discount, a seed, a log and checkpoint
+    cadence. Subclasses set their papers' defaults."""
+    env_config: Any = None             # @AtariConfig() or @GymConfig()
+    total_steps: int = 1               # environment steps (x frame skip frames)
+    gamma: float = 0.99
+    seed: int = 0
+    log_every_seconds: float = 10.0
+    checkpoint_every_steps: int = 1_000_000
+
+    @property
+    def owner(self):
+        """The name bindings use for this config, e.g. 'PAACConfig'."""
+        return type(self).__name__
+
+    def validate(self):
+        """Raises app.ConfigError naming the first field of the wrong type or out of range."""
+        owner = self.owner
+        app.require_field_types(owner, self)
+        app.require_env_config(owner, self.env_config)
+        app.require_positive_ints(owner, self, ('total_steps', 'checkpoint_every_steps'))
+        app.require(0 < self.gamma <= 1, f'{owner}.gamma must be in (0, 1], got {self.gamma}')
+        app.require(self.seed >= 0, f'{owner}.seed must be >= 0, got {self.seed}')
+        app.require(self.log_every_seconds > 0,
+                    f'{owner}.log_every_seconds must be > 0, got {self.log_every_seconds}')
+
+    def require_non_negative(self, names):
+        for name in names:
+            value = getattr(self, name)
+            app.require(value >= 0, f'{self.owner}.{name} must be >= 0, got {value!r}')
+
+    def require_positive(self, names):
+        for name in names:
+            value = getattr(self, name)
+            app.require(value > 0, f'{self.owner}.{name} must be > 0, got {value!r}')
+
+    def require_choice(self, name, allowed):
+        value = getattr(self, name)
+        app.require(value in allowed, f'{self.owner}.{name}={value!r}; allowed: {allowed}')
+
+
+@dataclasses.dataclass
+class RMSPropConfig:
+    """TF1's tf.train.RMSPropOptimizer as the PAAC and GA3C codes ran it: epsilon inside the
+    square root and mean squares starting at ones (tf.keras: outside, and zeros)."""
+    learning_rate: float = 1e-3
+    rmsprop_decay: float = 0.99
+    rmsprop_epsilon: float = 0.1
+    rmsprop_epsilon_inside_sqrt: bool = True
+    rmsprop_initial_mean_square: float = 1.0
+
+    def validate_rmsprop(self):
+        owner = type(self).__name__
+        app.require(self.learning_rate > 0,
+                    f'{owner}.learning_rate must be > 0, got {self.learning_rate!r}')
+        app.require(0 < self.rmsprop_decay < 1,
+                    f'{owner}.rmsprop_decay must be in (0, 1), got {self.rmsprop_decay!r}')
+        app.require(self.rmsprop_epsilon > 0,
+                    f'{owner}.rmsprop_epsilon must be > 0, got {self.rmsprop_epsilon!r}')
+        app.require(self.rmsprop_initial_mean_square >= 0,
+                    f'{owner}.rmsprop_initial_mean_square must be >= 0, '
+                    f'got {self.rmsprop_initial_mean_square!r}')
+
+    def make_rmsprop(self, learning_rate):
+        """The optimizer; learning_rate: a float or a callable of the update count."""
+        from common import optim  # pylint: disable=import-outside-toplevel  (TensorFlow)
+        return optim.RMSProp(learning_rate=learning_rate, decay=self.rmsprop_decay,
+                             epsilon=self.rmsprop_epsilon,
+                             epsilon_inside_sqrt=self.rmsprop_epsilon_inside_sqrt,
+                             initial_mean_square=self.rmsprop_initial_mean_square)
+
+
+def renamed_bindings(owner):
+    """RMSProp bindings that moved into a paper's config: old name -> what to bind instead."""
+    return {f'RMSProp.{old}': f'bind {owner}.{new} instead' for old, new in (
+        ('epsilon_inside_sqrt', 'rmsprop_epsilon_inside_sqrt'),
+        ('initial_mean_square', 'rmsprop_initial_mean_square'),
+        ('learning_rate', 'learning_rate'), ('decay', 'rmsprop_decay'),
+        ('epsilon', 'rmsprop_epsilon'))}

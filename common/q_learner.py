@@ -1,0 +1,97 @@
+"""The Q-learner: online and target Q networks, centered RMSProp (Mnih et al. 2015), and the
+tf.functions of the hot path: greedy actions from either network, one update, K updates in one
+call. Double DQN (van Hasselt et al. 2016) and dueling networks (Wang et al. 2016) are switches;
+updates return per-sample TD errors, what prioritized replay needs."""
+import dataclasses
+
+import tensorflow as tf
+
+from common import interval_means
+from common import losses
+from common import optim
+
+
+@dataclasses.dataclass(frozen=True)
+class QSettings:
+    """What the update optimizes: Huber(r + gamma (1 - terminal) Q_target(s', a*) - Q(s, a)),
+    a* from the target network, or from the online one with double_dqn."""
+    gamma: float
+    double_dqn: bool = False
+    huber_delta: float = 1.0
+
+
+class QLearner(tf.Module):
+    """make_network() -> a built Q network [N, A]; called twice (online, target)."""
+
+    def __init__(self, make_network, num_actions, optimizer, settings, observation_spec,
+                 name='q_learner'):
+        super().__init__(name=name)
+        self.num_actions = num_actions
+        self.settings = settings
+        self.online = make_network()
+        self.target = make_network()
+        self.optimizer = optimizer
+        self.optimizer.build(self.online.trainable_variables)
+        self.update_means = interval_means.IntervalMeans(('loss',))
+        self.online_greedy = tf.function(lambda obs: self._greedy(self.online, obs),
+                                         input_signature=[observation_spec])
+        self.target_greedy = tf.function(lambda obs: self._greedy(self.target, obs),
+                                         input_signature=[observation_spec])
+        batch_signature = [
+            observation_spec, tf.TensorSpec((None,), tf.int32), tf.TensorSpec((None,), tf.float32),
+            observation_spec, tf.TensorSpec((None,), tf.float32)]
+        self.train_step = tf.function(self._train_step, input_signature=batch_signature)
+        self.train_steps = tf.function(self._train_steps, input_signature=[
+            tf.TensorSpec((None,) + tuple(spec.shape), spec.dtype) for spec in batch_signature])
+        self.update_target()
+        # Trace everything here, in one thread: Keras models are not safe to trace from several
+        # threads at once (a trainer thread and acting threads).
+        for function in (self.online_greedy, self.target_greedy, self.train_step,
+                         self.train_steps):
+            function.get_concrete_function()
+
+    @staticmethod
+    def _greedy(model, observations):
+        return tf.argmax(model(observations), axis=-1, output_type=tf.int32)
+
+    def update_target(self):
+        """theta^- <- theta (eagerly: once per target period, and no trace per instance)."""
+        for target, online in zip(self.target.variables, self.online.variables):
+            target.assign(online)
+
+    def loss(self, observations, actions, rewards, next_observations, terminals):
+        """losses.DQNLoss of the online network against the target network's bootstrap."""
+        settings = self.settings
+        next_q_target = self.target(next_observations)
+        next_q_online = self.online(next_observations) if settings.double_dqn else None
+        return losses.dqn_loss(self.online(observations), actions, rewards, terminals,
+                               next_q_target, settings.gamma, next_q_online=next_q_online,
+                               huber_delta=settings.huber_delta)
+
+    def _train_step(self, observations, actions, rewards, next_observations, terminals):
+        """One update; returns its per-sample TD errors (target - Q)."""
+        variables = self.online.trainable_variables
+        with tf.GradientTape() as tape:
+            loss = self.loss(observations, actions, rewards, next_observations, terminals)
+        self.optimizer.apply_gradients(tape.gradient(loss.loss, variables), variables)
+        self.update_means.add({'loss': loss.loss})
+        return loss.td_errors
+
+    def _train_steps(self, observations, actions, rewards, next_observations, terminals):
+        """One update per minibatch of a (K, B, ...) stack, in order; returns the TD errors
+        [K, B]. A graph loop rather than K calls: the next minibatch's target-network pass,
+        which no update in between changes, can run while the current update finishes."""
+        num_batches = tf.shape(actions)[0]
+        td_errors = tf.TensorArray(tf.float32, size=num_batches)
+        for index in tf.range(num_batches):
+            td_errors = td_errors.write(index, self._train_step(
+                observations[index], actions[index], rewards[index], next_observations[index],
+                terminals[index]))
+        return td_errors.stack()
+
+
+def centered_rmsprop(learning_rate, decay, epsilon):
+    """Mnih et al.'s (2015) centered RMSProp: epsilon inside the sqrt, mean squares from zeros
+    (DeepMind's DQN and tf.keras start at zeros)."""
+    return optim.RMSProp(learning_rate=learning_rate, decay=decay, epsilon=epsilon,
+                         centered=True, epsilon_inside_sqrt=True, initial_mean_square=0.0)

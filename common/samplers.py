@@ -1,0 +1,131 @@
+"""Samplers: a policy and an environment pool fill a (T, N) rollout, the learner trains on it.
+
+rlpyt's split of sampling from learning. Both samplers step every environment once per time step
+with an action sampled from the current policy for its current observation, so they give the
+same data; only the schedule differs:
+- 'synchronized': one batched policy call on all N observations, then all N environments step
+  (PAAC's Algorithm 1; Stooke & Abbeel's synchronized sampler, section 4.1). Over a SerialPool
+  it is the serial sampler, over a ProcessPool the parallel one.
+- 'alternating': the pool's two groups of worker processes take turns: while one group steps,
+  the policy runs on the other group's observations (Stooke & Abbeel, section 4.1, Figure 1).
+  It needs a ProcessPool with num_groups=2; it pays off when inference runs on an accelerator.
+"""
+import time
+
+import numpy as np
+
+SAMPLERS = ('synchronized', 'alternating')
+
+
+class Rollout:
+    """The (t_max + 1, N, ...) observation block and the (t_max, N) action, reward and terminal
+    arrays of one rollout, filled in place; observations[t_max] is the bootstrap state."""
+
+    def __init__(self, t_max, num_envs, observation_shape, observation_dtype):
+        self.observations = np.zeros((t_max + 1, num_envs) + tuple(observation_shape),
+                                     observation_dtype)
+        self.actions = np.zeros((t_max, num_envs), np.int32)
+        self.rewards = np.zeros((t_max, num_envs), np.float32)
+        self.terminals = np.zeros((t_max, num_envs), np.float32)
+
+    @property
+    def t_max(self):
+        return len(self.actions)
+
+
+class SynchronizedSampler:
+    """Steps all environments of pool together, one batched policy call per time step."""
+
+    def __init__(self, pool, t_max):
+        self.pool = pool
+        self.rollout = Rollout(t_max, pool.num_envs, pool.observation_shape,
+                               pool.observation_dtype)
+        self.rollout.observations[0] = pool.reset()
+        self._collected = False
+        self.phase_seconds = {'env': 0.0, 'act': 0.0}
+
+    def collect(self, policy):
+        """Fills self.rollout with t_max steps of every environment; policy(observations) ->
+        int32 actions. Returns the episodes that ended, as (score, length) pairs."""
+        rollout = self.rollout
+        if self._collected:  # the last observation is the first of the next rollout
+            rollout.observations[0] = rollout.observations[-1]
+        self._collected = True
+        episodes = []
+        self._fill(policy, episodes)
+        return episodes
+
+    def _fill(self, policy, episodes):
+        for step in range(self.rollout.t_max):
+            self._act(policy, step, slice(None))
+            start = time.perf_counter()
+            result = self.pool.step(self.rollout.actions[step])
+            self.phase_seconds['env'] += time.perf_counter() - start
+            self._store(step, slice(None), result, episodes)
+
+    def _act(self, policy, step, envs):
+        start = time.perf_counter()
+        self.rollout.actions[step, envs] = policy(self.rollout.observations[step, envs])
+        self.phase_seconds['act'] += time.perf_counter() - start
+
+    def _store(self, step, envs, result, episodes):
+        rollout = self.rollout
+        rollout.rewards[step, envs] = result.rewards
+        rollout.terminals[step, envs] = result.terminals
+        rollout.observations[step + 1, envs] = result.observations
+        if result.dones.any():
+            for index in np.flatnonzero(result.dones):
+                episodes.append((float(result.episode_returns[index]),
+                                 int(result.episode_lengths[index])))
+
+    def take_phase_seconds(self):
+        """Seconds spent stepping ('env') and in the policy ('act') since the last call."""
+        phases = self.phase_seconds
+        self.phase_seconds = {name: 0.0 for name in phases}
+        return phases
+
+
+class AlternatingSampler(SynchronizedSampler):
+    """The two groups of a ProcessPool(num_groups=2) alternate between stepping and acting."""
+
+    def __init__(self, pool, t_max):
+        if getattr(pool, 'num_groups', 1) != 2:
+            raise ValueError(f'the alternating sampler needs a ProcessPool with num_groups=2, '
+                             f'got {type(pool).__name__} with '
+                             f'num_groups={getattr(pool, "num_groups", 1)}')
+        super().__init__(pool, t_max)
+        half = pool.num_envs // 2
+        self._halves = (slice(0, half), slice(half, None))
+
+    def _fill(self, policy, episodes):
+        first, second = self._halves
+        t_max = self.rollout.t_max
+        self._act_and_send(policy, 0, 0, first)
+        for step in range(t_max):
+            self._act_and_send(policy, step, 1, second)
+            self._receive(step, 0, first, episodes)
+            if step + 1 < t_max:
+                self._act_and_send(policy, step + 1, 0, first)
+            self._receive(step, 1, second, episodes)
+
+    def _act_and_send(self, policy, step, group, envs):
+        self._act(policy, step, envs)
+        self.pool.step_async(self.rollout.actions[step, envs], group)
+
+    def _receive(self, step, group, envs, episodes):
+        start = time.perf_counter()
+        result = self.pool.step_wait(group)
+        self.phase_seconds['env'] += time.perf_counter() - start
+        self._store(step, envs, result, episodes)
+
+
+def make_sampler(kind, pool, t_max):
+    """A sampler of kind 'synchronized' or 'alternating' over pool."""
+    if kind not in SAMPLERS:
+        raise ValueError(f'sampler={kind!r}; allowed: {SAMPLERS}')
+    return (AlternatingSampler if kind == 'alternating' else SynchronizedSampler)(pool, t_max)
+
+
+def num_groups(kind):
+    """The pool groups a sampler of this kind needs."""
+    return 2 if kind == 'alternating' else 1

@@ -1,0 +1,77 @@
+"""Fast DQN's actor threads: each owns one environment and takes one step per round (the
+paper's "samplers"; here "sampler" is the object that fills a rollout, common/samplers.py)."""
+import os
+import sys
+import threading
+
+from absl import logging
+import numpy as np
+
+from common import replay as replay_lib
+
+
+def lower_thread_priority(increment):
+    """Makes the calling thread `increment` nicer, up to 19 (Linux, where niceness is per thread;
+    raising it needs no privileges). Elsewhere, or if the kernel refuses, it changes nothing."""
+    if increment <= 0 or not sys.platform.startswith('linux'):
+        return
+    thread_id = threading.get_native_id()
+    try:
+        niceness = os.getpriority(os.PRIO_PROCESS, thread_id)
+        os.setpriority(os.PRIO_PROCESS, thread_id, min(19, niceness + increment))
+    except OSError as error:
+        logging.warning('could not lower the priority of %s: %s',
+                        threading.current_thread().name, error)
+
+
+class ActorThread(threading.Thread):
+    """One environment stepped one step per round; writes its state into a shared row."""
+
+    def __init__(self, index, runner, env, seed):
+        super().__init__(name=f'dqn-actor-{index}', daemon=True)
+        self.index = index
+        self.runner = runner
+        self.env = env
+        self.rng = np.random.default_rng([seed, index])
+        self.num_actions = runner.num_actions
+        self.staging = replay_lib.StagingBuffer(runner.staging_length, runner.replay.frame_shape,
+                                                runner.replay.observation_dtype)
+        self.episode_start = True
+        self.finished_episodes = []  # (score, length) since the last drain
+        self.error = None
+        runner.observations[index] = env.reset()
+
+    def run(self):
+        lower_thread_priority(self.runner.acting_nice)
+        gate = self.runner.gate
+        while gate.wait_for_round(self.index):
+            try:
+                self.step()
+            except BaseException as error:  # raised in the main thread by RoundGate.run_round
+                self.error = error
+                gate.finish(self.index, failed=True)
+                return
+            gate.finish(self.index)
+
+    def step(self):
+        """One epsilon-greedy (or, while prepopulating, uniformly random) step."""
+        runner = self.runner
+        if self.index == 0 and runner.config.synchronized and not runner.random_actions:
+            # The round's one batched inference: actor 0 goes first, the others still wait.
+            runner.greedy_actions[:] = runner.act_fn(runner.observations).numpy()
+        observation = runner.observations[self.index]
+        if runner.random_actions or self.rng.random() < runner.epsilon:
+            action = int(self.rng.integers(self.num_actions))
+        elif runner.config.synchronized:
+            action = int(runner.greedy_actions[self.index])
+        else:
+            action = int(runner.act_fn(observation[None]).numpy()[0])
+        next_observation, reward, terminal, done = self.env.step(action)
+        self.staging.add(runner.replay.newest_frame(observation), action, reward, terminal,
+                         self.episode_start)
+        self.episode_start = bool(done)
+        if done:
+            self.finished_episodes.append((float(self.env.episode_return),
+                                           int(self.env.episode_length)))
+            next_observation = self.env.reset()
+        observation[...] = next_observation

@@ -1,0 +1,131 @@
+"""Fast DQN's configuration: every knob, defaults from the paper (Table 5, section 5, Appendix B);
+gin/dqn/*.gin cite each value."""
+import dataclasses
+import os
+from typing import Any, Optional
+
+import gin
+
+from common import app
+from common import config as config_lib
+from common import networks
+from common import optim
+# Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
+from common.envs import atari  # noqa: F401
+from common.envs import gym as gym_envs  # noqa: F401
+
+# The four execution modes of section 5.1: (concurrent, synchronized) -> name.
+MODES = {(False, False): 'standard', (True, False): 'concurrent',
+         (False, True): 'synchronized', (True, True): 'both'}
+MODE_SWITCHES = {name: switches for switches, name in MODES.items()}
+
+
+@gin.configurable
+@dataclasses.dataclass
+class DQNConfig(config_lib.RunConfig):
+    """Every fast-DQN knob; defaults are the paper's (Table 5, sec. 5); gin/dqn/*.gin cites them."""
+    env_config: Any = None             # @AtariConfig() or @GymConfig()
+    num_workers: int = 8               # W actor threads
+    concurrent: bool = True            # act with the target network, train on a thread
+    synchronized: bool = True          # one batched inference for the W actors' states
+    total_steps: int = 50_000_000      # training timesteps (x4 frames), after prepopulation
+    batch_size: int = 32
+    replay_capacity: int = 1_000_000
+    target_period: int = 10_000        # C
+    train_period: int = 4              # F
+    gamma: float = 0.99
+    prepopulate_steps: int = 50_000    # N uniformly random steps before training
+    network: str = 'nature'
+    torso_kwargs: Optional[dict] = None  # e.g. {'hidden_sizes': (64, 64)} for 'mlp'
+    dueling: bool = False              # Wang et al. (2016) streams (not in the paper)
+    double_dqn: bool = False
+    learning_rate: float = 2.5e-4
+    rmsprop_decay: float = 0.95
+    rmsprop_epsilon: float = 0.01
+    huber_delta: float = 1.0
+    initial_epsilon: float = 1.0
+    final_epsilon: float = 0.1
+    epsilon_decay_steps: int = 1_000_000
+    eval_every_steps: int = 250_000    # 0 disables evaluation
+    eval_episodes: int = 30
+    eval_epsilon: float = 0.05
+    # TF intra-op threads of the learner (0: TF's default, every core). None: the CPUs less one,
+    # at least 1: the actors share one GIL, so they keep about one core busy, and a learner
+    # spread over that core too makes both slower (measured: README, Fast DQN).
+    learner_threads: Optional[int] = None
+    # Concurrent trainer: minibatches per tf.function call (a graph loop over a stack of them).
+    # Replay is frozen during a period, so this changes no update, only the calls: 1 is one call
+    # per minibatch. Measured: README, Fast DQN.
+    minibatches_per_call: int = 8
+    # Concurrent modes: how much nicer (0-19, Linux) than the learner the actor threads run,
+    # so the learner's threads get the cores first and acting fills what they leave idle. 0: one
+    # priority for all. Measured: README, Fast DQN.
+    acting_nice: int = 19
+
+    def intra_op_threads(self):
+        """What learner_threads resolves to on this machine."""
+        if self.learner_threads is None:
+            return max(1, (os.cpu_count() or 1) - 1)
+        return self.learner_threads
+
+    @property
+    def mode(self):
+        return MODES[(bool(self.concurrent), bool(self.synchronized))]
+
+    def validate(self):
+        """Raises ConfigError naming the first value of the wrong type or out of range."""
+        super().validate()
+        require = app.require
+        app.require_positive_ints(self.owner, self, (
+            'num_workers', 'batch_size', 'replay_capacity', 'target_period', 'train_period',
+            'prepopulate_steps', 'epsilon_decay_steps', 'eval_episodes', 'minibatches_per_call'))
+        self.require_non_negative(('eval_every_steps',))
+        require(self.target_period % self.num_workers == 0,
+                f'DQNConfig.target_period={self.target_period} (C) must be divisible by '
+                f'num_workers={self.num_workers} (W)')
+        require(self.target_period % self.train_period == 0,
+                f'DQNConfig.target_period={self.target_period} (C) must be divisible by '
+                f'train_period={self.train_period} (F)')
+        require(self.total_steps % self.num_workers == 0,
+                f'DQNConfig.total_steps={self.total_steps} must be divisible by '
+                f'num_workers={self.num_workers}')
+        require(self.replay_capacity >= self.target_period,
+                f'DQNConfig.replay_capacity={self.replay_capacity} must be >= '
+                f'target_period={self.target_period} (a period is staged before replay)')
+        require(self.prepopulate_steps >= self.batch_size,
+                f'DQNConfig.prepopulate_steps={self.prepopulate_steps} must be >= '
+                f'batch_size={self.batch_size}')
+        self.require_choice('network', networks.NETWORK_NAMES)
+        self.require_positive(('learning_rate', 'rmsprop_epsilon', 'huber_delta'))
+        require(self.learner_threads is None or self.learner_threads >= 0,
+                f'DQNConfig.learner_threads must be None or an int >= 0, '
+                f'got {self.learner_threads!r}')
+        require(0 < self.rmsprop_decay < 1,
+                f'DQNConfig.rmsprop_decay must be in (0, 1), got {self.rmsprop_decay}')
+        require(0 <= self.acting_nice <= 19,
+                f'DQNConfig.acting_nice must be an int in [0, 19], got {self.acting_nice!r}')
+        for name in ('initial_epsilon', 'final_epsilon', 'eval_epsilon'):
+            value = getattr(self, name)
+            require(0 <= value <= 1, f'DQNConfig.{name} must be in [0, 1], got {value}')
+
+    @property
+    def stack(self):
+        return getattr(self.env_config, 'stack', 1)
+
+    def epsilon_schedule(self):
+        """Exploration rate by training step: linear from initial to final, then flat."""
+        return optim.LinearSchedule(self.initial_epsilon, self.final_epsilon,
+                                    self.epsilon_decay_steps)
+
+    def epsilon(self, step):
+        return self.epsilon_schedule().value_at(step)
+
+
+# Bindings that fast DQN's config owns, or that its centered RMSProp fixes.
+_FIXED = ("fast DQN always runs the paper's centered RMSProp (epsilon inside the sqrt, mean "
+          'squares from zeros)')
+RENAMED = {'RMSProp.learning_rate': 'bind DQNConfig.learning_rate instead',
+           'RMSProp.decay': 'bind DQNConfig.rmsprop_decay instead',
+           'RMSProp.epsilon': 'bind DQNConfig.rmsprop_epsilon instead',
+           'RMSProp.centered': _FIXED, 'RMSProp.epsilon_inside_sqrt': _FIXED,
+           'RMSProp.initial_mean_square': _FIXED}

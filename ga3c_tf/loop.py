@@ -1,0 +1,115 @@
+"""GA3C's main thread: watch the agents and threads, count, log, checkpoint, and anneal NP, NT and
+NA (the paper's dynamic adjustment) while the server trains; and train(), GA3C's entry."""
+import time
+
+import numpy as np
+
+from common import actor_critic
+from common import scalars
+from common import tracker as tracker_lib
+from ga3c_tf import learner as learner_lib
+from ga3c_tf.server import GA3CServer
+
+
+GA3C_COLUMNS = ('pps', 'tps', 'frames_per_sec', 'num_agents', 'num_predictors', 'num_trainers',
+                'prediction_queue_size', 'training_queue_size', 'mean_prediction_batch',
+                'mean_training_batch', 'mean_policy_lag', 'max_policy_lag'
+                ) + actor_critic.UPDATE_STATS
+
+
+def make_annealer(config):
+    from ga3c_tf import dynamic  # pylint: disable=import-outside-toplevel
+    return dynamic.Annealer(
+        (config.num_predictors, config.num_trainers, config.num_agents),
+        maximums=(config.max_predictors, config.max_trainers, config.max_agents),
+        seed=config.seed)
+
+
+class _IntervalMeter:
+    """Per-log-interval deltas of the server's counters and means of sampled queue sizes."""
+
+    def __init__(self, server):
+        self.server = server
+        self.last = server.counts()
+        self.queue_samples = []
+
+    def sample_queues(self):
+        self.queue_samples.append(self.server.queue_sizes())
+
+    def row(self, seconds, frames_per_env_step):
+        counts = self.server.counts()
+        delta = {name: counts[name] - self.last[name] for name in counts}
+        self.last = counts
+        prediction_sizes, training_sizes = zip(*(self.queue_samples or [(0, 0)]))
+        self.queue_samples = []
+        mean_lag, max_lag = self.server.take_lags()
+        num_predictors, num_trainers, num_agents = self.server.settings
+        row = {
+            'pps': delta['predictions'] / seconds,
+            'tps': delta['updates'] / seconds,
+            'frames_per_sec': delta['predictions'] * frames_per_env_step / seconds,
+            'num_agents': num_agents, 'num_predictors': num_predictors,
+            'num_trainers': num_trainers,
+            'prediction_queue_size': float(np.mean(prediction_sizes)),
+            'training_queue_size': float(np.mean(training_sizes)),
+            'mean_prediction_batch': delta['predictions'] / max(delta['batches'], 1),
+            'mean_training_batch': delta['samples'] / max(delta['updates'], 1),
+            'mean_policy_lag': mean_lag, 'max_policy_lag': max_lag,
+        }
+        row.update(self.server.learner.update_means.take())
+        return row
+
+
+def poll_progress(server, tracker, last):
+    """Checks the agents, hands the env steps and updates since last (server.counts() then) and
+    the finished episodes to tracker; returns server.counts() now. GA3C's and A3C-CPU's."""
+    server.check_agents()
+    counts = server.counts()
+    tracker.add_steps(counts['predictions'] - last['predictions'],
+                      counts['updates'] - last['updates'])
+    tracker.add_episodes(server.drain_episodes())
+    return counts
+
+
+def run_loop(config, server, tracker, poll_seconds=0.05):
+    """The main thread's loop: watch agents and threads, count, log, checkpoint, anneal."""
+    annealer = make_annealer(config) if config.dynamic_settings else None
+    next_adjustment = time.monotonic() + config.dynamic_initial_wait_seconds
+    adjustment_start, updates_at_adjustment = time.monotonic(), server.counts()['updates']
+    meter = _IntervalMeter(server)
+    last = server.counts()
+    frames = tracker_lib.frames_per_step(config.env_config)
+    tracker.start_interval()
+    while not tracker.done:
+        time.sleep(poll_seconds)
+        server.check_threads()
+        counts = last = poll_progress(server, tracker, last)
+        scalars.assign(server.learner.env_steps, tracker.env_steps)
+        meter.sample_queues()
+        now = time.monotonic()
+        if annealer is not None and now >= next_adjustment:
+            tps = (counts['updates'] - updates_at_adjustment) / max(now - adjustment_start, 1e-9)
+            server.apply(annealer.step(tps))
+            adjustment_start, updates_at_adjustment = time.monotonic(), server.counts()['updates']
+            next_adjustment = adjustment_start + config.dynamic_interval_seconds
+        if tracker.interval_due() or tracker.done:
+            seconds = tracker.interval_seconds()
+            tracker.log_interval(server.updates, meter.row(seconds, frames))
+        tracker.maybe_checkpoint()
+
+
+def train(config, run_dir):
+    """Runs GA3C until config.total_steps, resuming from run_dir's checkpoint if there is one."""
+    learner = learner_lib.build_learner(config)
+    tracker = tracker_lib.tracker_for(
+        run_dir, config, GA3C_COLUMNS,
+        {'model': learner.model, 'optimizer': learner.optimizer, 'generator': learner.generator})
+    scalars.assign(learner.env_steps, tracker.env_steps)
+
+    def loop(server):
+        server.apply((config.num_predictors, config.num_trainers, config.num_agents))
+        run_loop(config, server, tracker)
+
+    # A resumed run continues with fresh environments, seeded apart from the first session.
+    return tracker_lib.run_training(
+        tracker, lambda: GA3CServer(config, learner, seed=config.seed + tracker.env_steps), loop)

@@ -1,0 +1,63 @@
+"""RunConfig and RMSPropConfig: the fields every paper's config shares, checked once."""
+import dataclasses
+
+import common  # noqa: F401
+import gin
+import pytest
+
+from common import app
+from common import config as config_lib
+from common.envs import gym as gym_envs
+
+
+@dataclasses.dataclass
+class ToyConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
+    env_config: object = None
+    total_steps: int = 100
+    width: int = 3
+
+    def validate(self):
+        super().validate()
+        self.validate_rmsprop()
+        self.require_positive(('width',))
+
+
+def _toy(**overrides):
+    return ToyConfig(**{'env_config': gym_envs.GymConfig('CartPole-v1'), **overrides})
+
+
+def test_a_valid_config_passes_and_knows_its_owner():
+    config = _toy()
+    config.validate()
+    assert config.owner == 'ToyConfig'
+    optimizer = config.make_rmsprop(0.01)
+    assert (optimizer.decay, optimizer.epsilon, optimizer.epsilon_inside_sqrt,
+            optimizer.initial_mean_square) == (0.99, 0.1, True, 1.0)
+
+
+@pytest.mark.parametrize('overrides, named', [
+    (dict(gamma='0.99'), "ToyConfig.gamma='0.99' must be a number"),
+    (dict(total_steps=0), 'ToyConfig.total_steps must be a positive integer'),
+    (dict(gamma=1.5), 'ToyConfig.gamma must be in (0, 1]'),
+    (dict(seed=-1), 'ToyConfig.seed must be >= 0'),
+    (dict(log_every_seconds=0.0), 'ToyConfig.log_every_seconds must be > 0'),
+    (dict(checkpoint_every_steps=0), 'ToyConfig.checkpoint_every_steps'),
+    (dict(env_config=3), 'ToyConfig.env_config must be @AtariConfig() or @GymConfig()'),
+    (dict(learning_rate=0.0), 'ToyConfig.learning_rate must be > 0'),
+    (dict(rmsprop_decay=1.0), 'ToyConfig.rmsprop_decay must be in (0, 1)'),
+    (dict(rmsprop_initial_mean_square=-1.0), 'rmsprop_initial_mean_square must be >= 0'),
+    (dict(rmsprop_epsilon_inside_sqrt=1), 'rmsprop_epsilon_inside_sqrt=1 must be True or False'),
+    (dict(width=0), 'ToyConfig.width must be > 0'),
+])
+def test_shared_fields_are_checked_for_type_then_range(overrides, named):
+    with pytest.raises(app.ConfigError) as raised:
+        _toy(**overrides).validate()
+    assert named in str(raised.value)
+
+
+def test_renamed_bindings_point_at_the_config():
+    renamed = config_lib.renamed_bindings('ToyConfig')
+    assert renamed['RMSProp.epsilon'] == 'bind ToyConfig.rmsprop_epsilon instead'
+    assert renamed['RMSProp.initial_mean_square'] == (
+        'bind ToyConfig.rmsprop_initial_mean_square instead')
+    gin.clear_config()

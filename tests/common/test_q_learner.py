@@ -1,0 +1,58 @@
+"""The shared Q-learner: TD errors per sample, K updates in one call equal K calls."""
+import common  # noqa: F401
+import numpy as np
+import tensorflow as tf
+
+from common import networks
+from common import q_learner
+
+SPEC = tf.TensorSpec((None, 4), tf.float32)
+
+
+def _learner(double_dqn=False):
+    tf.random.set_seed(0)
+    make = lambda: networks.make_q_network(  # noqa: E731
+        3, (4,), np.float32, network='mlp', torso_kwargs={'hidden_sizes': (8,)})
+    return q_learner.QLearner(make, 3, q_learner.centered_rmsprop(1e-3, 0.95, 0.01),
+                              q_learner.QSettings(gamma=0.9, double_dqn=double_dqn), SPEC)
+
+
+def _batch(seed, size=6):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(size, 4)).astype(np.float32),
+            rng.integers(0, 3, size).astype(np.int32), rng.normal(size=size).astype(np.float32),
+            rng.normal(size=(size, 4)).astype(np.float32), np.float32(rng.random(size) < 0.3))
+
+
+def test_an_update_returns_the_td_errors_against_the_target_network():
+    for double_dqn in (False, True):
+        learner = _learner(double_dqn)
+        for variable in learner.target.trainable_variables:  # target != online
+            variable.assign(variable * 0.5)
+        observations, actions, rewards, next_observations, terminals = _batch(1)
+        next_target = learner.target(next_observations).numpy()
+        chosen = (np.argmax(learner.online(next_observations).numpy(), axis=1) if double_dqn
+                  else np.argmax(next_target, axis=1))
+        targets = rewards + 0.9 * (1 - terminals) * next_target[np.arange(6), chosen]
+        q_values = learner.online(observations).numpy()[np.arange(6), actions]
+        td_errors = learner.train_step(observations, actions, rewards, next_observations,
+                                       terminals)
+        np.testing.assert_allclose(td_errors, targets - q_values, rtol=1e-5, atol=1e-6)
+        huber = np.where(np.abs(targets - q_values) <= 1, 0.5 * (targets - q_values) ** 2,
+                         np.abs(targets - q_values) - 0.5)
+        np.testing.assert_allclose(learner.update_means.take()['loss'], huber.mean(), rtol=1e-5)
+
+
+def test_a_stack_of_updates_in_one_call_equals_one_call_each():
+    batches = [_batch(seed) for seed in range(3)]
+    looped, single = _learner(), _learner()
+    single.online.set_weights(looped.online.get_weights())
+    single.update_target()
+    looped.update_target()
+    stacked = [np.stack(field) for field in zip(*batches)]
+    td_stack = looped.train_steps(*stacked).numpy()
+    td_each = np.stack([single.train_step(*batch).numpy() for batch in batches])
+    np.testing.assert_allclose(td_stack, td_each, rtol=1e-5, atol=1e-6)
+    for first, second in zip(looped.online.get_weights(), single.online.get_weights()):
+        np.testing.assert_allclose(first, second, rtol=1e-5, atol=1e-7)
+    assert td_stack.shape == (3, 6)
