@@ -11,7 +11,9 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
   ga3c, a3c_cpu     GA3C and the CPU A3C baseline (PPS), small network; /large: GA3C's large
                     network, first stride 4 (Table 2's comparison); ga3c/tf_data: trainer input
                     through tf.data; a3c_cpu/onednn: the baseline's agents on oneDNN kernels.
-Timings are only comparable within one invocation; quote ratios.
+Each row prints its spread: the min, median and max rate of the windows inside its measurement
+(about a second each; a target period for the dqn rows). Timings are only comparable within one
+invocation; quote ratios. `--plot PATH` draws the table as a bar chart.
 """
 import importlib
 import json
@@ -43,6 +45,7 @@ def _define_flags():
     flags.DEFINE_integer('num_workers', None, 'Worker processes/threads (default: CPU count).')
     flags.DEFINE_string('game', 'pong', 'Atari game.')
     flags.DEFINE_list('rows', None, 'Only these rows (default: all).')
+    flags.DEFINE_string('plot', None, 'Also draw the table as a bar chart (PNG) here.')
 
 
 def env_row(kind):
@@ -93,7 +96,7 @@ def _row_process(name, settings, connection):
 
 
 def measure_row(name, settings):
-    """Runs one row in a fresh spawned process and returns its steps per second."""
+    """Runs one row in a fresh spawned process and returns its timing.measurement()."""
     context = multiprocessing.get_context('spawn')
     reader, writer = context.Pipe(duplex=False)
     # By its importable name: under `python -m common.bench` this module is __main__, which a
@@ -122,20 +125,27 @@ def run_rows(names, settings):
     rows = []
     for name in names:
         print(f'{name} ...', flush=True)
-        rate = measure_row(name, settings)
-        rows.append({'name': name, 'num_envs': settings['num_envs'], 'steps_per_sec': rate})
-        print(f'  {rate:,.0f} steps/s', flush=True)
+        result = measure_row(name, settings)
+        rows.append(dict(result, name=name, num_envs=settings['num_envs']))
+        print(f"  {result['steps_per_sec']:,.0f} steps/s (windows: min {result['min']:,.0f}, "
+              f"median {result['median']:,.0f}, max {result['max']:,.0f})", flush=True)
     return rows
 
 
-def format_table(rows):
+def best_env_rate(rows):
+    """The ceiling the table compares against: the fastest env-only row, None without one."""
     env_rates = [row['steps_per_sec'] for row in rows if row['name'].startswith('env/')]
-    ceiling = max(env_rates) if env_rates else None
-    lines = [f"{'row':<18}{'envs':>6}{'steps/s':>12}{'/ best env':>12}"]
+    return max(env_rates) if env_rates else None
+
+
+def format_table(rows):
+    ceiling = best_env_rate(rows)
+    lines = [f"{'row':<18}{'envs':>6}{'steps/s':>10}{'min':>9}{'median':>9}{'max':>9}"
+             f"{'/ best env':>12}"]
     for row in rows:
         ratio = f"{row['steps_per_sec'] / ceiling:.2f}" if ceiling else '-'
-        lines.append(f"{row['name']:<18}{row['num_envs']:>6}{row['steps_per_sec']:>12,.0f}"
-                     f"{ratio:>12}")
+        lines.append(f"{row['name']:<18}{row['num_envs']:>6}{row['steps_per_sec']:>10,.0f}"
+                     f"{row['min']:>9,.0f}{row['median']:>9,.0f}{row['max']:>9,.0f}{ratio:>12}")
     return '\n'.join(lines)
 
 
@@ -158,6 +168,10 @@ def main():
     except RowFailed as error:
         app.fail(str(error))
     print(format_table(rows))
+    if FLAGS.plot:
+        from common import plots  # pylint: disable=import-outside-toplevel  (matplotlib)
+        plots.plot_bench(rows, best_env_rate(rows), FLAGS.plot)
+        print(f'wrote {FLAGS.plot}')
     if FLAGS.json:
         with open(FLAGS.json, 'w') as f:
             json.dump({'rows': rows, 'cpu_count': os.cpu_count(), 'argv': sys.argv[1:]}, f,

@@ -100,3 +100,32 @@ def plot_runs(runs, out_dir, title=None):
         plt.close(figure)
         paths.append(path)
     return paths
+
+
+def draw_bench(rows, ceiling):
+    """The bench table as horizontal bars: each row's steps/s (its window spread as an error bar)
+    and, where an env-only row ran, a line at the best env-only rate."""
+    figure, axes = plt.subplots(figsize=(FIGURE_SIZE[0], 0.9 + 0.35 * len(rows)), dpi=DPI)
+    names = [row['name'] for row in rows][::-1]
+    rates = [row['steps_per_sec'] for row in rows][::-1]
+    errors = [[max(rate - row['min'], 0.0) for rate, row in zip(rates, rows[::-1])],
+              [max(row['max'] - rate, 0.0) for rate, row in zip(rates, rows[::-1])]]
+    axes.barh(names, rates, xerr=errors, color='tab:blue', ecolor='black', capsize=3)
+    if ceiling:
+        axes.axvline(ceiling, color='tab:red', linestyle='--', label='best env-only rate')
+        axes.legend(fontsize='small', loc='lower right')
+    axes.set_xlabel('environment steps per second (bars: window min to max)')
+    axes.grid(True, axis='x', alpha=0.3)
+    figure.tight_layout()
+    return figure
+
+
+def plot_bench(rows, ceiling, path):
+    """Writes draw_bench(rows, ceiling) to path (a PNG)."""
+    directory = os.path.dirname(path)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    figure = draw_bench(rows, ceiling)
+    figure.savefig(path)
+    plt.close(figure)
+    return path

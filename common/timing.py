@@ -1,15 +1,63 @@
-"""Throughput of a repeated call, as the bench rows measure it: warm up, then count."""
+"""Throughput as the bench rows measure it: warm up, then count, keeping the spread.
+
+A row's figure is its steps over its seconds; its spread is the min, median and max of the
+rates of the windows inside (about a second each, or whatever unit the row times, e.g. a DQN
+target period), so a reader sees the noise next to the figure.
+"""
 import time
+
+import numpy as np
+
+WINDOW_SECONDS = 1.0
+
+
+def measurement(chunks, window_seconds=WINDOW_SECONDS):
+    """{'steps_per_sec', 'min', 'median', 'max', 'windows'} from (steps, seconds) chunks timed
+    back to back; consecutive chunks are merged into windows of at least window_seconds."""
+    if not chunks:
+        raise ValueError('no timed chunks: the measured window was empty')
+    windows, steps, seconds = [], 0, 0.0
+    for chunk_steps, chunk_seconds in chunks:
+        steps += chunk_steps
+        seconds += chunk_seconds
+        if seconds >= window_seconds:
+            windows.append(steps / seconds)
+            steps, seconds = 0, 0.0
+    if seconds > 0 and (not windows or seconds >= window_seconds / 2):
+        windows.append(steps / seconds)  # a short last window would only add noise
+    total_steps = sum(chunk[0] for chunk in chunks)
+    total_seconds = sum(chunk[1] for chunk in chunks)
+    return {'steps_per_sec': total_steps / total_seconds, 'min': float(min(windows)),
+            'median': float(np.median(windows)), 'max': float(max(windows)),
+            'windows': len(windows)}
 
 
 def rate(step_fn, steps_per_call, seconds, warmup_seconds):
-    """Calls step_fn for warmup_seconds, then for seconds; returns measured steps per second."""
+    """Calls step_fn for warmup_seconds, then for seconds; returns measurement() of the calls."""
     end_warmup = time.perf_counter() + warmup_seconds
     while time.perf_counter() < end_warmup:
         step_fn()
-    calls = 0
+    chunks = []
     start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    last = start
+    while last - start < seconds:
         step_fn()
-        calls += 1
-    return calls * steps_per_call / (time.perf_counter() - start)
+        now = time.perf_counter()
+        chunks.append((steps_per_call, now - last))
+        last = now
+    return measurement(chunks)
+
+
+def counter_rate(read_count, seconds, poll, poll_seconds=0.1):
+    """measurement() of a counter another thread or process advances: read_count() every
+    poll_seconds for seconds, calling poll() (e.g. a health check) between reads."""
+    chunks = []
+    last_count, last = read_count(), time.perf_counter()
+    end = last + seconds
+    while last < end:
+        poll()
+        time.sleep(poll_seconds)
+        count, now = read_count(), time.perf_counter()
+        chunks.append((count - last_count, now - last))
+        last_count, last = count, now
+    return measurement(chunks)

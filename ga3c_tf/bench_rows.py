@@ -1,7 +1,7 @@
 """Rows of `python -m common.bench` for GA3C and the CPU A3C baseline (paper, Table 2).
 
 Each row trains for real (predict + step + update) on the bench's game with fixed settings
-(no annealing) and returns PPS, predictions (= env steps) per second. GA3C runs num_envs agents
+(no annealing) and returns PPS, predictions (= env steps) per second, with its per-second spread. GA3C runs num_envs agents
 with NP = NT = 2 and the paper's minimum training batch; A3C-CPU runs one agent process per
 worker (num_workers, the CPU count by default), each with its own model replica, as A3C's one
 agent per core. 'large' is the paper's larger DNN with first stride 4 (Table 2's first large row).
@@ -10,6 +10,7 @@ import os
 import time
 
 from common import app
+from common import timing
 
 GIN_FILE = os.path.join(app.PROJECT_ROOT, 'gin/ga3c/paper.gin')
 LARGE = ["GA3CConfig.network = 'ga3c_large'", "GA3CConfig.torso_kwargs = {'first_stride': 4}"]
@@ -27,7 +28,8 @@ def _config(settings, algorithm, extra_bindings):
 
 
 def _measure(server, settings, ready):
-    """Waits until ready() (tracing done), warms up, then returns predictions per second."""
+    """Waits until ready() (tracing done), warms up, then returns timing.counter_rate of the
+    predictions."""
     deadline = time.monotonic() + 300
     while not ready():
         if time.monotonic() > deadline:
@@ -35,12 +37,8 @@ def _measure(server, settings, ready):
         server.check_agents()
         time.sleep(0.1)
     time.sleep(settings['warmup_seconds'])
-    start_count, start = server.counts()['predictions'], time.perf_counter()
-    end = start + settings['seconds']
-    while time.perf_counter() < end:
-        server.check_agents()
-        time.sleep(0.1)
-    return (server.counts()['predictions'] - start_count) / (time.perf_counter() - start)
+    return timing.counter_rate(lambda: server.counts()['predictions'], settings['seconds'],
+                               server.check_agents)
 
 
 def ga3c_pps(settings, extra_bindings=()):

@@ -180,10 +180,15 @@ def test_speedtest_writes_the_ratio_table(tmp_path):
     assert bad.returncode == 2 and 'steps=10' in bad.stderr
 
 
-def test_bench_rows_measure_steps_per_second():
+def test_bench_rows_measure_whole_periods(monkeypatch):
+    monkeypatch.setattr(bench_rows, 'BENCH_PERIOD', 40)
+    monkeypatch.setattr(bench_rows, 'BENCH_PERIODS', 2)
     settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 32, 'game': 'pong',
                 'num_workers': 2}
     assert set(bench_rows.ROWS) == {'dqn/standard', 'dqn/both'}
     for measure in bench_rows.ROWS.values():
-        assert measure(settings) > 0
+        result = measure(settings)
+        assert result['windows'] == 2  # one per period
+        assert 0 < result['min'] <= result['median'] <= result['max']
+        assert result['min'] <= result['steps_per_sec'] <= result['max']
     assert not [thread for thread in threading.enumerate() if thread.name.startswith('dqn-')]

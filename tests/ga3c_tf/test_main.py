@@ -1,6 +1,7 @@
 """`python -m ga3c_tf.main` end to end: config errors, presets, run directory, resume, play,
 the A3C-CPU baseline, and Pong through agent processes leaving nothing behind."""
 import csv
+import dataclasses
 import os
 import signal
 import subprocess
@@ -53,7 +54,8 @@ def _clean_gin():
 
 def test_presets_hold_the_original_code_and_paper_values():
     root = app.PROJECT_ROOT
-    original = ga3c_main.configure([os.path.join(root, 'gin/ga3c/pong.gin')], [])
+    original = ga3c_main.configure([os.path.join(root, 'gin/ga3c/original_code.gin')],
+                                   ["AtariConfig.game = 'pong'"])
     assert (original.num_agents, original.num_predictors, original.num_trainers) == (32, 2, 2)
     assert (original.t_max, original.gamma, original.prediction_batch_size) == (5, 0.99, 128)
     assert (original.prediction_queue_size, original.training_queue_size) == (100, 100)
@@ -68,6 +70,9 @@ def test_presets_hold_the_original_code_and_paper_values():
     # NetworkVP.py: padded convolutions, weights and biases U(+-1/sqrt(fan_in)).
     assert (original.conv_padding, original.initializer) == ('same', 'fan_in_uniform')
     assert original.model_kwargs()['torso_kwargs'] == {'padding': 'same'}
+    # pong.gin: the original code on Pong but for the minimum training batch (section 5.3).
+    pong = ga3c_main.configure([os.path.join(root, 'gin/ga3c/pong.gin')], [])
+    assert pong == dataclasses.replace(original, training_min_batch_size=32)
     paper = ga3c_main.configure([os.path.join(root, 'gin/ga3c/paper.gin')], [])
     assert (paper.num_predictors, paper.num_trainers) == (2, 2)
     assert 20 <= paper.training_min_batch_size <= 40 and paper.dynamic_interval_seconds == 60

@@ -205,3 +205,17 @@ def test_a_run_dir_of_another_game_is_refused_before_anything_is_written(tmp_pat
     errors = [line for line in other.stderr.splitlines() if line.startswith('error:')]
     assert len(errors) == 1 and "env: 'CartPole-v1' there, 'Acrobot-v1' here" in errors[0]
     assert sorted(os.listdir(tmp_path / 'run')) == before  # no invocation.resume-*.json
+
+
+def test_bench_row_measures_the_pong_preset_with_its_own_worker_count():
+    from paac_tf import bench_rows
+    settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 8, 'game': 'pong',
+                'num_workers': 1}  # the env rows' --num_workers: not the preset's nw
+    try:
+        result = bench_rows.paac_rate(settings)
+        workers = gin.query_parameter('PAACConfig.num_workers')
+    finally:
+        gin.clear_config()
+    assert workers == 8  # gin/paac/paper.gin's nw, as the README's first command runs
+    assert result['steps_per_sec'] > 0
+    assert result['min'] <= result['median'] <= result['max']
