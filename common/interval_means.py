@@ -10,27 +10,30 @@ import tensorflow as tf
 
 class IntervalMeans(tf.Module):
     """Running sums of named scalars, added to once per update and read out (and reset) once
-    per log interval."""
+    per log interval.
+
+    The sums and the update count live in one vector variable, changed by one assign_add per
+    update and taken by subtracting what was read: GA3C's trainer threads add while the main
+    loop takes, and with separate variables an update landing between the reads of the count
+    and the sums skewed the interval's means (an entropy above ln |A| was logged)."""
 
     def __init__(self, names, name='interval_means'):
         super().__init__(name=name)
         self.names = tuple(names)
-        self._sums = {stat: tf.Variable(0.0, dtype=tf.float64, trainable=False, name=f'sum_{stat}')
-                      for stat in self.names}
-        self._count = tf.Variable(0, dtype=tf.int64, trainable=False, name='count')
+        self._totals = tf.Variable(tf.zeros(len(self.names) + 1, tf.float64), trainable=False,
+                                   name='sums_and_count')
 
     def add(self, stats):
         """Adds one update's statistics (a dict holding at least self.names); graph-safe."""
-        for stat in self.names:
-            self._sums[stat].assign_add(tf.cast(stats[stat], tf.float64))
-        self._count.assign_add(1)
+        values = [tf.cast(stats[stat], tf.float64) for stat in self.names]
+        self._totals.assign_add(tf.stack(values + [tf.constant(1.0, tf.float64)]))
 
     def take(self):
-        """{name: mean since the last take()} as Python floats (NaN with no update); resets."""
-        count = int(self._count.numpy())
-        means = {stat: (float(total.numpy()) / count if count else math.nan)
-                 for stat, total in self._sums.items()}
-        for total in self._sums.values():
-            total.assign(0.0)
-        self._count.assign(0)
-        return means
+        """{name: mean since the last take()} as Python floats (NaN with no update); resets.
+        An update that lands while this runs stays for the next interval, whole."""
+        totals = self._totals.read_value()
+        self._totals.assign_sub(totals)
+        totals = totals.numpy()
+        count = totals[-1]
+        return {stat: (float(total) / count if count else math.nan)
+                for stat, total in zip(self.names, totals[:-1])}

@@ -32,3 +32,32 @@ def test_many_small_values_keep_their_precision():
         means.add({'grad_norm': tf.constant(1e-3, tf.float32)})
     expected = (1e3 + 1000 * np.float32(1e-3)) / 1001
     assert means.take()['grad_norm'] == pytest.approx(expected, rel=1e-9)
+
+
+def test_takes_while_threads_add_see_whole_updates_only():
+    """GA3C's trainer threads add while the main loop takes: every interval's mean of a
+    constant is that constant, and no update is lost or counted twice."""
+    import threading
+    means = interval_means.IntervalMeans(('entropy', 'loss'))
+    add = tf.function(means.add)
+    adds_per_thread = 300
+    stats = {'entropy': tf.constant(1.5), 'loss': tf.constant(-2.0)}
+
+    def trainer():
+        for _ in range(adds_per_thread):
+            add(stats)
+
+    add(stats)  # traced once, before the threads start
+    threads = [threading.Thread(target=trainer) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    taken = []
+    while any(thread.is_alive() for thread in threads):
+        taken.append(means.take())
+    for thread in threads:
+        thread.join()
+    taken.append(means.take())
+    for interval in taken:
+        if not math.isnan(interval['entropy']):
+            assert interval == pytest.approx({'entropy': 1.5, 'loss': -2.0}, rel=1e-12)
+    assert means._totals.numpy().tolist() == [0.0, 0.0, 0.0]  # all taken, nothing left over

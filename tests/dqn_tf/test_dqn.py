@@ -333,4 +333,5 @@ def test_dqn_learns_cartpole():
             if step >= 5000 and step % 1000 == 0:
                 scores.append(evaluate.run_episodes(
                     gym_envs.GymConfig('CartPole-v1'), greedy, 20, seed=step).mean())
+    print(f'learning: DQN CartPole best mean {max(scores):.1f} at step {step:,}')
     assert max(scores) >= 400, scores

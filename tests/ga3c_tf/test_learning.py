@@ -27,5 +27,6 @@ def test_ga3c_learns_cartpole(tmp_path):
     checkpoint.restore(tf.train.latest_checkpoint(str(tmp_path / 'checkpoints'))).expect_partial()
     scores = evaluate.run_episodes(config.env_config, lambda obs: learner.act(obs).numpy(),
                                    num_episodes=20, seed=99)
+    print(f'learning: GA3C CartPole mean {scores.mean():.1f}')
     assert scores.mean() >= 400, scores
     gin.clear_config()

@@ -176,6 +176,7 @@ def test_paac_learns_cartpole(tmp_path):
     checkpoint.restore(tf.train.latest_checkpoint(str(tmp_path / 'checkpoints'))).expect_partial()
     scores = evaluate.run_episodes(config.env_config, lambda obs: learner.act(obs).numpy(),
                                    num_episodes=20, seed=99)
+    print(f'learning: PAAC CartPole mean {scores.mean():.1f}')
     assert scores.mean() >= 400, scores
 
 
