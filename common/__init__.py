@@ -10,9 +10,7 @@ os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 # unless the user sets TF_CPP_MIN_LOG_LEVEL or passes --verbose.
 from common import quiet_import  # noqa: E402  (no TensorFlow in it)
 
-if quiet_import.wanted():
-    os.environ['TF_CPP_MIN_LOG_LEVEL'] = '2'
-    quiet_import.install()
+quiet_import.configure()
 # TensorFlow turns its oneDNN CPU kernels on by default only on CPUs with AVX-512 VNNI/BF16 or
 # AMX. Without them (AVX2-only CPUs, e.g. this project's AMD EPYC machines) the stock kernels
 # take about twice as long for the papers' update steps (the backward pass of the 8x8/4 first

@@ -66,9 +66,28 @@ class _QuietTensorFlowFinder(importlib.abc.MetaPathFinder):
 _FINDER = _QuietTensorFlowFinder()
 
 
+# Set in the environment by a process that chose to be quiet, so that the processes it spawns
+# (which inherit its TF_CPP_MIN_LOG_LEVEL but not its argv) are quiet too.
+QUIET_ENV = 'COMMON_QUIET_TENSORFLOW'
+
+
 def wanted(environ=os.environ, argv=sys.argv):
-    """Silence unless the user asked for TensorFlow's logs (TF_CPP_MIN_LOG_LEVEL or --verbose)."""
+    """Silence unless the user asked for TensorFlow's logs (TF_CPP_MIN_LOG_LEVEL or --verbose);
+    a process spawned by a quiet one is quiet."""
+    if environ.get(QUIET_ENV) == '1':
+        return True
     return 'TF_CPP_MIN_LOG_LEVEL' not in environ and VERBOSE_FLAG not in argv
+
+
+def configure(environ=os.environ, argv=sys.argv):
+    """What common/__init__.py runs first: installs the quiet import (and marks the environment
+    for child processes) or, when the user asked for the logs, lets child processes log too."""
+    if wanted(environ, argv):
+        environ[QUIET_ENV] = '1'
+        environ['TF_CPP_MIN_LOG_LEVEL'] = '2'
+        install()
+    else:
+        environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '0')
 
 
 def install():

@@ -10,11 +10,17 @@ _IMPORT = ('import common, tensorflow as tf, sys; tf.constant(1.0) + 1; '
            'print("after import", file=sys.stderr)')
 
 
-def _stderr(code, *args, **environ):
-    env = {key: value for key, value in os.environ.items() if key != 'TF_CPP_MIN_LOG_LEVEL'}
+def _stderr(code, *args, script=None, **environ):
+    """stderr of `python -c code args` (or of `python script args`, code written there)."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ('TF_CPP_MIN_LOG_LEVEL', quiet_import.QUIET_ENV)}
     env.update(environ, PYTHONPATH=app.PROJECT_ROOT)
-    result = subprocess.run([sys.executable, '-c', code, *args], capture_output=True, text=True,
-                            env=env, timeout=120)
+    if script is None:
+        command = [sys.executable, '-c', code, *args]
+    else:
+        script.write_text(code)
+        command = [sys.executable, str(script), *args]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     return result.stderr
 
@@ -42,3 +48,19 @@ def test_wanted_only_without_a_log_level_or_verbose():
     assert quiet_import.wanted(environ={}, argv=['main.py'])
     assert not quiet_import.wanted(environ={'TF_CPP_MIN_LOG_LEVEL': '0'}, argv=['main.py'])
     assert not quiet_import.wanted(environ={}, argv=['main.py', '--verbose'])
+
+
+def test_processes_spawned_by_a_quiet_one_are_quiet_and_a_verbose_ones_log(tmp_path):
+    """The A3C-CPU agents import TensorFlow in spawned processes: they follow the parent."""
+    code = ('import multiprocessing, sys, common\n'
+            'def child():\n'
+            '    import tensorflow as tf\n'
+            '    tf.constant(1.0) + 1\n'
+            'if __name__ == "__main__":\n'
+            '    process = multiprocessing.get_context("spawn").Process(target=child)\n'
+            '    process.start(); process.join()\n'
+            '    print("after child", file=sys.stderr)')
+    script = tmp_path / 'spawns.py'
+    assert _stderr(code, script=script) == 'after child\n'
+    verbose = _stderr(code, quiet_import.VERBOSE_FLAG, script=script)
+    assert verbose.endswith('after child\n') and len(verbose.splitlines()) > 1, verbose
