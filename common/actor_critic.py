@@ -50,36 +50,36 @@ def sample_actions(logits, generator):
     return tf.argmax(logits - tf.math.log(-tf.math.log(uniform)), axis=-1, output_type=tf.int32)
 
 
-class ActorCriticLearner(tf.Module):
-    """model(observations) -> (logits [N, A], values [N]); optimizer: optim.RMSProp (or
-    anything with apply_gradients, build and current_learning_rate)."""
+def observation_spec(env_config):
+    """The TensorSpec of a batch of env_config's observations, for tf.function signatures."""
+    return tf.TensorSpec((None,) + tuple(env_config.observation_shape),
+                         tf.as_dtype(env_config.observation_dtype))
 
-    def __init__(self, model, optimizer, settings, observation_spec, seed=0, t_max=None,
-                 name='actor_critic_learner'):
+
+def rollout_signature(observation_spec, t_max):
+    """TensorSpecs of a (t_max + 1, N) rollout: observations, actions, rewards, terminals."""
+    shape = tuple(observation_spec.shape[1:])
+    return [tf.TensorSpec((t_max + 1, None) + shape, observation_spec.dtype),
+            tf.TensorSpec((t_max, None), tf.int32),
+            tf.TensorSpec((t_max, None), tf.float32),
+            tf.TensorSpec((t_max, None), tf.float32)]
+
+
+class PolicyLearner(tf.Module):
+    """What the learners of a model returning (logits, values) share: the model, its optimizer
+    (built for its variables), a seeded generator, interval means of update statistics, and the
+    acting tf.functions (sampling by Gumbel-max, greedy)."""
+
+    def __init__(self, model, optimizer, settings, observation_spec, seed, update_stats, name):
         super().__init__(name=name)
-        if settings.reduction not in REDUCTIONS:
-            raise ValueError(f'reduction={settings.reduction!r}; allowed: {REDUCTIONS}')
         self.model = model
         self.optimizer = optimizer
         self.settings = settings
         self.optimizer.build(self.model.trainable_variables)
         self.generator = tf.random.Generator.from_seed(seed)
-        self.update_means = interval_means.IntervalMeans(UPDATE_STATS)
-        batch = [observation_spec]
-        self.act = tf.function(self._act, input_signature=batch)
-        self.greedy_act = tf.function(self._greedy_act, input_signature=batch)
-        self.predict = tf.function(self._predict, input_signature=batch)
-        self.train_on_sequences = tf.function(self._train_on_sequences,
-                                              input_signature=sequence_signature(observation_spec))
-        self.flat_gradients = tf.function(self._flat_gradients,
-                                          input_signature=sequence_signature(observation_spec))
-        if t_max is not None:
-            shape = tuple(observation_spec.shape[1:])
-            self.train_on_rollout = tf.function(self._train_on_rollout, input_signature=[
-                tf.TensorSpec((t_max + 1, None) + shape, observation_spec.dtype),
-                tf.TensorSpec((t_max, None), tf.int32),
-                tf.TensorSpec((t_max, None), tf.float32),
-                tf.TensorSpec((t_max, None), tf.float32)])
+        self.update_means = interval_means.IntervalMeans(update_stats)
+        self.act = tf.function(self._act, input_signature=[observation_spec])
+        self.greedy_act = tf.function(self._greedy_act, input_signature=[observation_spec])
 
     def _act(self, observations):
         logits, _ = self.model(observations)
@@ -88,6 +88,25 @@ class ActorCriticLearner(tf.Module):
     def _greedy_act(self, observations):
         logits, _ = self.model(observations)
         return tf.argmax(logits, axis=-1, output_type=tf.int32)
+
+
+class ActorCriticLearner(PolicyLearner):
+    """model(observations) -> (logits [N, A], values [N]); optimizer: optim.RMSProp (or
+    anything with apply_gradients, build and current_learning_rate)."""
+
+    def __init__(self, model, optimizer, settings, observation_spec, seed=0, t_max=None,
+                 name='actor_critic_learner'):
+        if settings.reduction not in REDUCTIONS:
+            raise ValueError(f'reduction={settings.reduction!r}; allowed: {REDUCTIONS}')
+        super().__init__(model, optimizer, settings, observation_spec, seed, UPDATE_STATS, name)
+        self.predict = tf.function(self._predict, input_signature=[observation_spec])
+        self.train_on_sequences = tf.function(self._train_on_sequences,
+                                              input_signature=sequence_signature(observation_spec))
+        self.flat_gradients = tf.function(self._flat_gradients,
+                                          input_signature=sequence_signature(observation_spec))
+        if t_max is not None:
+            self.train_on_rollout = tf.function(
+                self._train_on_rollout, input_signature=rollout_signature(observation_spec, t_max))
 
     def _predict(self, observations):
         logits, values = self.model(observations)

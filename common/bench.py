@@ -5,12 +5,15 @@ Every row runs in this one invocation with the same number of environments, one 
 as its entry point would run it: TensorFlow's thread settings and what one row leaves behind
 (processes still exiting, memory) cannot change the next row's numbers. Rows:
   env/<pool>        random actions through each pool: the ceiling any algorithm could reach;
+                    env/process/stooke: the worker processes on Stooke & Abbeel's 104x80 frames;
   paac              PAAC's full training rate (act + step + update) on Pong, nips network;
   dqn/standard      fast DQN, standard mode, 1 sampler thread (env steps/s while training);
   dqn/both          fast DQN, concurrent + synchronized, 8 sampler threads;
   ga3c, a3c_cpu     GA3C and the CPU A3C baseline (PPS), small network; /large: GA3C's large
                     network, first stride 4 (Table 2's comparison); ga3c/tf_data: trainer input
-                    through tf.data; a3c_cpu/onednn: the baseline's agents on oneDNN kernels.
+                    through tf.data; a3c_cpu/onednn: the baseline's agents on oneDNN kernels;
+  accel/...         Stooke & Abbeel: sampling with A3C-Net inference and no learning through the
+                    synchronized and alternating samplers (their Figure 1b), A2C and PPO training.
 Each row prints its spread: the min, median and max rate of the windows inside its measurement
 (about a second each; a target period for the dqn rows). Timings are only comparable within one
 invocation; quote ratios. `--plot PATH` draws the table as a bar chart.
@@ -48,11 +51,12 @@ def _define_flags():
     flags.DEFINE_string('plot', None, 'Also draw the table as a bar chart (PNG) here.')
 
 
-def env_row(kind):
-    """The env-only rate of one pool kind with uniformly random actions."""
+def env_row(kind, variant='nature'):
+    """The env-only rate of one pool kind with uniformly random actions, on the frames of one
+    preprocessing variant (atari.VARIANTS)."""
 
     def measure(settings):
-        env_config = atari.AtariConfig(game=settings['game'])
+        env_config = atari.AtariConfig(game=settings['game'], variant=variant)
         num_actions = env_config.num_actions()
         rng = np.random.default_rng(0)
         actions = rng.integers(0, num_actions, size=(64, settings['num_envs']), dtype=np.int32)
@@ -77,6 +81,7 @@ ROWS = {
     'env/thread': env_row('thread'),
     'env/process': env_row('process'),
     'env/ale_vector': env_row('ale_vector'),
+    'env/process/stooke': env_row('process', variant='stooke'),
     **registry.bench_rows(),
 }
 
@@ -140,11 +145,11 @@ def best_env_rate(rows):
 
 def format_table(rows):
     ceiling = best_env_rate(rows)
-    lines = [f"{'row':<18}{'envs':>6}{'steps/s':>10}{'min':>9}{'median':>9}{'max':>9}"
+    lines = [f"{'row':<26}{'envs':>6}{'steps/s':>10}{'min':>9}{'median':>9}{'max':>9}"
              f"{'/ best env':>12}"]
     for row in rows:
         ratio = f"{row['steps_per_sec'] / ceiling:.2f}" if ceiling else '-'
-        lines.append(f"{row['name']:<18}{row['num_envs']:>6}{row['steps_per_sec']:>10,.0f}"
+        lines.append(f"{row['name']:<26}{row['num_envs']:>6}{row['steps_per_sec']:>10,.0f}"
                      f"{row['min']:>9,.0f}{row['median']:>9,.0f}{row['max']:>9,.0f}{ratio:>12}")
     return '\n'.join(lines)
 

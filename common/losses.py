@@ -94,6 +94,37 @@ def actor_critic_loss(logits, values, actions, returns, entropy_coef, value_loss
                            entropy=entropy)
 
 
+class PPOLoss(NamedTuple):
+    """The optimized total, its parts and diagnostics, each a scalar mean over the batch."""
+    total: tf.Tensor
+    policy_loss: tf.Tensor
+    value_loss: tf.Tensor
+    entropy: tf.Tensor
+    clip_fraction: tf.Tensor   # share of samples whose ratio left [1 - clip, 1 + clip]
+    approx_kl: tf.Tensor       # mean(old log pi - new log pi), an estimate of KL(old || new)
+
+
+def ppo_clip_loss(logits, values, actions, old_log_probs, advantages, returns, ratio_clip,
+                  entropy_coef, value_loss_coef):
+    """PPO's clipped objective (Schulman et al. 2017, eq. 7 and 9) as a loss to minimize:
+    -mean(min(rho A, clip(rho, 1 - c, 1 + c) A)) + value_loss_coef mean((R - V)^2)
+    - entropy_coef H, rho = pi(a|s) / pi_old(a|s). Advantages and returns are targets."""
+    advantages = tf.stop_gradient(advantages)
+    returns = tf.stop_gradient(returns)
+    log_probs = tf.nn.log_softmax(logits)
+    chosen = select(log_probs, actions)
+    ratios = tf.exp(chosen - old_log_probs)
+    clipped = tf.clip_by_value(ratios, 1.0 - ratio_clip, 1.0 + ratio_clip)
+    policy_loss = -tf.reduce_mean(tf.minimum(ratios * advantages, clipped * advantages))
+    value_loss = tf.reduce_mean(tf.square(returns - values))
+    entropy = tf.reduce_mean(-tf.reduce_sum(tf.exp(log_probs) * log_probs, axis=-1))
+    total = policy_loss - entropy_coef * entropy + value_loss_coef * value_loss
+    outside = tf.cast(tf.abs(ratios - 1.0) > ratio_clip, tf.float32)
+    return PPOLoss(total=total, policy_loss=policy_loss, value_loss=value_loss, entropy=entropy,
+                   clip_fraction=tf.reduce_mean(outside),
+                   approx_kl=tf.reduce_mean(old_log_probs - chosen))
+
+
 def huber(errors, delta):
     """Elementwise Huber: quadratic within +-delta, linear (slope delta) outside."""
     abs_errors = tf.abs(errors)

@@ -60,6 +60,32 @@ def ga3c_large(first_stride=4, padding='valid', name='ga3c_large'):
     ], name=f'{name}_stride{first_stride}')
 
 
+def a3c_net(name='a3c_net'):
+    """Stooke & Abbeel's A3C-Net for 104x80 frames (Appendix A.1): nips with the second
+    convolution padded by 1, so its output is 12x9 (32 x 12 x 9 features), then 256 units."""
+    return tf.keras.Sequential([
+        layers.Conv2D(16, 8, strides=4, activation='relu'),
+        layers.ZeroPadding2D(1),
+        layers.Conv2D(32, 4, strides=2, activation='relu'),
+        layers.Flatten(),
+        layers.Dense(256, activation='relu'),
+    ], name=name)
+
+
+def dqn_net(name='dqn_net'):
+    """Stooke & Abbeel's DQN-Net for 104x80 frames (Appendix A.1): nature with the second and
+    third convolutions padded by 1, so the output is 12x9 (64 x 12 x 9 features), then 512."""
+    return tf.keras.Sequential([
+        layers.Conv2D(32, 8, strides=4, activation='relu'),
+        layers.ZeroPadding2D(1),
+        layers.Conv2D(64, 4, strides=2, activation='relu'),
+        layers.ZeroPadding2D(1),
+        layers.Conv2D(64, 3, strides=1, activation='relu'),
+        layers.Flatten(),
+        layers.Dense(512, activation='relu'),
+    ], name=name)
+
+
 def mlp(hidden_sizes=(64, 64), activation='tanh', name='mlp'):
     """Fully connected torso for vector observations (CartPole and tests)."""
     return tf.keras.Sequential(
@@ -67,9 +93,12 @@ def mlp(hidden_sizes=(64, 64), activation='tanh', name='mlp'):
         name=name)
 
 
-TORSOS = {'nips': nips, 'nature': nature, 'ga3c_large': ga3c_large, 'mlp': mlp}
+TORSOS = {'nips': nips, 'nature': nature, 'ga3c_large': ga3c_large, 'a3c_net': a3c_net,
+          'dqn_net': dqn_net, 'mlp': mlp}
 NETWORK_NAMES = tuple(TORSOS)
-IMAGE_NETWORKS = ('nips', 'nature', 'ga3c_large')
+IMAGE_NETWORKS = ('nips', 'nature', 'ga3c_large', 'a3c_net', 'dqn_net')
+# Torsos that take padding= ('valid' or 'same'); a3c_net and dqn_net have their paper's.
+PADDABLE_NETWORKS = ('nips', 'nature', 'ga3c_large')
 
 
 def scale_observations(observations, input_scale, input_offset):
@@ -135,6 +164,8 @@ def make_torso(network, observation_shape, torso_kwargs=None):
         raise ValueError(f'network={network!r} needs (H, W, C) observations; '
                          f'got observation_shape={tuple(observation_shape)}')
     padding = (torso_kwargs or {}).get('padding', 'valid')
+    if network not in PADDABLE_NETWORKS and 'padding' in (torso_kwargs or {}):
+        raise ValueError(f'network={network!r} takes no padding=; only {PADDABLE_NETWORKS} do')
     if padding not in PADDINGS:
         raise ValueError(f'padding={padding!r}; allowed: {PADDINGS}')
     return TORSOS[network](**(torso_kwargs or {}))
@@ -192,6 +223,14 @@ def make_actor_critic(num_actions, observation_shape, observation_dtype, network
     model = ActorCriticNetwork(torso, num_actions, input_scale=input_scale,
                                input_offset=input_offset)
     return initialize(build(model, observation_shape, observation_dtype), initializer, seed)
+
+
+def actor_critic_for(env_config, network, initializer='glorot_uniform', seed=0):
+    """make_actor_critic for env_config's observations and actions."""
+    return make_actor_critic(
+        num_actions=env_config.num_actions(), observation_shape=env_config.observation_shape,
+        observation_dtype=env_config.observation_dtype, network=network,
+        initializer=initializer, seed=seed)
 
 
 def make_q_network(num_actions, observation_shape, observation_dtype, network='nature',

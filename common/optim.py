@@ -1,5 +1,5 @@
-"""RMSProp as the papers' TF1 code ran it, with the epsilon placement and the starting mean
-squares as explicit options.
+"""The optimizers the papers' learners use: Adam (PPO), and RMSProp as the papers' TF1 code ran
+it, with the epsilon placement and the starting mean squares as explicit options.
 
 TF1's tf.train.RMSPropOptimizer (used by the PAAC and GA3C originals) divides by
 sqrt(ms + epsilon) and starts ms at ones; tf.keras' RMSprop divides by sqrt(ms) + epsilon and
@@ -10,31 +10,21 @@ options here, set from each paper's config (common/config.py RMSPropConfig).
 import tensorflow as tf
 
 
-class RMSProp(tf.Module):
-    """RMSProp (optionally centered) applying updates with TF's fused raw ops.
+class _SlotOptimizer(tf.Module):
+    """What both optimizers share: a learning rate (a float or a callable of the update count,
+    a tf.int64 tensor), the update count, and slot variables made once for one variable list."""
 
-    learning_rate: a float or a callable of the update count (a tf.int64 tensor) giving the rate.
-    initial_mean_square: where the mean squares start (TF1's RMSPropOptimizer: 1.0; tf.keras
-    and DeepMind's DQN: 0.0).
-    """
-
-    def __init__(self, learning_rate, decay=0.99, epsilon=0.1, momentum=0.0, centered=False,
-                 epsilon_inside_sqrt=True, initial_mean_square=1.0, name='rmsprop'):
+    def __init__(self, learning_rate, name):
         super().__init__(name=name)
-        if not initial_mean_square >= 0:
-            raise ValueError(f'RMSProp.initial_mean_square={initial_mean_square!r}; must be >= 0')
-        self.initial_mean_square = float(initial_mean_square)
         self.learning_rate = learning_rate
-        self.decay = decay
-        self.epsilon = epsilon
-        self.momentum = momentum
-        self.centered = centered
-        self.epsilon_inside_sqrt = epsilon_inside_sqrt
         self.iterations = tf.Variable(0, dtype=tf.int64, trainable=False, name='iterations')
-        self._mean_square = []
-        self._mean_grad = []
-        self._moment = []
         self._built_for = None
+
+    def _make_slots(self, variable, slot_name):
+        raise NotImplementedError
+
+    def _apply(self, index, gradient, variable, learning_rate):
+        raise NotImplementedError
 
     def build(self, variables):
         """Creates the slot variables (eagerly, once) for these model variables."""
@@ -42,15 +32,7 @@ class RMSProp(tf.Module):
             return
         with tf.init_scope():
             for variable in variables:
-                slot_name = variable.name.replace(':', '_').replace('/', '_')
-                self._mean_square.append(tf.Variable(
-                    tf.fill(tf.shape(variable), tf.cast(self.initial_mean_square,
-                                                        variable.dtype)),
-                    trainable=False, name=f'ms_{slot_name}'))
-                self._mean_grad.append(tf.Variable(tf.zeros_like(variable), trainable=False,
-                                                   name=f'mg_{slot_name}'))
-                self._moment.append(tf.Variable(tf.zeros_like(variable), trainable=False,
-                                                name=f'mom_{slot_name}'))
+                self._make_slots(variable, variable.name.replace(':', '_').replace('/', '_'))
         self._built_for = [id(variable) for variable in variables]
 
     def current_learning_rate(self):
@@ -62,15 +44,50 @@ class RMSProp(tf.Module):
         """One update of every variable from its gradient; increments iterations."""
         self.build(variables)
         if [id(variable) for variable in variables] != self._built_for:
-            raise ValueError('RMSProp.apply_gradients got a different variable list than it was '
-                             'built for')
+            raise ValueError(f'{type(self).__name__}.apply_gradients got a different variable '
+                             'list than it was built for')
         learning_rate = self.current_learning_rate()
         for index, (gradient, variable) in enumerate(zip(gradients, variables)):
-            if self.epsilon_inside_sqrt:
-                self._apply_tf1(index, gradient, variable, learning_rate)
-            else:
-                self._apply_keras(index, gradient, variable, learning_rate)
+            self._apply(index, gradient, variable, learning_rate)
         self.iterations.assign_add(1)
+
+
+class RMSProp(_SlotOptimizer):
+    """RMSProp (optionally centered) applying updates with TF's fused raw ops.
+
+    initial_mean_square: where the mean squares start (TF1's RMSPropOptimizer: 1.0; tf.keras
+    and DeepMind's DQN: 0.0).
+    """
+
+    def __init__(self, learning_rate, decay=0.99, epsilon=0.1, momentum=0.0, centered=False,
+                 epsilon_inside_sqrt=True, initial_mean_square=1.0, name='rmsprop'):
+        if not initial_mean_square >= 0:
+            raise ValueError(f'RMSProp.initial_mean_square={initial_mean_square!r}; must be >= 0')
+        super().__init__(learning_rate, name=name)
+        self.initial_mean_square = float(initial_mean_square)
+        self.decay = decay
+        self.epsilon = epsilon
+        self.momentum = momentum
+        self.centered = centered
+        self.epsilon_inside_sqrt = epsilon_inside_sqrt
+        self._mean_square = []
+        self._mean_grad = []
+        self._moment = []
+
+    def _make_slots(self, variable, slot_name):
+        self._mean_square.append(tf.Variable(
+            tf.fill(tf.shape(variable), tf.cast(self.initial_mean_square, variable.dtype)),
+            trainable=False, name=f'ms_{slot_name}'))
+        self._mean_grad.append(tf.Variable(tf.zeros_like(variable), trainable=False,
+                                           name=f'mg_{slot_name}'))
+        self._moment.append(tf.Variable(tf.zeros_like(variable), trainable=False,
+                                        name=f'mom_{slot_name}'))
+
+    def _apply(self, index, gradient, variable, learning_rate):
+        if self.epsilon_inside_sqrt:
+            self._apply_tf1(index, gradient, variable, learning_rate)
+        else:
+            self._apply_keras(index, gradient, variable, learning_rate)
 
     def _apply_tf1(self, index, gradient, variable, learning_rate):
         kwargs = dict(var=variable.handle, ms=self._mean_square[index].handle,
@@ -93,6 +110,35 @@ class RMSProp(tf.Module):
         moment = self._moment[index]
         moment.assign(self.momentum * moment + step)
         variable.assign_sub(moment)
+
+
+class Adam(_SlotOptimizer):
+    """Adam (Kingma & Ba 2014, the form Stooke & Abbeel's Appendix B writes out) with TF's fused
+    op: a = r sqrt(1 - beta2^t) / (1 - beta1^t), m and v moving averages of g and g^2,
+    theta -= a m / (sqrt(v) + epsilon)."""
+
+    def __init__(self, learning_rate, beta1=0.9, beta2=0.999, epsilon=1e-8, name='adam'):
+        super().__init__(learning_rate, name=name)
+        self.beta1 = beta1
+        self.beta2 = beta2
+        self.epsilon = epsilon
+        self._first_moment = []
+        self._second_moment = []
+
+    def _make_slots(self, variable, slot_name):
+        self._first_moment.append(tf.Variable(tf.zeros_like(variable), trainable=False,
+                                              name=f'm_{slot_name}'))
+        self._second_moment.append(tf.Variable(tf.zeros_like(variable), trainable=False,
+                                               name=f'v_{slot_name}'))
+
+    def _apply(self, index, gradient, variable, learning_rate):
+        step = tf.cast(self.iterations + 1, tf.float32)
+        tf.raw_ops.ResourceApplyAdam(
+            var=variable.handle, m=self._first_moment[index].handle,
+            v=self._second_moment[index].handle,
+            beta1_power=tf.pow(tf.constant(self.beta1, tf.float32), step),
+            beta2_power=tf.pow(tf.constant(self.beta2, tf.float32), step), lr=learning_rate,
+            beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon, grad=gradient)
 
 
 class LinearSchedule:

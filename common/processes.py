@@ -68,6 +68,21 @@ def start_process(process) -> None:
             signal.signal(signal.SIGINT, previous_handler)
 
 
+def pin_to_cpu(pid: int, index: int):
+    """Pins process pid to one of the CPUs this process may use, the index-th modulo their
+    count (Stooke & Abbeel pin each sampler worker to its own core, section 4.1). Returns None,
+    or a one-line warning where pinning is impossible here (no sched_setaffinity, not allowed)."""
+    if not hasattr(os, 'sched_setaffinity'):
+        return 'CPU pinning is not available on this platform; workers run unpinned'
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+        cpu = allowed[index % len(allowed)]
+        os.sched_setaffinity(pid, {cpu})
+    except OSError as error:
+        return f'could not pin worker pid {pid} to a CPU ({error}); workers run unpinned'
+    return None
+
+
 def end_process(process, terminate_seconds: float = 1.0) -> None:
     """Ends a process that did not stop when asked: SIGTERM, then SIGKILL after a grace time."""
     if process.is_alive():

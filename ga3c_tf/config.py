@@ -99,7 +99,7 @@ class GA3CConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         the model without the gin config."""
         env_config = self.env_config
         torso_kwargs = dict(self.torso_kwargs or {})
-        if self.network in networks.IMAGE_NETWORKS:
+        if self.network in networks.PADDABLE_NETWORKS:
             torso_kwargs.setdefault('padding', self.conv_padding)
         return dict(num_actions=env_config.num_actions(),
                     observation_shape=tuple(env_config.observation_shape),

@@ -2,6 +2,7 @@
 of what the README's first command runs (`gin/paac/pong.gin`: the paper's config, nw = 8 worker
 processes), on the bench's game with its number of environments. The bench's --num_workers
 applies to the env-only rows, not here: the row measures the command a user runs."""
+from common import on_policy
 from common import samplers
 from common import timing
 from common.envs import pools
@@ -19,7 +20,8 @@ def paac_rate(settings, sampler='synchronized'):
     with pools.make_pool(config.env_config, config.num_envs, seed=0,
                          num_workers=config.num_workers,
                          num_groups=samplers.num_groups(sampler)) as pool:
-        runner = paac.PAAC(samplers.make_sampler(sampler, pool, config.t_max), learner)
+        runner = on_policy.OnPolicyRunner(samplers.make_sampler(sampler, pool, config.t_max),
+                                          learner)
         rate = timing.rate(runner.iterate, config.steps_per_update, settings['seconds'],
                            settings['warmup_seconds'])
         phases = runner.take_phase_seconds()

@@ -1,25 +1,22 @@
 """PAAC (Clemente et al. 2017, Algorithm 1): ne environments stepped by nw worker processes, one
 batched policy/value forward per time step, one update on the ne * t_max batch every t_max steps.
 
-PAAC is a composition of shared pieces: a sampler (common/samplers.py) over a pool of worker
-processes fills the rollout, the actor-critic learner (common/actor_critic.py) updates on it,
-and the tracker (common/tracker.py) counts, logs and checkpoints. What is PAAC's own is its
-config (section 5.1 and the authors' code) and that schedule.
+PAAC is a composition of shared pieces: the on-policy runner (common/on_policy.py) drives a
+sampler (common/samplers.py) over a pool of worker processes and the actor-critic learner
+(common/actor_critic.py). What is PAAC's own is its config (section 5.1 and the authors' code).
 """
 import dataclasses
-import time
 from typing import Any, Optional
 
 import gin
-import tensorflow as tf
 
 from common import actor_critic
 from common import app
 from common import config as config_lib
 from common import networks
+from common import on_policy
 from common import optim
 from common import samplers
-from common import tracker as tracker_lib
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401
@@ -80,11 +77,8 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
 
 def build_learner(config):
     """The actor-critic learner with PAAC's network, RMSProp schedule and loss."""
-    env_config = config.env_config
-    model = networks.make_actor_critic(
-        num_actions=env_config.num_actions(), observation_shape=env_config.observation_shape,
-        observation_dtype=env_config.observation_dtype, network=config.network,
-        initializer=config.initializer, seed=config.seed)
+    model = networks.actor_critic_for(config.env_config, config.network, config.initializer,
+                                      config.seed)
     anneal_updates = max(1, (config.anneal_steps or config.total_steps) // config.steps_per_update)
     optimizer = config.make_rmsprop(optim.LinearSchedule(
         config.learning_rate, config.final_learning_rate, anneal_updates))
@@ -92,44 +86,9 @@ def build_learner(config):
         gamma=config.gamma, entropy_coef=config.entropy_coef,
         value_loss_coef=config.value_loss_coef, clip_norm=config.clip_norm,
         scale=config.loss_scale)
-    spec = tf.TensorSpec((None,) + tuple(env_config.observation_shape),
-                         tf.as_dtype(env_config.observation_dtype))
+    spec = actor_critic.observation_spec(config.env_config)
     return actor_critic.ActorCriticLearner(model, optimizer, settings, spec, seed=config.seed,
                                            t_max=config.t_max)
-
-
-class PAAC:
-    """Algorithm 1's master loop: iterate() is t_max batched steps of every environment (lines
-    4-11, by the sampler), then one update on the rollout (lines 12-19)."""
-
-    def __init__(self, sampler, learner):
-        self.sampler = sampler
-        self.learner = learner
-        self.learn_seconds = 0.0
-
-    def _policy(self, observations):
-        return self.learner.act(observations).numpy()
-
-    def iterate(self):
-        """One rollout and one update; returns the episodes that ended, (score, length)."""
-        episodes = self.sampler.collect(self._policy)
-        rollout = self.sampler.rollout
-        start = time.perf_counter()
-        stats = self.learner.train_on_rollout(rollout.observations, rollout.actions,
-                                              rollout.rewards, rollout.terminals)
-        stats['loss'].numpy()  # Waits for the update, so 'learn' time is honest.
-        self.learn_seconds += time.perf_counter() - start
-        return episodes
-
-    def take_phase_seconds(self):
-        """Seconds stepping ('env'), selecting actions ('act') and learning since the last
-        call: the time breakdown of the paper's Figure 2."""
-        phases = self.sampler.take_phase_seconds()
-        phases['learn'], self.learn_seconds = self.learn_seconds, 0.0
-        return phases
-
-
-PAAC_COLUMNS = ('env_share', 'act_share', 'learn_share') + actor_critic.UPDATE_STATS
 
 
 def train(config, run_dir, make_pool):
@@ -137,30 +96,9 @@ def train(config, run_dir, make_pool):
 
     make_pool(env_config, num_envs, seed, num_workers, num_groups) builds the environment pool.
     """
-    learner = build_learner(config)
-    tracker = tracker_lib.tracker_for(
-        run_dir, config, PAAC_COLUMNS,
-        {'model': learner.model, 'optimizer': learner.optimizer, 'generator': learner.generator})
-
-    def loop(pool):
-        paac = PAAC(samplers.make_sampler(config.sampler, pool, config.t_max), learner)
-        tracker.start_interval()
-        while not tracker.done:
-            episodes = paac.iterate()
-            tracker.add_steps(config.steps_per_update, updates=1)
-            tracker.add_episodes(episodes)
-            if tracker.interval_due() or tracker.done:
-                phases = paac.take_phase_seconds()
-                seconds = tracker.interval_seconds()
-                extra = {f'{name}_share': value / seconds for name, value in phases.items()}
-                extra.update(learner.update_means.take())
-                tracker.log_interval(int(learner.optimizer.iterations.numpy()), extra)
-            tracker.maybe_checkpoint()
-
-    # A resumed run continues with fresh environments, seeded apart from the first session.
-    return tracker_lib.run_training(
-        tracker,
-        lambda: make_pool(config.env_config, config.num_envs,
-                          seed=config.seed + tracker.env_steps, num_workers=config.num_workers,
-                          num_groups=samplers.num_groups(config.sampler)),
-        loop)
+    return on_policy.train(
+        config, run_dir, build_learner(config),
+        lambda seed: make_pool(config.env_config, config.num_envs, seed=seed,
+                               num_workers=config.num_workers,
+                               num_groups=samplers.num_groups(config.sampler)),
+        config.sampler, config.t_max, config.num_envs)

@@ -135,17 +135,21 @@ _POOL_CLASSES = {'serial': SerialPool, 'thread': ThreadPool, 'process': ProcessP
 
 
 def _pool_arguments(env_config, num_envs, seed, kind, num_workers, num_threads,
-                    num_groups) -> tuple:
+                    num_groups, pin_cpus=False) -> tuple:
     """Check make_pool's own arguments; (pool class, its constructor arguments)."""
     if kind not in POOL_KINDS:
         raise ValueError(f'kind={kind!r}; allowed: {POOL_KINDS}')
     _check_int('num_groups', num_groups, 1)
     if num_groups != 1 and kind != 'process':
         raise ValueError(f"num_groups={num_groups} needs kind='process', not {kind!r}")
+    if not isinstance(pin_cpus, bool):
+        raise ValueError(f'pin_cpus={pin_cpus!r}; must be True or False')
+    if pin_cpus and kind != 'process':
+        raise ValueError(f"pin_cpus=True needs kind='process', not {kind!r}")
     arguments = {
         'serial': (env_config, num_envs, seed),
         'thread': (env_config, num_envs, num_threads or num_workers, seed),
-        'process': (env_config, num_envs, num_workers, seed, num_groups),
+        'process': (env_config, num_envs, num_workers, seed, num_groups, pin_cpus),
         'ale_vector': (env_config, num_envs, seed, num_threads),
     }[kind]
     return _POOL_CLASSES[kind], arguments
@@ -153,11 +157,12 @@ def _pool_arguments(env_config, num_envs, seed, kind, num_workers, num_threads,
 
 @gin.configurable
 def make_pool(env_config, num_envs: int, seed: int = 0, kind: str = 'process',
-              num_workers: int = 2, num_threads: int = 0, num_groups: int = 1) -> EnvPool:
+              num_workers: int = 2, num_threads: int = 0, num_groups: int = 1,
+              pin_cpus: bool = False) -> EnvPool:
     """A pool of `kind`: serial | thread (num_threads, or num_workers if 0) | process
-    (num_workers, num_groups) | ale_vector (num_threads, 0 = ALE's choice)."""
+    (num_workers, num_groups, pin_cpus) | ale_vector (num_threads, 0 = ALE's choice)."""
     pool_class, arguments = _pool_arguments(env_config, num_envs, seed, kind, num_workers,
-                                            num_threads, num_groups)
+                                            num_threads, num_groups, pin_cpus)
     return pool_class(*arguments)
 
 
@@ -165,7 +170,7 @@ def validate_pool_config(env_config, num_envs: int, num_workers=None, **make_poo
     """Raise ValueError for what make_pool would reject, starting nothing: arguments given
     here win, then make_pool's gin bindings, then its defaults."""
     settings = {'seed': 0, 'kind': 'process', 'num_workers': 2, 'num_threads': 0,
-                'num_groups': 1}
+                'num_groups': 1, 'pin_cpus': False}
     settings.update({name: value for name, value in gin.get_bindings(make_pool).items()
                      if name in settings})
     if num_workers is not None:

@@ -6,6 +6,7 @@ import multiprocessing.connection
 import signal
 import time
 import traceback
+import warnings
 import weakref
 from multiprocessing import shared_memory
 
@@ -100,8 +101,10 @@ class ProcessPool(EnvPool):
 
     @staticmethod
     def validate(env_config, num_envs: int, num_workers: int, seed: int = 0,
-                 num_groups: int = 1) -> None:
+                 num_groups: int = 1, pin_cpus: bool = False) -> None:
         """Raise ValueError for arguments __init__ would reject, starting nothing."""
+        if not isinstance(pin_cpus, bool):
+            raise ValueError(f'pin_cpus={pin_cpus!r}; must be True or False')
         _check_common(env_config, num_envs, seed)
         _check_int('num_workers', num_workers, 1)
         _check_divides(num_envs, 'num_workers', num_workers)
@@ -111,8 +114,11 @@ class ProcessPool(EnvPool):
                              f'num_groups={num_groups}')
 
     def __init__(self, env_config, num_envs: int, num_workers: int, seed: int = 0,
-                 num_groups: int = 1):
-        self.validate(env_config, num_envs, num_workers, seed, num_groups)
+                 num_groups: int = 1, pin_cpus: bool = False):
+        """pin_cpus: pin worker i to the i-th usable CPU (modulo their count); a machine where
+        that is impossible gets a warning and unpinned workers."""
+        self.validate(env_config, num_envs, num_workers, seed, num_groups, pin_cpus)
+        self.pin_cpus = bool(pin_cpus)
         self._describe(env_config, num_envs)
         self.num_workers = num_workers
         self.num_groups = num_groups
@@ -151,6 +157,11 @@ class ProcessPool(EnvPool):
             processes.start_process(process)
             # Only the worker may hold its end: then its death reads as EOF here.
             child_end.close()
+            if self.pin_cpus:
+                warning = processes.pin_to_cpu(process.pid, index)
+                if warning:
+                    warnings.warn(warning, RuntimeWarning, stacklevel=3)
+                    self.pin_cpus = False
         self._wait(range(self.num_workers))
 
     @property

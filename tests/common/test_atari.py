@@ -210,3 +210,24 @@ def test_a_game_with_no_near_match_offers_none():
     with pytest.raises(ValueError) as raised:
         AtariConfig(game='zzzzqqqq').validate()
     assert 'close ones' not in str(raised.value) and 'get_all_rom_ids' in str(raised.value)
+
+
+def test_decorrelated_start_states_differ_across_simulators_and_repeat_with_the_seed():
+    """Stooke & Abbeel, section 4.1: every simulator starts after its own random number of
+    uniform-random actions, so the envs of a pool start out of step; the seed fixes them."""
+    from common.envs import pools  # pylint: disable=import-outside-toplevel
+    config = AtariConfig(game='pong', variant='stooke', decorrelation_steps=200, noop_max=0)
+    with pools.SerialPool(config, 6, seed=5) as pool:
+        first = pool.reset().copy()
+        lengths = [env.episode_length for env in pool._slice.envs]  # pylint: disable=protected-access
+    with pools.SerialPool(config, 6, seed=5) as pool:
+        np.testing.assert_array_equal(pool.reset(), first)
+    with pools.SerialPool(config, 6, seed=6) as pool:
+        assert not np.array_equal(pool.reset(), first)
+    assert len(set(lengths)) == len(lengths)  # six different numbers of random steps
+    assert len({frame.tobytes() for frame in first}) == len(first)
+    undecorrelated = AtariConfig(game='pong', variant='stooke', decorrelation_steps=0,
+                                 noop_max=0)
+    with pools.SerialPool(undecorrelated, 6, seed=5) as pool:
+        starts = pool.reset()
+        assert len({frame.tobytes() for frame in starts}) == 1  # all alike without it

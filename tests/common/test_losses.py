@@ -4,7 +4,13 @@ import common  # noqa: F401  (selects legacy Keras before TensorFlow loads)
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_probability as tfp
 from tf_agents.agents.categorical_dqn.categorical_dqn_agent import project_distribution
+from tf_agents.agents.ppo import ppo_clip_agent
+from tf_agents.networks import actor_distribution_network
+from tf_agents.networks import value_network
+from tf_agents.specs import tensor_spec
+from tf_agents.trajectories import time_step as ts
 from tf_agents.utils import value_ops
 
 from common import losses
@@ -213,3 +219,59 @@ def test_categorical_projection_matches_tf_agents():
     projected = losses.categorical_projection(probs, rewards, terminals, gamma, support)
     np.testing.assert_allclose(projected, expected, atol=1e-6)
     np.testing.assert_allclose(np.sum(projected, axis=1), np.ones(6), rtol=1e-5)
+
+
+def _ppo_batch(seed, batch=12, num_actions=4):
+    rng = np.random.default_rng(seed)
+    logits = rng.normal(size=(batch, num_actions)).astype(np.float32)
+    values = rng.normal(size=batch).astype(np.float32)
+    actions = rng.integers(0, num_actions, batch).astype(np.int32)
+    # Old log-probabilities near the new ones, so that some ratios fall inside the clip range.
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    old_log_probs = (log_probs[np.arange(batch), actions]
+                     + rng.normal(scale=0.3, size=batch)).astype(np.float32)
+    advantages = rng.normal(size=batch).astype(np.float32)
+    returns = rng.normal(size=batch).astype(np.float32)
+    return logits, values, actions, old_log_probs, advantages, returns
+
+
+def test_ppo_clip_loss_hand_computed():
+    logits, values, actions, old_log_probs, advantages, returns = _ppo_batch(0)
+    loss = losses.ppo_clip_loss(logits, values, actions, old_log_probs, advantages, returns,
+                                ratio_clip=0.2, entropy_coef=0.01, value_loss_coef=0.5)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    chosen = log_probs[np.arange(len(actions)), actions]
+    ratios = np.exp(chosen - old_log_probs)
+    assert ((ratios < 0.8) | (ratios > 1.2)).any() and ((ratios > 0.8) & (ratios < 1.2)).any()
+    surrogate = np.minimum(ratios * advantages, np.clip(ratios, 0.8, 1.2) * advantages)
+    entropy = -(np.exp(log_probs) * log_probs).sum(-1).mean()
+    value_loss = np.mean((returns - values) ** 2)
+    np.testing.assert_allclose(loss.policy_loss, -surrogate.mean(), rtol=1e-5)
+    np.testing.assert_allclose(loss.entropy, entropy, rtol=1e-5)
+    np.testing.assert_allclose(loss.value_loss, value_loss, rtol=1e-5)
+    np.testing.assert_allclose(loss.total, -surrogate.mean() - 0.01 * entropy + 0.5 * value_loss,
+                               rtol=1e-5)
+    np.testing.assert_allclose(loss.clip_fraction, np.mean(np.abs(ratios - 1) > 0.2), rtol=1e-6)
+    np.testing.assert_allclose(loss.approx_kl, np.mean(old_log_probs - chosen), rtol=1e-5)
+
+
+def test_ppo_clipped_objective_matches_tf_agents():
+    """tf-agents' PPOClipAgent.policy_gradient_loss on the same batch, the oracle."""
+    logits, values, actions, old_log_probs, advantages, returns = _ppo_batch(1)
+    batch, num_actions = logits.shape
+    observation_spec = tensor_spec.TensorSpec((3,), tf.float32)
+    action_spec = tensor_spec.BoundedTensorSpec((), tf.int32, 0, num_actions - 1)
+    agent = ppo_clip_agent.PPOClipAgent(
+        ts.time_step_spec(observation_spec), action_spec, tf.keras.optimizers.Adam(1e-3),
+        actor_net=actor_distribution_network.ActorDistributionNetwork(
+            observation_spec, action_spec, fc_layer_params=(4,)),
+        value_net=value_network.ValueNetwork(observation_spec, fc_layer_params=(4,)),
+        importance_ratio_clipping=0.2)
+    expected = agent.policy_gradient_loss(
+        ts.restart(tf.zeros((batch, 3)), batch_size=batch), tf.constant(actions),
+        tf.constant(old_log_probs), tf.constant(advantages),
+        tfp.distributions.Categorical(logits=logits), tf.ones(batch))
+    loss = losses.ppo_clip_loss(logits, values, actions, old_log_probs, advantages, returns,
+                                ratio_clip=0.2, entropy_coef=0.0, value_loss_coef=0.0)
+    np.testing.assert_allclose(loss.policy_loss, expected, rtol=1e-5)
+    np.testing.assert_allclose(loss.total, expected, rtol=1e-5)

@@ -158,3 +158,22 @@ def test_same_padding_keeps_the_borders_as_ga3c_code_does():
     assert logits.shape == (2, 6) and values.shape == (2,)
     with pytest.raises(ValueError, match="'full'"):
         networks.make_actor_critic(6, ATARI_SHAPE, np.uint8, torso_kwargs={'padding': 'full'})
+
+
+@pytest.mark.parametrize('network, channels, hidden', [('a3c_net', 32, 256), ('dqn_net', 64, 512)])
+def test_stooke_networks_end_in_12_by_9_convolution_outputs(network, channels, hidden):
+    """Appendix A.1 of Stooke & Abbeel: on 104x80 frames the padded convolutions end at 12x9."""
+    torso = networks.make_torso(network, STOOKE_SHAPE)
+    torso.build((None,) + STOOKE_SHAPE)
+    convolution_outputs = [layer.output_shape for layer in torso.layers
+                           if isinstance(layer, tf.keras.layers.Conv2D)]
+    assert convolution_outputs[-1] == (None, 12, 9, channels)
+    assert torso.layers[-1].output_shape == (None, hidden)
+    model = networks.make_actor_critic(6, STOOKE_SHAPE, np.uint8, network=network)
+    logits, values = model(pixels(STOOKE_SHAPE, 2))
+    assert logits.shape == (2, 6) and values.shape == (2,)
+
+
+def test_stooke_networks_refuse_a_padding_argument():
+    with pytest.raises(ValueError, match="network='a3c_net' takes no padding="):
+        networks.make_torso('a3c_net', STOOKE_SHAPE, {'padding': 'same'})

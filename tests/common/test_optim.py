@@ -119,3 +119,34 @@ def test_rmsprop_is_not_a_gin_configurable_any_more():
             app.parse_gin([], ['RMSProp.momentum = 0.5'])  # gin itself knows no RMSProp
     finally:
         gin.clear_config()
+
+
+def test_adam_matches_hand_computation_and_keras():
+    """Kingma & Ba's update written out in numpy, and tf.keras' Adam (same epsilon placement)."""
+    gradients = [np.array([2.0, 0.5]), np.array([-1.0, 1.0]), np.array([0.3, -0.2])]
+    variable = tf.Variable([1.0, -2.0])
+    optimizer = optim.Adam(learning_rate=0.1, beta1=0.8, beta2=0.9, epsilon=0.01)
+    keras_variable = tf.Variable([1.0, -2.0])
+    keras_adam = tf.keras.optimizers.Adam(learning_rate=0.1, beta_1=0.8, beta_2=0.9,
+                                          epsilon=0.01)
+    value, first, second = np.array([1.0, -2.0]), np.zeros(2), np.zeros(2)
+    for step, gradient in enumerate(gradients, start=1):
+        optimizer.apply_gradients([tf.constant(gradient, tf.float32)], [variable])
+        keras_adam.apply_gradients([(tf.constant(gradient, tf.float32), keras_variable)])
+        first = 0.8 * first + 0.2 * gradient
+        second = 0.9 * second + 0.1 * gradient ** 2
+        rate = 0.1 * np.sqrt(1 - 0.9 ** step) / (1 - 0.8 ** step)
+        value = value - rate * first / (np.sqrt(second) + 0.01)
+    np.testing.assert_allclose(variable.numpy(), value, rtol=1e-5)
+    np.testing.assert_allclose(variable.numpy(), keras_variable.numpy(), rtol=1e-5)
+    assert int(optimizer.iterations.numpy()) == 3
+
+
+def test_adam_follows_a_learning_rate_schedule():
+    variable = tf.Variable([0.0])
+    optimizer = optim.Adam(learning_rate=optim.LinearSchedule(0.1, 0.0, 4))
+    rates = []
+    for _ in range(4):
+        rates.append(float(optimizer.current_learning_rate()))
+        optimizer.apply_gradients([tf.constant([1.0])], [variable])
+    np.testing.assert_allclose(rates, [0.1, 0.075, 0.05, 0.025], rtol=1e-6)

@@ -246,6 +246,8 @@ def no_process_may_start(monkeypatch):
     (lambda: AleVectorPool(GymConfig(), 4), 'AtariConfig only'),
     (lambda: make_pool(SMALL_PONG, 4, kind='fork'), "kind='fork'"),
     (lambda: make_pool(SMALL_PONG, 4, kind='thread', num_groups=2), 'num_groups=2'),
+    (lambda: make_pool(SMALL_PONG, 4, kind='serial', pin_cpus=True), 'pin_cpus=True'),
+    (lambda: ProcessPool(SMALL_PONG, 4, num_workers=2, pin_cpus='yes'), "pin_cpus='yes'"),
 ])
 def test_invalid_arguments_raise_before_any_process_starts(no_process_may_start, make, message):
     with pytest.raises(ValueError, match=message):
@@ -356,3 +358,23 @@ def test_start_process_keeps_a_handler_that_a_signal_installed_while_starting():
         assert signal.getsignal(signal.SIGINT) is stopping
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.skipif(not hasattr(os, 'sched_setaffinity'), reason='no sched_setaffinity here')
+def test_pinned_workers_each_run_on_one_cpu():
+    allowed = sorted(os.sched_getaffinity(0))
+    with ProcessPool(SMALL_PONG, 4, num_workers=2, pin_cpus=True) as pool:
+        pool.reset()
+        pinned = [os.sched_getaffinity(pid) for pid in pool.pids]
+    assert pinned == [{allowed[0]}, {allowed[1 % len(allowed)]}]
+    assert os.sched_getaffinity(0) == set(allowed)  # the parent stays unpinned
+
+
+def test_pinning_that_fails_warns_and_runs_unpinned(monkeypatch):
+    def refuse(pid, cpus):
+        raise PermissionError('not allowed')
+    monkeypatch.setattr(os, 'sched_setaffinity', refuse)
+    with pytest.warns(RuntimeWarning, match='could not pin worker pid'):
+        with ProcessPool(SMALL_PONG, 4, num_workers=2, pin_cpus=True) as pool:
+            assert pool.reset().shape[0] == 4
+            assert pool.pin_cpus is False

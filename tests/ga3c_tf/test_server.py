@@ -31,7 +31,7 @@ def _config(**overrides):
     return config
 
 
-def _wait_for(condition, seconds=20.0):
+def _wait_for(condition, seconds=60.0):
     deadline = time.monotonic() + seconds
     while not condition():
         if time.monotonic() > deadline:

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from common import actor_critic
 from common import evaluate
+from common import on_policy
 from common import samplers
 from common.envs import gym as gym_envs
 from common.envs import pools
@@ -137,7 +138,8 @@ def test_iterate_collects_a_rollout_updates_once_and_carries_the_last_observatio
     config = _cartpole_config()
     learner = paac.build_learner(config)
     with pools.SerialPool(config.env_config, config.num_envs, seed=0) as pool:
-        runner = paac.PAAC(samplers.make_sampler('synchronized', pool, config.t_max), learner)
+        sampler = samplers.make_sampler('synchronized', pool, config.t_max)
+        runner = on_policy.OnPolicyRunner(sampler, learner)
         runner.iterate()
         rollout = runner.sampler.rollout
         last = rollout.observations[-1].copy()

@@ -1,0 +1,80 @@
+"""Accelerated-methods rows for `python -m common.bench`, on the bench's game and number of
+environments, over the bench's worker count (one per CPU by default):
+  accel/sample/sync, accel/sample/alternating: sampling with A3C-Net inference but no learning
+      (Stooke & Abbeel, Figure 1b), to compare with env/process/stooke, the same workers and
+      frames without inference;
+  accel/a2c, accel/ppo: full training (sample + update) with gin/accel/a2c_pong.gin and
+      gin/accel/ppo_pong.gin; PPO's horizon is set so the batch stays 2,048 (section 4.2's
+      scaled form);
+  peer/tf_agents_ppo: tf-agents' PPOClipAgent and DynamicStepDriver on the same pool, frames,
+      A3C-Net-shaped networks, batch and epochs as accel/ppo (accel_tf/peer_tf_agents.py;
+      tf-agents trains each epoch on the whole batch, one gradient step, where accel/ppo takes
+      4 minibatch steps).
+"""
+from accel_tf import learners
+from accel_tf import main as accel_main
+from common import on_policy
+from common import samplers
+from common import timing
+
+PPO_BATCH = 2048
+
+
+def _configure(settings, preset, sampler, extra=()):
+    num_workers = settings['num_workers']
+    bindings = [f"AtariConfig.game = '{settings['game']}'",
+                f"AccelConfig.sampler = '{sampler}'",
+                f'AccelConfig.num_workers = {num_workers}',
+                f"AccelConfig.envs_per_worker = {settings['num_envs'] // num_workers}"]
+    return accel_main.configure([f'gin/accel/{preset}.gin'], bindings + list(extra))
+
+
+def sampling_rate(settings, sampler):
+    """Environment steps per second of one sampler with the A3C-Net choosing every action."""
+    config = _configure(settings, 'a2c_pong', sampler)
+    learner = learners.build_learner(config)
+    with accel_main.open_pool(config, seed=0) as pool:
+        sampler_object = samplers.make_sampler(sampler, pool, config.horizon)
+
+        def collect():
+            sampler_object.collect(lambda observations: learner.act(observations).numpy())
+
+        return timing.rate(collect, config.steps_per_update, settings['seconds'],
+                           settings['warmup_seconds'])
+
+
+def training_rate(settings, preset, extra=()):
+    """Environment steps per second of full training with a preset (sample, then update)."""
+    config = _configure(settings, preset, 'synchronized', extra)
+    learner = learners.build_learner(config)
+    with accel_main.open_pool(config, seed=0) as pool:
+        runner = on_policy.OnPolicyRunner(
+            samplers.make_sampler(config.sampler, pool, config.horizon), learner)
+        return timing.rate(runner.iterate, config.steps_per_update, settings['seconds'],
+                           settings['warmup_seconds'])
+
+
+def tf_agents_ppo_rate(settings):
+    """Environment steps per second of tf-agents' PPO agent and driver with ppo_pong.gin's
+    values on the bench's environments (imported here: tf-agents loads only for this row)."""
+    from accel_tf import peer_tf_agents  # pylint: disable=import-outside-toplevel
+    config = _configure(settings, 'ppo_pong', 'synchronized',
+                        [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}"])
+    with accel_main.open_pool(config, seed=0) as pool:
+        peer = peer_tf_agents.TFAgentsPPO(
+            pool, config.env_config.num_actions(), config.horizon,
+            learning_rate=config.learning_rate, epochs=config.epochs,
+            entropy_coef=config.entropy_coef, value_loss_coef=config.value_loss_coef,
+            ratio_clip=config.ratio_clip, gae_lambda=config.gae_lambda, gamma=config.gamma)
+        return timing.rate(peer.iterate, config.steps_per_update, settings['seconds'],
+                           settings['warmup_seconds'])
+
+
+ROWS = {
+    'accel/sample/sync': lambda settings: sampling_rate(settings, 'synchronized'),
+    'accel/sample/alternating': lambda settings: sampling_rate(settings, 'alternating'),
+    'accel/a2c': lambda settings: training_rate(settings, 'a2c_pong'),
+    'accel/ppo': lambda settings: training_rate(
+        settings, 'ppo_pong', [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}"]),
+    'peer/tf_agents_ppo': tf_agents_ppo_rate,
+}

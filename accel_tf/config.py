@@ -1,0 +1,106 @@
+"""Every knob of the accelerated methods' policy-gradient family (Stooke & Abbeel 2018); the
+defaults are A2C's, gin/accel/*.gin set each algorithm's values and cite them."""
+import dataclasses
+import math
+from typing import Any, Optional
+
+import gin
+
+from common import app
+from common import config as config_lib
+from common import networks
+from common import samplers
+# Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
+from common.envs import atari  # noqa: F401
+from common.envs import gym as gym_envs  # noqa: F401
+
+ALGORITHMS = ('a2c', 'ppo')
+OPTIMIZERS = ('rmsprop', 'adam')
+LEARNING_RATE_SCALINGS = ('sqrt', 'none')
+
+
+@gin.configurable
+@dataclasses.dataclass
+class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
+    """One run of A2C or PPO on the synchronized or alternating sampler (section 4.1)."""
+    env_config: Any = None              # @AtariConfig() or @GymConfig()
+    algorithm: str = 'a2c'              # 'a2c' | 'ppo'
+    total_steps: int = 10_000_000       # environment steps (x frame skip frames)
+    # Sampling (section 4.1): num_workers processes step envs_per_worker simulators each.
+    sampler: str = 'synchronized'       # 'synchronized' | 'alternating' (two worker groups)
+    num_workers: int = 2                # n worker processes
+    envs_per_worker: int = 8            # m simulators stepped in sequence by each worker
+    pin_cpus: bool = False              # pin worker i to CPU i (mod the CPUs usable)
+    horizon: int = 5                    # sampling horizon T: a batch is T x num_envs
+    network: str = 'a3c_net'
+    initializer: str = 'fan_in_uniform'
+    # Optimization
+    optimizer: str = 'rmsprop'          # 'rmsprop' (RMSPropConfig's fields) | 'adam'
+    learning_rate: float = 7e-4
+    # 'sqrt': learning_rate * sqrt(num_envs / learning_rate_base_envs) (Appendix A.3); 'none'.
+    learning_rate_scaling: str = 'sqrt'
+    learning_rate_base_envs: int = 16
+    anneal_learning_rate: bool = False  # linearly to 0 over total_steps
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_epsilon: float = 1e-5
+    entropy_coef: float = 0.01
+    value_loss_coef: float = 0.5        # times mean (R - V)^2
+    clip_norm: float = 0.5              # global-norm gradient clipping; 0 disables
+    gae_lambda: Optional[float] = None  # None: n-step returns (A2C); a float: GAE
+    # PPO (Schulman et al. 2017): epochs over the batch in minibatches, clipped ratio.
+    epochs: int = 4
+    minibatches: int = 4
+    ratio_clip: float = 0.1
+    anneal_ratio_clip: bool = False     # ratio_clip x the same linear decay as the rate
+    normalize_advantages: bool = False  # per minibatch, to mean 0 and standard deviation 1
+
+    @property
+    def num_envs(self):
+        return self.num_workers * self.envs_per_worker
+
+    @property
+    def steps_per_update(self):
+        """Environment steps per optimization phase (one batch)."""
+        return self.num_envs * self.horizon
+
+    @property
+    def scaled_learning_rate(self):
+        """The learning rate for this number of environments (Appendix A.3: A2C's rate grows
+        with the square root of the batch, 7e-4 at 16 environments)."""
+        if self.learning_rate_scaling == 'none':
+            return self.learning_rate
+        return self.learning_rate * math.sqrt(self.num_envs / self.learning_rate_base_envs)
+
+    def validate(self):
+        """Raises ConfigError naming the first value of the wrong type or out of range."""
+        super().validate()
+        self.validate_rmsprop()
+        require = app.require
+        self.require_choice('algorithm', ALGORITHMS)
+        self.require_choice('sampler', samplers.SAMPLERS)
+        app.require_positive_ints(self.owner, self, (
+            'num_workers', 'envs_per_worker', 'horizon', 'learning_rate_base_envs', 'epochs',
+            'minibatches'))
+        require(samplers.num_groups(self.sampler) == 1 or self.num_workers % 2 == 0,
+                f"AccelConfig.sampler='alternating' needs an even num_workers (two groups), "
+                f'got {self.num_workers}')
+        self.require_choice('network', networks.NETWORK_NAMES)
+        self.require_choice('initializer', networks.INITIALIZERS)
+        self.require_choice('optimizer', OPTIMIZERS)
+        self.require_choice('learning_rate_scaling', LEARNING_RATE_SCALINGS)
+        require(0 <= self.adam_beta1 < 1 and 0 <= self.adam_beta2 < 1,
+                f'AccelConfig.adam_beta1 and adam_beta2 must be in [0, 1), got '
+                f'{self.adam_beta1} and {self.adam_beta2}')
+        self.require_positive(('adam_epsilon',))
+        self.require_non_negative(('entropy_coef', 'value_loss_coef', 'clip_norm'))
+        require(self.gae_lambda is None or 0 <= self.gae_lambda <= 1,
+                f'AccelConfig.gae_lambda must be None or in [0, 1], got {self.gae_lambda!r}')
+        require(0 < self.ratio_clip < 1,
+                f'AccelConfig.ratio_clip must be in (0, 1), got {self.ratio_clip!r}')
+        if self.algorithm == 'ppo':
+            require(self.gae_lambda is not None,
+                    "AccelConfig.algorithm='ppo' needs gae_lambda (a float in [0, 1])")
+            require(self.steps_per_update % self.minibatches == 0,
+                    f'AccelConfig.minibatches={self.minibatches} must divide the batch, '
+                    f'num_envs * horizon = {self.steps_per_update}')

@@ -1,0 +1,69 @@
+"""Trains A2C or PPO on the accelerated-methods samplers:
+`python -m accel_tf.main --gin_file=gin/accel/ppo_pong.gin [--gin_bindings=...]`."""
+from absl import flags
+
+from accel_tf import config as config_lib
+from accel_tf import learners
+from common import app
+from common import config as common_config
+from common import evaluate
+from common import on_policy
+from common import samplers
+from common.envs import pools
+
+FLAGS = flags.FLAGS
+PAPER = 'accel'
+RENAMED = common_config.renamed_bindings('AccelConfig')
+
+
+def configure(gin_files, gin_bindings):
+    """Parses and validates the config; raises ConfigError before anything starts."""
+    app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
+    config = config_lib.AccelConfig()
+    config.validate()
+    try:
+        pools.validate_pool_config(config.env_config, config.num_envs, config.num_workers,
+                                   num_groups=samplers.num_groups(config.sampler),
+                                   pin_cpus=config.pin_cpus)
+    except ValueError as error:
+        raise app.ConfigError(f'make_pool: {error}')
+    return config
+
+
+def open_pool(config, seed):
+    """The worker processes of config's sampler (two groups for the alternating one)."""
+    return pools.make_pool(config.env_config, config.num_envs, seed=seed,
+                           num_workers=config.num_workers,
+                           num_groups=samplers.num_groups(config.sampler),
+                           pin_cpus=config.pin_cpus)
+
+
+def train(config, run_dir, make_pool=open_pool, on_first_pool=None):
+    """Runs config's algorithm until config.total_steps, resuming from run_dir's checkpoint."""
+    learner = learners.build_learner(config)
+
+    def pool_for(seed):
+        pool = make_pool(config, seed)
+        if on_first_pool is not None:
+            on_first_pool()
+        return pool
+
+    return on_policy.train(config, run_dir, learner, pool_for, config.sampler, config.horizon,
+                           config.num_envs)
+
+
+def main():
+    config = configure(FLAGS.gin_file, FLAGS.gin_bindings)
+    run_dir = app.start_run_dir(PAPER, config.env_config, algorithm=config.algorithm,
+                                network=config.network)
+    train(config, run_dir, on_first_pool=lambda: app.write_operative_config(run_dir))
+
+
+def load_policy(run_dir, greedy=False):
+    """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
+    return evaluate.actor_critic_policy(run_dir, config_lib.AccelConfig, learners.build_learner,
+                                        greedy, obsolete=RENAMED)
+
+
+if __name__ == '__main__':
+    app.run(main)

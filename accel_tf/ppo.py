@@ -1,0 +1,118 @@
+"""PPO's learner (Schulman et al. 2017, clipped objective) on a (T + 1, N) rollout: GAE
+advantages, then epochs x minibatches gradient steps on shuffled slices of the batch, all in one
+tf.function call (Stooke & Abbeel, section 4: "4 gradient updates per epoch, and 4 epochs per
+optimization").
+
+The sampling policy's log-probabilities are computed at the start of the call, from the same
+parameters that sampled the rollout: with a synchronous sampler nothing changes in between.
+"""
+import dataclasses
+from typing import Optional
+
+import tensorflow as tf
+
+from common import actor_critic
+from common import losses
+
+UPDATE_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate',
+                'ratio_clip', 'clip_fraction', 'approx_kl')
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOSettings:
+    """What one PPO optimization phase does; anneal_updates: gradient steps over which the
+    ratio clip decays linearly to 0 (None: constant)."""
+    gamma: float
+    gae_lambda: float
+    ratio_clip: float
+    entropy_coef: float
+    value_loss_coef: float
+    epochs: int
+    minibatches: int
+    clip_norm: float = 0.0
+    normalize_advantages: bool = False
+    anneal_updates: Optional[int] = None
+
+
+class PPOLearner(actor_critic.PolicyLearner):
+    """model(observations) -> (logits [N, A], values [N]); optimizer: optim.Adam (or anything
+    with apply_gradients, build, iterations and current_learning_rate)."""
+
+    def __init__(self, model, optimizer, settings, observation_spec, horizon, seed=0,
+                 name='ppo_learner'):
+        super().__init__(model, optimizer, settings, observation_spec, seed, UPDATE_STATS, name)
+        self.train_on_rollout = tf.function(
+            self._train_on_rollout,
+            input_signature=actor_critic.rollout_signature(observation_spec, horizon))
+
+    def current_ratio_clip(self):
+        """The ratio clip of the next gradient step (annealed with the optimizer's steps)."""
+        settings = self.settings
+        if not settings.anneal_updates:
+            return tf.constant(settings.ratio_clip, tf.float32)
+        progress = tf.cast(self.optimizer.iterations, tf.float32) / settings.anneal_updates
+        return settings.ratio_clip * tf.maximum(0.0, 1.0 - progress)
+
+    def rollout_targets(self, observations, actions, rewards, terminals):
+        """Flat (observations, actions, sampling log-probabilities, GAE advantages, returns)
+        of a (T + 1, N) rollout; returns = advantages + V, the value targets."""
+        settings = self.settings
+        num_steps = tf.shape(rewards)[0]
+        shape = tf.shape(observations)
+        flat_all = tf.reshape(observations, tf.concat([[-1], shape[2:]], 0))
+        logits, values = self.model(flat_all)
+        values = tf.reshape(values, [num_steps + 1, -1])
+        advantages = losses.generalized_advantage_estimation(
+            rewards, values[:-1], terminals, values[-1], settings.gamma, settings.gae_lambda)
+        returns = advantages + values[:-1]
+        batch = tf.size(actions)
+        flat_actions = tf.reshape(actions, [-1])
+        old_log_probs = losses.select(tf.nn.log_softmax(logits[:batch]), flat_actions)
+        return (flat_all[:batch], flat_actions, tf.stop_gradient(old_log_probs),
+                tf.stop_gradient(tf.reshape(advantages, [-1])),
+                tf.stop_gradient(tf.reshape(returns, [-1])))
+
+    def minibatch_step(self, observations, actions, old_log_probs, advantages, returns):
+        """One clipped-objective gradient step on a minibatch; returns its statistics."""
+        settings = self.settings
+        if settings.normalize_advantages:
+            mean, variance = tf.nn.moments(advantages, axes=[0])
+            advantages = (advantages - mean) / (tf.sqrt(variance) + 1e-8)
+        ratio_clip = self.current_ratio_clip()
+        variables = self.model.trainable_variables
+        with tf.GradientTape() as tape:
+            logits, values = self.model(observations)
+            loss = losses.ppo_clip_loss(
+                logits=logits, values=values, actions=actions, old_log_probs=old_log_probs,
+                advantages=advantages, returns=returns, ratio_clip=ratio_clip,
+                entropy_coef=settings.entropy_coef, value_loss_coef=settings.value_loss_coef)
+        gradients = tape.gradient(loss.total, variables)
+        global_norm = tf.linalg.global_norm(gradients)
+        if settings.clip_norm > 0:
+            gradients, _ = tf.clip_by_global_norm(gradients, settings.clip_norm,
+                                                  use_norm=global_norm)
+        learning_rate = self.optimizer.current_learning_rate()
+        self.optimizer.apply_gradients(gradients, variables)
+        stats = {'loss': loss.total, 'policy_loss': loss.policy_loss,
+                 'value_loss': loss.value_loss, 'entropy': loss.entropy,
+                 'grad_norm': global_norm, 'learning_rate': learning_rate,
+                 'ratio_clip': ratio_clip, 'clip_fraction': loss.clip_fraction,
+                 'approx_kl': loss.approx_kl}
+        self.update_means.add(stats)
+        return stats
+
+    def _train_on_rollout(self, observations, actions, rewards, terminals):
+        """epochs passes over the batch, each in minibatches of a fresh shuffle; returns the
+        last step's statistics."""
+        settings = self.settings
+        data = self.rollout_targets(observations, actions, rewards, terminals)
+        batch = tf.size(actions)
+        minibatch = batch // settings.minibatches
+        last = {name: tf.constant(0.0) for name in UPDATE_STATS}
+        for _ in tf.range(settings.epochs):
+            order = tf.argsort(self.generator.uniform([batch]))
+            for index in tf.range(settings.minibatches):
+                picked = order[index * minibatch:(index + 1) * minibatch]
+                stats = self.minibatch_step(*[tf.gather(tensor, picked) for tensor in data])
+                last = {name: tf.cast(stats[name], tf.float32) for name in UPDATE_STATS}
+        return last

@@ -1,0 +1,81 @@
+"""The on-policy runner: a sampler fills a (T, N) rollout, a learner trains on it, a tracker
+counts, logs and checkpoints (rlpyt's Runner over a Sampler and an Algorithm).
+
+PAAC (Algorithm 1) and the accelerated methods' A2C and PPO are this loop with different
+learners: anything with act(observations), train_on_rollout(observations, actions, rewards,
+terminals) -> stats, update_means, model, optimizer and generator.
+"""
+import time
+
+from common import samplers
+from common import tracker as tracker_lib
+
+PHASE_COLUMNS = ('env_share', 'act_share', 'learn_share')
+
+
+class OnPolicyRunner:
+    """iterate() is one rollout of every environment by the sampler, then one call of the
+    learner's train_on_rollout (PAAC's Algorithm 1, lines 4-11 then 12-19)."""
+
+    def __init__(self, sampler, learner):
+        self.sampler = sampler
+        self.learner = learner
+        self.learn_seconds = 0.0
+
+    def _policy(self, observations):
+        return self.learner.act(observations).numpy()
+
+    def iterate(self):
+        """One rollout and one training call; returns the episodes that ended, (score, length)."""
+        episodes = self.sampler.collect(self._policy)
+        rollout = self.sampler.rollout
+        start = time.perf_counter()
+        stats = self.learner.train_on_rollout(rollout.observations, rollout.actions,
+                                              rollout.rewards, rollout.terminals)
+        stats['loss'].numpy()  # Waits for the update, so 'learn' time is honest.
+        self.learn_seconds += time.perf_counter() - start
+        return episodes
+
+    def take_phase_seconds(self):
+        """Seconds stepping ('env'), selecting actions ('act') and learning since the last
+        call: the time breakdown of PAAC's Figure 2."""
+        phases = self.sampler.take_phase_seconds()
+        phases['learn'], self.learn_seconds = self.learn_seconds, 0.0
+        return phases
+
+
+def trackables(learner):
+    """What a checkpoint of an on-policy learner holds."""
+    return {'model': learner.model, 'optimizer': learner.optimizer,
+            'generator': learner.generator}
+
+
+def train(config, run_dir, learner, open_pool, sampler_kind, horizon, num_envs):
+    """Runs until config.total_steps (RunConfig fields), resuming from run_dir's checkpoint.
+
+    open_pool(seed) opens the environment pool (a context manager) for a sampler of
+    sampler_kind; each iteration is horizon steps of num_envs environments and one update call.
+    """
+    tracker = tracker_lib.tracker_for(run_dir, config,
+                                      PHASE_COLUMNS + learner.update_means.names,
+                                      trackables(learner))
+    steps_per_update = num_envs * horizon
+
+    def loop(pool):
+        runner = OnPolicyRunner(samplers.make_sampler(sampler_kind, pool, horizon), learner)
+        tracker.start_interval()
+        while not tracker.done:
+            episodes = runner.iterate()
+            tracker.add_steps(steps_per_update, updates=1)
+            tracker.add_episodes(episodes)
+            if tracker.interval_due() or tracker.done:
+                phases = runner.take_phase_seconds()
+                seconds = tracker.interval_seconds()
+                extra = {f'{name}_share': value / seconds for name, value in phases.items()}
+                extra.update(learner.update_means.take())
+                tracker.log_interval(int(learner.optimizer.iterations.numpy()), extra)
+            tracker.maybe_checkpoint()
+
+    # A resumed run continues with fresh environments, seeded apart from the first session.
+    return tracker_lib.run_training(tracker, lambda: open_pool(config.seed + tracker.env_steps),
+                                    loop)

@@ -1,0 +1,177 @@
+"""`python -m accel_tf.main` end to end: presets, config errors, run directory, resume,
+evaluation, and Pong through both samplers' worker processes."""
+import csv
+import os
+import subprocess
+import sys
+
+import gin
+import pytest
+
+from accel_tf import learners
+from accel_tf import main as accel_main
+from common import app
+from common import optim
+
+CARTPOLE_BINDINGS = [
+    'AccelConfig.env_config = @GymConfig()',
+    "GymConfig.env_id = 'CartPole-v1'",
+    "AccelConfig.network = 'mlp'",
+    'AccelConfig.envs_per_worker = 2',
+    'AccelConfig.horizon = 8',
+    'AccelConfig.total_steps = 320',
+    'AccelConfig.checkpoint_every_steps = 160',
+    'AccelConfig.log_every_seconds = 0.01',
+]
+
+
+def _run(args, cwd):
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    return subprocess.run([sys.executable, '-m', 'accel_tf.main'] + args, cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=240)
+
+
+def _flags(bindings, gin_file='gin/accel/ppo_pong.gin'):
+    return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
+        f'--gin_bindings={binding}' for binding in bindings]
+
+
+def _csv_rows(path):
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(autouse=True)
+def _clean_gin():
+    yield
+    gin.clear_config()
+
+
+def _preset(name):
+    return accel_main.configure([os.path.join(app.PROJECT_ROOT, f'gin/accel/{name}.gin')], [])
+
+
+def test_a2c_preset_holds_the_papers_values():
+    config = _preset('a2c_pong')
+    assert (config.algorithm, config.num_envs, config.horizon) == ('a2c', 16, 5)
+    assert config.env_config.variant == 'stooke' and config.env_config.observation_shape == (
+        104, 80, 4)
+    assert config.network == 'a3c_net' and config.optimizer == 'rmsprop'
+    assert config.scaled_learning_rate == pytest.approx(7e-4)  # 16 environments: the base
+    gin.clear_config()
+    scaled = accel_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/accel/a2c_pong.gin')],
+                                  ['AccelConfig.envs_per_worker = 256'])
+    assert scaled.scaled_learning_rate == pytest.approx(7e-4 * (512 / 16) ** 0.5)  # ~4e-3
+    assert isinstance(learners.build_learner(config).optimizer, optim.RMSProp)
+
+
+def test_ppo_presets_hold_the_papers_values():
+    config = _preset('ppo_pong')
+    assert (config.algorithm, config.num_envs, config.horizon) == ('ppo', 8, 256)
+    assert (config.epochs, config.minibatches, config.steps_per_update) == (4, 4, 2048)
+    assert (config.learning_rate, config.ratio_clip, config.gae_lambda) == (2.5e-4, 0.1, 0.95)
+    assert config.anneal_learning_rate and config.anneal_ratio_clip
+    assert config.scaled_learning_rate == 2.5e-4 and config.clip_norm == 0.0
+    assert isinstance(learners.build_learner(config).optimizer, optim.Adam)
+    gin.clear_config()
+    scaled = _preset('ppo_scaled_pong')
+    assert (scaled.num_envs, scaled.horizon, scaled.steps_per_update) == (128, 16, 2048)
+    gin.clear_config()
+    assert _preset('pong').algorithm == 'ppo'
+
+
+@pytest.mark.parametrize('bindings, named', [
+    (["AccelConfig.sampler = 'alternating'", 'AccelConfig.num_workers = 3'],
+     "sampler='alternating' needs an even num_workers"),
+    (['AccelConfig.horizon = 0'], 'AccelConfig.horizon'),
+    (["AccelConfig.algorithm = 'trpo'"], "algorithm='trpo'"),
+    (["AccelConfig.sampler = 'gpu'"], "sampler='gpu'"),
+    (['AccelConfig.minibatches = 3'], 'minibatches=3 must divide the batch'),
+    (['AccelConfig.gae_lambda = None'], "algorithm='ppo' needs gae_lambda"),
+    (['AccelConfig.envs_per_worker = 0'], 'AccelConfig.envs_per_worker'),
+    (["AccelConfig.optimizer = 'sgd'"], "optimizer='sgd'"),
+    (["AccelConfig.pin_cpus = 'yes'"], 'AccelConfig.pin_cpus'),
+    (['AccelConfig.ratio_clip = 1.5'], 'AccelConfig.ratio_clip'),
+    (['RMSProp.epsilon = 0.5'], 'bind AccelConfig.rmsprop_epsilon instead'),
+])
+def test_bad_config_is_named_in_one_line(bindings, named):
+    with pytest.raises(app.ConfigError) as error:
+        accel_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/accel/ppo_pong.gin')],
+                             bindings)
+    message = str(error.value)
+    assert named in message and '\n' not in message
+
+
+def test_bad_config_stops_the_command_before_anything_starts(tmp_path):
+    result = _run(_flags(["AccelConfig.sampler = 'alternating'", 'AccelConfig.num_workers = 3']) +
+                  ['--run_dir=run'], cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-2000:]
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    assert len(error_lines) == 1 and 'even num_workers' in error_lines[0], result.stderr[-2000:]
+    assert not (tmp_path / 'run').exists()
+
+
+@pytest.mark.parametrize('gin_file', ['gin/accel/a2c_pong.gin', 'gin/accel/ppo_pong.gin'])
+def test_run_writes_the_run_directory_resumes_and_evaluates(tmp_path, gin_file):
+    first = _run(_flags(CARTPOLE_BINDINGS, gin_file), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    (run_dir,) = [tmp_path / 'runs' / name for name in os.listdir(tmp_path / 'runs')]
+    assert run_dir.name.startswith('accel-CartPole-v1-')
+    assert {'operative_config.gin', 'metrics.csv', 'episodes.csv', 'checkpoints',
+            'invocation.json', 'run.json'} <= set(os.listdir(run_dir))
+    rows = _csv_rows(run_dir / 'metrics.csv')
+    assert int(rows[-1]['env_steps']) == 320
+    assert {'steps_per_sec', 'updates_per_sec', 'env_share', 'entropy'} <= set(rows[-1])
+    updates = int(rows[-1]['updates'])
+    longer = _run(_flags(CARTPOLE_BINDINGS + ['AccelConfig.total_steps = 640'], gin_file) +
+                  [f'--run_dir={run_dir}'], cwd=tmp_path)
+    assert longer.returncode == 0, longer.stderr[-3000:]
+    assert 'resuming from' in longer.stdout and 'at step 320' in longer.stdout
+    rows = _csv_rows(run_dir / 'metrics.csv')
+    assert int(rows[-1]['env_steps']) == 640 and int(rows[-1]['updates']) == 2 * updates
+    evaluation = subprocess.run(
+        [sys.executable, '-m', 'common.evaluate', f'--run_dir={run_dir}', '--num_episodes=2'],
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True,
+        text=True, timeout=120)
+    assert evaluation.returncode == 0, evaluation.stderr[-3000:]
+    (row,) = _csv_rows(run_dir / 'eval.csv')
+    assert int(row['episodes']) == 2 and int(row['env_steps']) == 640
+
+
+def test_a_run_dir_of_another_algorithm_is_refused(tmp_path):
+    first = _run(_flags(CARTPOLE_BINDINGS) + ['--run_dir=run'], cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    other = _run(_flags(CARTPOLE_BINDINGS, 'gin/accel/a2c_pong.gin') + ['--run_dir=run'],
+                 cwd=tmp_path)
+    assert other.returncode == 2
+    errors = [line for line in other.stderr.splitlines() if line.startswith('error:')]
+    assert len(errors) == 1 and "algorithm: 'ppo' there, 'a2c' here" in errors[0]
+
+
+def _shm_entries():
+    return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
+
+
+@pytest.mark.parametrize('sampler', ['synchronized', 'alternating'])
+def test_pong_runs_through_each_sampler_and_leaves_nothing_behind(tmp_path, sampler):
+    shm_before = _shm_entries()
+    result = _run(_flags([f"AccelConfig.sampler = '{sampler}'", 'AccelConfig.envs_per_worker = 2',
+                          'AccelConfig.horizon = 8', 'AccelConfig.total_steps = 64',
+                          'AccelConfig.minibatches = 2', 'AccelConfig.epochs = 1',
+                          'AtariConfig.decorrelation_steps = 20']) + ['--run_dir=run'],
+                  cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert int(_csv_rows(tmp_path / 'run' / 'metrics.csv')[-1]['env_steps']) == 64
+    assert _shm_entries() <= shm_before
+
+
+def test_bench_rows_sample_with_inference_through_both_samplers():
+    from accel_tf import bench_rows
+    settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 4, 'game': 'pong',
+                'num_workers': 2}
+    for name in ('accel/sample/sync', 'accel/sample/alternating', 'accel/a2c'):
+        gin.clear_config()
+        result = bench_rows.ROWS[name](settings)
+        assert result['steps_per_sec'] > 0, name
+        assert result['min'] <= result['median'] <= result['max']
+    assert gin.query_parameter('AccelConfig.envs_per_worker') == 2  # 4 environments over 2

@@ -1,0 +1,104 @@
+"""The central parameter store: updates from several processes all land and are all counted,
+a reader never sees a chunk half-written, and the segment goes with its owner."""
+import multiprocessing
+import os
+import time
+
+import numpy as np
+import pytest
+
+from common import processes
+from common.parameter_store import ParameterStore
+
+SIZE, CHUNKS = 1000, 4
+
+
+def _add_ones(handle, count):
+    store = ParameterStore.attach(handle)
+    try:
+        for _ in range(count):
+            def update(chunk, parameters, slots):
+                parameters += 1.0
+                slots['mean_square'] += 2.0
+            store.apply(update)
+    finally:
+        store.close()
+
+
+def _slow_uniform_writes(handle, count):
+    """Writes value k into every element of a chunk, element by element, slowly, under the
+    chunk's lock: a reader outside the lock would see a mix of k - 1 and k."""
+    store = ParameterStore.attach(handle)
+    try:
+        for value in range(1, count + 1):
+            def update(chunk, parameters, slots):
+                for index in range(len(parameters)):
+                    parameters[index] = value
+                    if index % 50 == 0:
+                        time.sleep(0.0005)
+            store.apply(update)
+    finally:
+        store.close()
+
+
+def _start(target, *args):
+    process = multiprocessing.get_context('spawn').Process(target=target, args=args)
+    processes.start_process(process)
+    return process
+
+
+def test_updates_from_two_processes_all_land_and_are_counted():
+    store = ParameterStore.create(SIZE, slots=('mean_square',), num_chunks=CHUNKS)
+    try:
+        learners = [_start(_add_ones, store.handle, 50) for _ in range(2)]
+        for learner in learners:
+            learner.join(timeout=120)
+            assert learner.exitcode == 0
+        assert store.updates == 100
+        np.testing.assert_array_equal(store.pull(), np.full(SIZE, 100.0, np.float32))
+        np.testing.assert_array_equal(store.slots['mean_square'], 200.0)
+    finally:
+        store.close()
+
+
+def test_a_reader_never_sees_a_chunk_half_written():
+    store = ParameterStore.create(SIZE, num_chunks=CHUNKS)
+    try:
+        writer = _start(_slow_uniform_writes, store.handle, 20)
+        pulls = 0
+        while writer.is_alive() or pulls == 0:
+            parameters = store.pull()
+            for chunk in store.chunks:
+                assert len(np.unique(parameters[chunk])) == 1, 'a chunk was read mid-write'
+            pulls += 1
+        writer.join()
+        assert writer.exitcode == 0 and pulls > 5 and store.updates == 20
+        np.testing.assert_array_equal(store.pull(), 20.0)
+    finally:
+        store.close()
+
+
+def test_chunks_cover_the_vector_and_bad_sizes_are_named():
+    store = ParameterStore.create(10, num_chunks=3)
+    try:
+        covered = np.concatenate([np.arange(10)[chunk] for chunk in store.chunks])
+        np.testing.assert_array_equal(covered, np.arange(10))
+        seen = []
+        store.apply(lambda chunk, parameters, slots: seen.append((chunk.start, chunk.stop)))
+        assert seen == [(chunk.start, chunk.stop) for chunk in store.chunks]
+    finally:
+        store.close()
+    with pytest.raises(ValueError, match='num_chunks=0'):
+        ParameterStore.create(10, num_chunks=0)
+    with pytest.raises(ValueError, match='num_chunks=11'):
+        ParameterStore.create(10, num_chunks=11)
+    with pytest.raises(ValueError, match='size=0'):
+        ParameterStore.create(0)
+
+
+def test_the_owner_removes_the_segment():
+    store = ParameterStore.create(16)
+    name = store.handle.name
+    assert os.path.exists(f'/dev/shm/{name}')
+    store.close()
+    assert not os.path.exists(f'/dev/shm/{name}')
