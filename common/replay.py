@@ -37,10 +37,14 @@ def footprint_bytes(capacity, observation_shape, observation_dtype, stack):
 
 
 class ReplayMemory:
-    """capacity transitions split evenly over num_streams circular streams, frames stored once."""
+    """capacity transitions split evenly over num_streams circular streams, frames stored once.
+
+    prefault: write the arrays once at creation, so their memory is taken now: a machine without
+    room for the whole capacity fails at start rather than hours into a run, and the process's
+    memory stays flat as the replay fills (otherwise the OS maps pages as frames arrive)."""
 
     def __init__(self, capacity, observation_shape, observation_dtype, stack, num_streams=1,
-                 seed=0):
+                 seed=0, prefault=False):
         if stack < 1 or num_streams < 1:
             raise ValueError(f'stack={stack} and num_streams={num_streams} must be >= 1')
         if stack > 1 and tuple(observation_shape)[-1] != stack:
@@ -62,6 +66,10 @@ class ReplayMemory:
         self.rewards = np.zeros(shape, np.float32)
         self.terminals = np.zeros(shape, bool)
         self.episode_starts = np.zeros(shape, bool)
+        if prefault:
+            for array in (self.frames, self.actions, self.rewards, self.terminals,
+                          self.episode_starts):
+                array.fill(0)
         self.cursors = np.zeros(num_streams, np.int64)  # next write position per stream
         self.counts = np.zeros(num_streams, np.int64)   # steps held per stream
         self.rng = np.random.default_rng(seed)

@@ -31,6 +31,7 @@ class DQNConfig(config_lib.RunConfig):
     total_steps: int = 50_000_000      # training timesteps (x4 frames), after prepopulation
     batch_size: int = 32
     replay_capacity: int = 1_000_000
+    prefault_replay: bool = True       # take the replay's memory at start (ReplayMemory)
     target_period: int = 10_000        # C
     train_period: int = 4              # F
     gamma: float = 0.99

@@ -62,7 +62,7 @@ class FastDQN:
         observation_shape = tuple(env_config.observation_shape)
         self.replay = replay_lib.ReplayMemory(
             config.replay_capacity, observation_shape, env_config.observation_dtype,
-            config.stack, num_streams=num_workers, seed=seed)
+            config.stack, num_streams=num_workers, seed=seed, prefault=config.prefault_replay)
         self.staging_length = config.target_period // num_workers
         # The paper's shared arrays: each actor's current state, and the actions for them.
         self.observations = np.zeros((num_workers,) + observation_shape,
