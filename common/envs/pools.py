@@ -142,10 +142,8 @@ def _pool_arguments(env_config, num_envs, seed, kind, num_workers, num_threads,
     _check_int('num_groups', num_groups, 1)
     if num_groups != 1 and kind != 'process':
         raise ValueError(f"num_groups={num_groups} needs kind='process', not {kind!r}")
-    if not isinstance(pin_cpus, bool):
-        raise ValueError(f'pin_cpus={pin_cpus!r}; must be True or False')
-    if pin_cpus and kind != 'process':
-        raise ValueError(f"pin_cpus=True needs kind='process', not {kind!r}")
+    if pin_cpus is not False and kind != 'process':  # ProcessPool.validate checks the type
+        raise ValueError(f"pin_cpus={pin_cpus!r} needs kind='process', not {kind!r}")
     arguments = {
         'serial': (env_config, num_envs, seed),
         'thread': (env_config, num_envs, num_threads or num_workers, seed),
