@@ -33,7 +33,7 @@ def sampling_rate(settings, sampler):
     """Environment steps per second of one sampler with the A3C-Net choosing every action."""
     config = _configure(settings, 'a2c_pong', sampler)
     learner = learners.build_learner(config)
-    with accel_main.open_pool(config, seed=0) as pool:
+    with learners.open_pool(config, seed=0) as pool:
         sampler_object = samplers.make_sampler(sampler, pool, config.horizon)
 
         def collect():
@@ -47,7 +47,7 @@ def training_rate(settings, preset, extra=()):
     """Environment steps per second of full training with a preset (sample, then update)."""
     config = _configure(settings, preset, 'synchronized', extra)
     learner = learners.build_learner(config)
-    with accel_main.open_pool(config, seed=0) as pool:
+    with learners.open_pool(config, seed=0) as pool:
         runner = on_policy.OnPolicyRunner(
             samplers.make_sampler(config.sampler, pool, config.horizon), learner)
         return timing.rate(runner.iterate, config.steps_per_update, settings['seconds'],
@@ -60,7 +60,7 @@ def tf_agents_ppo_rate(settings):
     from accel_tf import peer_tf_agents  # pylint: disable=import-outside-toplevel
     config = _configure(settings, 'ppo_pong', 'synchronized',
                         [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}"])
-    with accel_main.open_pool(config, seed=0) as pool:
+    with learners.open_pool(config, seed=0) as pool:
         peer = peer_tf_agents.TFAgentsPPO(
             pool, config.env_config.num_actions(), config.horizon,
             learning_rate=config.learning_rate, epochs=config.epochs,

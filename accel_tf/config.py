@@ -14,7 +14,11 @@ from common import samplers
 from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401
 
-ALGORITHMS = ('a2c', 'ppo')
+ALGORITHMS = ('a2c', 'ppo', 'a3c', 'appo')
+# Asynchronous: learner processes, each a sampler-learner unit on the central store (section 5.1).
+ASYNC_ALGORITHMS = ('a3c', 'appo')
+# The update rule each asynchronous algorithm applies to the central store.
+ASYNC_OPTIMIZERS = {'a3c': 'rmsprop', 'appo': 'adam'}
 OPTIMIZERS = ('rmsprop', 'adam')
 LEARNING_RATE_SCALINGS = ('sqrt', 'none')
 
@@ -22,9 +26,10 @@ LEARNING_RATE_SCALINGS = ('sqrt', 'none')
 @gin.configurable
 @dataclasses.dataclass
 class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
-    """One run of A2C or PPO on the synchronized or alternating sampler (section 4.1)."""
+    """One run of A2C, PPO, A3C or APPO on the synchronized or alternating sampler (section
+    4.1); for A3C and APPO, every field but the asynchronous ones describes one learner unit."""
     env_config: Any = None              # @AtariConfig() or @GymConfig()
-    algorithm: str = 'a2c'              # 'a2c' | 'ppo'
+    algorithm: str = 'a2c'              # 'a2c' | 'ppo' | 'a3c' | 'appo'
     total_steps: int = 10_000_000       # environment steps (x frame skip frames)
     # Sampling (section 4.1): num_workers processes step envs_per_worker simulators each.
     sampler: str = 'synchronized'       # 'synchronized' | 'alternating' (two worker groups)
@@ -54,6 +59,11 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     ratio_clip: float = 0.1
     anneal_ratio_clip: bool = False     # ratio_clip x the same linear decay as the rate
     normalize_advantages: bool = False  # per minibatch, to mean 0 and standard deviation 1
+    # Asynchronous (A3C, APPO; section 5.1): learner processes on one central parameter store.
+    num_learners: int = 2               # sampler-learner units, each with its own workers
+    num_chunks: int = 3                 # store chunks, a lock each (section 5.1, footnote 2)
+    local_steps_per_sync: int = 1       # APPO: local Adam steps per synchronization (App. B)
+    pull_every_steps: int = 64          # APPO: sampling steps between pulls (section 4.2)
 
     @property
     def num_envs(self):
@@ -98,9 +108,30 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
                 f'AccelConfig.gae_lambda must be None or in [0, 1], got {self.gae_lambda!r}')
         require(0 < self.ratio_clip < 1,
                 f'AccelConfig.ratio_clip must be in (0, 1), got {self.ratio_clip!r}')
-        if self.algorithm == 'ppo':
+        app.require_positive_ints(self.owner, self, (
+            'num_learners', 'num_chunks', 'local_steps_per_sync', 'pull_every_steps'))
+        if self.algorithm in ASYNC_ALGORITHMS:
+            self._validate_async()
+        if self.algorithm in ('ppo', 'appo'):
             require(self.gae_lambda is not None,
-                    "AccelConfig.algorithm='ppo' needs gae_lambda (a float in [0, 1])")
+                    f"AccelConfig.algorithm={self.algorithm!r} needs gae_lambda (a float in "
+                    "[0, 1])")
             require(self.steps_per_update % self.minibatches == 0,
                     f'AccelConfig.minibatches={self.minibatches} must divide the batch, '
                     f'num_envs * horizon = {self.steps_per_update}')
+
+    def _validate_async(self):
+        algorithm = self.algorithm
+        optimizer = ASYNC_OPTIMIZERS[algorithm]
+        app.require(self.optimizer == optimizer,
+                    f"AccelConfig.optimizer={self.optimizer!r}; algorithm={algorithm!r} "
+                    f"updates the central store with {optimizer!r} only")
+        for name in ('anneal_learning_rate', 'anneal_ratio_clip'):
+            app.require(not getattr(self, name),
+                        f'AccelConfig.{name}=True; not available for algorithm={algorithm!r} '
+                        '(no schedule, Appendix A.3)')
+        if algorithm == 'appo':
+            steps = self.epochs * self.minibatches
+            app.require(steps % self.local_steps_per_sync == 0,
+                        f'AccelConfig.local_steps_per_sync={self.local_steps_per_sync} must '
+                        f'divide the gradient steps per batch, epochs * minibatches = {steps}')

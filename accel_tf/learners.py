@@ -1,9 +1,20 @@
-"""The learner of each algorithm, built from an AccelConfig: the network, the optimizer with the
-(scaled, optionally annealed) learning rate, and A2C's or PPO's update."""
+"""The learner of each algorithm, built from an AccelConfig (the network, the optimizer with the
+(scaled, optionally annealed) learning rate, and A2C's or PPO's update), and the environment pool
+its sampler steps."""
 from accel_tf import ppo
 from common import actor_critic
 from common import networks
 from common import optim
+from common import samplers
+from common.envs import pools
+
+
+def open_pool(config, seed):
+    """The worker processes of config's sampler (two groups for the alternating one)."""
+    return pools.make_pool(config.env_config, config.num_envs, seed=seed,
+                           num_workers=config.num_workers,
+                           num_groups=samplers.num_groups(config.sampler),
+                           pin_cpus=config.pin_cpus)
 
 
 def make_optimizer(config, total_updates):
@@ -20,18 +31,18 @@ def make_optimizer(config, total_updates):
 
 def gradient_steps_per_update(config):
     """Gradient steps in one optimization phase: 1 for A2C, epochs x minibatches for PPO."""
-    return config.epochs * config.minibatches if config.algorithm == 'ppo' else 1
+    return config.epochs * config.minibatches if config.algorithm in ('ppo', 'appo') else 1
 
 
 def build_learner(config):
-    """An ActorCriticLearner (A2C) or a PPOLearner with config's network and optimizer."""
+    """An ActorCriticLearner (A2C, A3C) or a PPOLearner (PPO, APPO) with config's network and optimizer."""
     model = networks.actor_critic_for(config.env_config, config.network, config.initializer,
                                       config.seed)
     total_updates = (config.total_steps // config.steps_per_update
                      * gradient_steps_per_update(config))
     optimizer = make_optimizer(config, total_updates)
     spec = actor_critic.observation_spec(config.env_config)
-    if config.algorithm == 'ppo':
+    if config.algorithm in ('ppo', 'appo'):
         settings = ppo.PPOSettings(
             gamma=config.gamma, gae_lambda=config.gae_lambda, ratio_clip=config.ratio_clip,
             entropy_coef=config.entropy_coef, value_loss_coef=config.value_loss_coef,

@@ -1,7 +1,8 @@
-"""Trains A2C or PPO on the accelerated-methods samplers:
+"""Trains A2C, PPO, A3C or APPO on the accelerated-methods samplers:
 `python -m accel_tf.main --gin_file=gin/accel/ppo_pong.gin [--gin_bindings=...]`."""
 from absl import flags
 
+from accel_tf import async_units
 from accel_tf import config as config_lib
 from accel_tf import learners
 from common import app
@@ -30,16 +31,12 @@ def configure(gin_files, gin_bindings):
     return config
 
 
-def open_pool(config, seed):
-    """The worker processes of config's sampler (two groups for the alternating one)."""
-    return pools.make_pool(config.env_config, config.num_envs, seed=seed,
-                           num_workers=config.num_workers,
-                           num_groups=samplers.num_groups(config.sampler),
-                           pin_cpus=config.pin_cpus)
-
-
-def train(config, run_dir, make_pool=open_pool, on_first_pool=None):
+def train(config, run_dir, make_pool=learners.open_pool, on_first_pool=None):
     """Runs config's algorithm until config.total_steps, resuming from run_dir's checkpoint."""
+    if config.algorithm in config_lib.ASYNC_ALGORITHMS:
+        if on_first_pool is not None:
+            on_first_pool()
+        return async_units.train(config, run_dir)
     learner = learners.build_learner(config)
 
     def pool_for(seed):

@@ -41,9 +41,19 @@ class PPOLearner(actor_critic.PolicyLearner):
     def __init__(self, model, optimizer, settings, observation_spec, horizon, seed=0,
                  name='ppo_learner'):
         super().__init__(model, optimizer, settings, observation_spec, seed, UPDATE_STATS, name)
-        self.train_on_rollout = tf.function(
-            self._train_on_rollout,
-            input_signature=actor_critic.rollout_signature(observation_spec, horizon))
+        signature = actor_critic.rollout_signature(observation_spec, horizon)
+        self.train_on_rollout = tf.function(self._train_on_rollout, input_signature=signature)
+        # APPO's pieces: the local steps are applied elsewhere (accel_tf/async_adam.py).
+        self.act_with_log_probs = tf.function(self._act_with_log_probs,
+                                              input_signature=[observation_spec])
+        self.sampled_rollout_targets = tf.function(
+            self._sampled_rollout_targets,
+            input_signature=signature + [tf.TensorSpec((horizon, None), tf.float32)])
+        flat = tf.TensorSpec((None,), tf.float32)
+        self.flat_minibatch_gradients = tf.function(
+            self._flat_minibatch_gradients,
+            input_signature=[observation_spec, tf.TensorSpec((None,), tf.int32), flat, flat,
+                             flat])
 
     def current_ratio_clip(self):
         """The ratio clip of the next gradient step (annealed with the optimizer's steps)."""
@@ -72,34 +82,58 @@ class PPOLearner(actor_critic.PolicyLearner):
                 tf.stop_gradient(tf.reshape(advantages, [-1])),
                 tf.stop_gradient(tf.reshape(returns, [-1])))
 
-    def minibatch_step(self, observations, actions, old_log_probs, advantages, returns):
-        """One clipped-objective gradient step on a minibatch; returns its statistics."""
+    def _minibatch_gradients(self, observations, actions, old_log_probs, advantages, returns):
+        """(gradients clipped by global norm, statistics but the learning rate) of the clipped
+        objective on a minibatch."""
         settings = self.settings
         if settings.normalize_advantages:
             mean, variance = tf.nn.moments(advantages, axes=[0])
             advantages = (advantages - mean) / (tf.sqrt(variance) + 1e-8)
         ratio_clip = self.current_ratio_clip()
-        variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
             logits, values = self.model(observations)
             loss = losses.ppo_clip_loss(
                 logits=logits, values=values, actions=actions, old_log_probs=old_log_probs,
                 advantages=advantages, returns=returns, ratio_clip=ratio_clip,
                 entropy_coef=settings.entropy_coef, value_loss_coef=settings.value_loss_coef)
-        gradients = tape.gradient(loss.total, variables)
+        gradients = tape.gradient(loss.total, self.model.trainable_variables)
         global_norm = tf.linalg.global_norm(gradients)
         if settings.clip_norm > 0:
             gradients, _ = tf.clip_by_global_norm(gradients, settings.clip_norm,
                                                   use_norm=global_norm)
-        learning_rate = self.optimizer.current_learning_rate()
-        self.optimizer.apply_gradients(gradients, variables)
         stats = {'loss': loss.total, 'policy_loss': loss.policy_loss,
                  'value_loss': loss.value_loss, 'entropy': loss.entropy,
-                 'grad_norm': global_norm, 'learning_rate': learning_rate,
-                 'ratio_clip': ratio_clip, 'clip_fraction': loss.clip_fraction,
-                 'approx_kl': loss.approx_kl}
+                 'grad_norm': global_norm, 'ratio_clip': ratio_clip,
+                 'clip_fraction': loss.clip_fraction, 'approx_kl': loss.approx_kl}
+        return gradients, stats
+
+    def minibatch_step(self, observations, actions, old_log_probs, advantages, returns):
+        """One clipped-objective gradient step on a minibatch; returns its statistics."""
+        gradients, stats = self._minibatch_gradients(observations, actions, old_log_probs,
+                                                     advantages, returns)
+        stats['learning_rate'] = self.optimizer.current_learning_rate()
+        self.optimizer.apply_gradients(gradients, self.model.trainable_variables)
         self.update_means.add(stats)
         return stats
+
+    def _flat_minibatch_gradients(self, observations, actions, old_log_probs, advantages,
+                                  returns):
+        gradients, stats = self._minibatch_gradients(observations, actions, old_log_probs,
+                                                     advantages, returns)
+        return tf.concat([tf.reshape(gradient, [-1]) for gradient in gradients], 0), stats
+
+    def _act_with_log_probs(self, observations):
+        """Sampled actions and their log-probabilities under the acting parameters (APPO's
+        parameters change during sampling, so the ratio's denominator is recorded here)."""
+        logits, _ = self.model(observations)
+        actions = actor_critic.sample_actions(logits, self.generator)
+        return actions, losses.select(tf.nn.log_softmax(logits), actions)
+
+    def _sampled_rollout_targets(self, observations, actions, rewards, terminals,
+                                 sampled_log_probs):
+        """rollout_targets with the log-probabilities recorded while sampling."""
+        data = self.rollout_targets(observations, actions, rewards, terminals)
+        return (data[0], data[1], tf.reshape(sampled_log_probs, [-1])) + data[3:]
 
     def _train_on_rollout(self, observations, actions, rewards, terminals):
         """epochs passes over the batch, each in minibatches of a fresh shuffle; returns the

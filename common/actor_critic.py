@@ -105,8 +105,10 @@ class ActorCriticLearner(PolicyLearner):
         self.flat_gradients = tf.function(self._flat_gradients,
                                           input_signature=sequence_signature(observation_spec))
         if t_max is not None:
-            self.train_on_rollout = tf.function(
-                self._train_on_rollout, input_signature=rollout_signature(observation_spec, t_max))
+            signature = rollout_signature(observation_spec, t_max)
+            self.train_on_rollout = tf.function(self._train_on_rollout, input_signature=signature)
+            self.flat_rollout_gradients = tf.function(self._flat_rollout_gradients,
+                                                      input_signature=signature)
 
     def _predict(self, observations):
         logits, values = self.model(observations)
@@ -155,9 +157,28 @@ class ActorCriticLearner(PolicyLearner):
         (A3C-CPU's agents apply theirs to shared parameters)."""
         returns = losses.sequence_returns(rewards, sequence_ends, end_values, self.settings.gamma)
         gradients, _ = self._gradients(observations, actions, returns)
+        return self._flatten_clipped(gradients)[0]
+
+    def _flatten_clipped(self, gradients):
+        """(gradients clipped to clip_norm by global norm, as one flat vector; the norm before)."""
+        global_norm = tf.linalg.global_norm(gradients)
         if self.settings.clip_norm > 0:
-            gradients, _ = tf.clip_by_global_norm(gradients, self.settings.clip_norm)
-        return tf.concat([tf.reshape(gradient, [-1]) for gradient in gradients], axis=0)
+            gradients, _ = tf.clip_by_global_norm(gradients, self.settings.clip_norm,
+                                                  use_norm=global_norm)
+        return tf.concat([tf.reshape(gradient, [-1]) for gradient in gradients], 0), global_norm
+
+    def _flat_rollout_gradients(self, observations, actions, rewards, terminals):
+        """The clipped flat gradient of a (t_max + 1, N) rollout's loss and the update's
+        statistics but the learning rate, for an update applied elsewhere (the asynchronous
+        learners' central store)."""
+        targets = self.rollout_targets(observations, rewards, terminals)
+        shape = tf.shape(observations)
+        flat_observations = tf.reshape(observations[:-1], tf.concat([[-1], shape[2:]], 0))
+        gradients, loss = self._gradients(flat_observations, tf.reshape(actions, [-1]), targets)
+        flat, global_norm = self._flatten_clipped(gradients)
+        return flat, {'loss': loss.total, 'policy_loss': loss.policy_loss,
+                      'value_loss': loss.value_loss, 'entropy': loss.entropy,
+                      'grad_norm': global_norm}
 
     def rollout_targets(self, observations, rewards, terminals):
         """The flat policy/value targets of a (t_max + 1, N) rollout: n-step returns bootstrapped

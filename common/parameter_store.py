@@ -98,3 +98,20 @@ class ParameterStore:
         """Unmaps the segment; the creating store also removes it."""
         self.parameters = self.slots = self._counter = None
         processes.release_shared_memory(self.shm, unlink=self._owner)
+
+
+def rmsprop_step(parameters, mean_square, gradient, learning_rate, decay, epsilon,
+                 epsilon_inside_sqrt=True):
+    """RMSProp in numpy, in place on (views of) central vectors: mean_square moves toward
+    gradient^2, parameters -= learning_rate gradient / sqrt(mean_square + epsilon) (TF1's
+    placement) or / (sqrt(mean_square) + epsilon) (tf.keras'), as common.optim.RMSProp."""
+    mean_square *= decay
+    mean_square += (1.0 - decay) * np.square(gradient)
+    if epsilon_inside_sqrt:
+        step = np.sqrt(mean_square + epsilon)
+    else:
+        step = np.sqrt(mean_square)
+        step += epsilon
+    np.divide(gradient, step, out=step)
+    step *= learning_rate
+    parameters -= step

@@ -13,6 +13,8 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+from common import async_learners
+from common import parameter_store
 from common import processes
 from common import scalars
 from ga3c_tf import agent as agent_lib
@@ -38,27 +40,13 @@ class SharedParameters:
         self.mean_square = np.ndarray((size,), np.float32, buffer=self.shm.buf, offset=size * 4)
 
     def apply_rmsprop(self, gradient, learning_rate, decay, epsilon, epsilon_inside_sqrt=True):
-        """RMSProp on the shared vectors, in place, no lock: TF1's (epsilon inside the sqrt) or
-        tf.keras' (outside), as common.optim.RMSProp."""
-        square = np.square(gradient)
-        self.mean_square *= decay
-        self.mean_square += (1.0 - decay) * square
-        if epsilon_inside_sqrt:
-            step = np.sqrt(self.mean_square + epsilon)
-        else:
-            step = np.sqrt(self.mean_square)
-            step += epsilon
-        np.divide(gradient, step, out=step)
-        step *= learning_rate
-        self.parameters -= step
+        """RMSProp on the shared vectors, in place, no lock (Hogwild)."""
+        parameter_store.rmsprop_step(self.parameters, self.mean_square, gradient, learning_rate,
+                                     decay, epsilon, epsilon_inside_sqrt)
 
     def close(self, unlink=False):
         self.parameters = self.mean_square = None
         processes.release_shared_memory(self.shm, unlink=unlink)
-
-
-def flatten(arrays):
-    return np.concatenate([np.asarray(array, np.float32).reshape(-1) for array in arrays])
 
 
 def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots, seed,
@@ -78,13 +66,9 @@ def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots
     try:
         replica = learner_lib.build_learner(config)
         variables = replica.model.trainable_variables
-        shapes = [tuple(variable.shape) for variable in variables]
-        offsets = np.cumsum([0] + [int(np.prod(shape)) for shape in shapes])
 
         def pull():
-            for variable, start, stop, shape in zip(variables, offsets[:-1], offsets[1:],
-                                                    shapes):
-                variable.assign(shared.parameters[start:stop].reshape(shape))
+            async_learners.assign_flat(variables, shared.parameters)
 
         schedule = config.learning_rate_schedule()
         env = config.env_config.make(seed)
@@ -166,7 +150,7 @@ class A3CServer:
         self._context = multiprocessing.get_context('spawn')
         self._variables = learner.model.trainable_variables
         self.shared = SharedParameters(num_parameters(learner))
-        self.shared.parameters[:] = flatten(v.numpy() for v in self._variables)
+        self.shared.parameters[:] = async_learners.flat_values(self._variables)
         self.shared.mean_square.fill(learner.optimizer.initial_mean_square)
         self._start_updates = 0
         if state is not None:
@@ -226,12 +210,7 @@ class A3CServer:
     def pull_into_learner(self):
         """Copies the shared parameters into the main process's model, and the mean squares and
         update count into state (to log or save)."""
-        parameters = self.shared.parameters.copy()
-        start = 0
-        for variable in self._variables:
-            size = int(np.prod(variable.shape))
-            variable.assign(parameters[start:start + size].reshape(variable.shape))
-            start += size
+        async_learners.assign_flat(self._variables, self.shared.parameters.copy())
         if self.state is not None:
             self.state.mean_square.assign(self.shared.mean_square.copy())
             scalars.assign(self.state.updates, self.counts()['updates'])

@@ -93,6 +93,14 @@ def test_ppo_presets_hold_the_papers_values():
     (["AccelConfig.pin_cpus = 'yes'"], 'AccelConfig.pin_cpus'),
     (['AccelConfig.ratio_clip = 1.5'], 'AccelConfig.ratio_clip'),
     (['RMSProp.epsilon = 0.5'], 'bind AccelConfig.rmsprop_epsilon instead'),
+    (['AccelConfig.num_chunks = 0'], 'AccelConfig.num_chunks'),
+    (['AccelConfig.num_learners = 0'], 'AccelConfig.num_learners'),
+    (["AccelConfig.algorithm = 'a3c'"], "algorithm='a3c' updates the central store with "
+                                        "'rmsprop' only"),
+    (["AccelConfig.algorithm = 'appo'"], 'anneal_learning_rate=True; not available'),
+    (["AccelConfig.algorithm = 'appo'", 'AccelConfig.anneal_learning_rate = False',
+      'AccelConfig.anneal_ratio_clip = False', 'AccelConfig.local_steps_per_sync = 3'],
+     'local_steps_per_sync=3 must divide the gradient steps per batch'),
 ])
 def test_bad_config_is_named_in_one_line(bindings, named):
     with pytest.raises(app.ConfigError) as error:

@@ -7,6 +7,7 @@ import time
 import numpy as np
 import pytest
 
+from common import parameter_store
 from common import processes
 from common.parameter_store import ParameterStore
 
@@ -102,3 +103,22 @@ def test_the_owner_removes_the_segment():
     assert os.path.exists(f'/dev/shm/{name}')
     store.close()
     assert not os.path.exists(f'/dev/shm/{name}')
+
+
+@pytest.mark.parametrize('inside', [True, False])
+def test_rmsprop_step_equals_the_tf_optimizer(inside):
+    import common  # noqa: F401  pylint: disable=import-outside-toplevel
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from common import optim  # pylint: disable=import-outside-toplevel
+    rng = np.random.default_rng(3)
+    start = rng.normal(size=50).astype(np.float32)
+    variable = tf.Variable(start)
+    optimizer = optim.RMSProp(0.01, decay=0.9, epsilon=0.1, epsilon_inside_sqrt=inside,
+                              initial_mean_square=1.0)
+    parameters, mean_square = start.copy(), np.ones(50, np.float32)
+    for _ in range(20):
+        gradient = rng.normal(size=50).astype(np.float32)
+        optimizer.apply_gradients([tf.constant(gradient)], [variable])
+        parameter_store.rmsprop_step(parameters, mean_square, gradient, 0.01, 0.9, 0.1, inside)
+    np.testing.assert_allclose(parameters, variable.numpy(), rtol=1e-5, atol=1e-6)
+    assert not np.allclose(parameters, start)

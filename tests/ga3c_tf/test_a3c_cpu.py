@@ -8,6 +8,7 @@ import pytest
 import common  # noqa: F401
 import tensorflow as tf
 
+from common import async_learners
 from common.envs import gym as gym_envs
 from ga3c_tf import a3c_cpu
 from ga3c_tf import config as config_lib
@@ -56,7 +57,7 @@ def test_server_starts_from_the_state_and_writes_it_back():
         np.testing.assert_array_equal(server.shared.mean_square, saved_mean_square)
         np.testing.assert_array_equal(
             server.shared.parameters,
-            a3c_cpu.flatten(variable.numpy() for variable in learner.model.trainable_variables))
+            async_learners.flat_values(learner.model.trainable_variables))
         assert server.counts() == {'predictions': 0, 'updates': 41}
         # What agents would have done meanwhile: one update.
         server.shared.mean_square += 1.0
@@ -66,7 +67,7 @@ def test_server_starts_from_the_state_and_writes_it_back():
         np.testing.assert_array_equal(state.mean_square.numpy(), saved_mean_square + 1.0)
         assert int(state.updates.numpy()) == 42
         np.testing.assert_array_equal(
-            a3c_cpu.flatten(variable.numpy() for variable in learner.model.trainable_variables),
+            async_learners.flat_values(learner.model.trainable_variables),
             server.shared.parameters)
     assert _shm_entries() == before
     assert isinstance(state.trackables()['rmsprop_mean_square'], tf.Variable)

@@ -1,0 +1,165 @@
+"""A3C's and APPO's sampler-learner units (Stooke & Abbeel 2018, sections 4.2 and 5.1), each
+running in its own learner process (common/async_learners.py) on the central parameter store.
+
+A3C: a 16-environment A2C unit; after each rollout it computes its clipped gradient locally,
+then, chunk by chunk under the chunk's lock, applies RMSProp with the central mean squares to the
+central parameters and takes the result as its own ("after this sequence, the local parameters
+are in sync with the central values").
+APPO: an 8-environment PPO unit; it pulls fresh central parameters every pull_every_steps
+sampling steps, records each action's log-probability as it samples, then takes the PPO update
+sequence as local Adam steps, synchronizing with the store every local_steps_per_sync of them
+(Appendix B).
+"""
+import contextlib
+import dataclasses
+
+import numpy as np
+
+from accel_tf import async_adam
+from accel_tf import learners
+from common import async_learners
+from common import parameter_store
+from common import samplers
+
+# The statistics each unit reports per round, logged as interval means.
+A3C_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate',
+             'policy_lag')
+APPO_STATS = A3C_STATS + ('clip_fraction', 'approx_kl')
+
+
+class A3CUnit:
+    """One A2C sampler-learner unit updating the store with RMSProp's central statistics."""
+
+    def __init__(self, config, learner, sampler, store, seed):
+        del seed  # the learner's generator, seeded per unit, is all A3C draws from
+        self.config = config
+        self.learner = learner
+        self.sampler = sampler
+        self.store = store
+        self.variables = learner.model.trainable_variables
+        self.local = store.pull()
+        async_learners.assign_flat(self.variables, self.local)
+        self.synced_at = store.updates
+
+    def _policy(self, observations):
+        return self.learner.act(observations).numpy()
+
+    def iterate(self):
+        episodes = self.sampler.collect(self._policy)
+        rollout = self.sampler.rollout
+        gradient, stats = self.learner.flat_rollout_gradients(
+            rollout.observations, rollout.actions, rollout.rewards, rollout.terminals)
+        gradient = gradient.numpy()
+        config, local = self.config, self.local
+        rate = config.scaled_learning_rate
+
+        def update(chunk, parameters, slots):
+            parameter_store.rmsprop_step(
+                parameters, slots['mean_square'], gradient[chunk], rate, config.rmsprop_decay,
+                config.rmsprop_epsilon, config.rmsprop_epsilon_inside_sqrt)
+            local[chunk] = parameters
+
+        count = self.store.apply(update)
+        lag = count - 1 - self.synced_at  # others' updates since this unit's parameters
+        self.synced_at = count
+        async_learners.assign_flat(self.variables, local)
+        stats = {name: float(value) for name, value in stats.items()}
+        stats.update(updates=1, policy_lag=lag, learning_rate=rate)
+        return rollout.actions.size, episodes, stats
+
+
+class APPOUnit:
+    """One PPO sampler-learner unit taking local Adam steps, synchronized with the store every
+    local_steps_per_sync of them by Appendix B's rule."""
+
+    def __init__(self, config, learner, sampler, store, seed):
+        self.config = config
+        self.learner = learner
+        self.sampler = sampler
+        self.store = store
+        self.variables = learner.model.trainable_variables
+        self.generator = np.random.default_rng(seed)  # minibatch shuffles
+        self.adam = async_adam.AsyncAdam(store, config.scaled_learning_rate,
+                                         beta1=config.adam_beta1, beta2=config.adam_beta2,
+                                         epsilon=config.adam_epsilon)
+        self.synced_at = store.updates
+        self.sampled_log_probs = np.zeros(sampler.rollout.actions.shape, np.float32)
+        self._pull()
+
+    def _pull(self):
+        self.adam.parameters = self.store.pull()
+        self.synced_at = self.store.updates
+        async_learners.assign_flat(self.variables, self.adam.parameters)
+
+    def iterate(self):
+        config = self.config
+        step = 0
+
+        def policy(observations):
+            nonlocal step
+            if step and step % config.pull_every_steps == 0:
+                self._pull()
+            actions, log_probs = self.learner.act_with_log_probs(observations)
+            self.sampled_log_probs[step] = log_probs.numpy()
+            step += 1
+            return actions.numpy()
+
+        episodes = self.sampler.collect(policy)
+        rollout = self.sampler.rollout
+        data = [tensor.numpy() for tensor in self.learner.sampled_rollout_targets(
+            rollout.observations, rollout.actions, rollout.rewards, rollout.terminals,
+            self.sampled_log_probs)]
+        batch = rollout.actions.size
+        minibatch = batch // config.minibatches
+        sums, lags, updates = dict.fromkeys(APPO_STATS, 0.0), [], 0
+        for _ in range(config.epochs):
+            order = self.generator.permutation(batch)
+            for index in range(config.minibatches):
+                picked = order[index * minibatch:(index + 1) * minibatch]
+                gradient, stats = self.learner.flat_minibatch_gradients(
+                    *[array[picked] for array in data])
+                for name, value in stats.items():
+                    if name in sums:
+                        sums[name] += float(value)
+                async_learners.assign_flat(self.variables,
+                                           self.adam.local_step(gradient.numpy()))
+                if self.adam.local_steps == config.local_steps_per_sync:
+                    count = self.adam.synchronize()
+                    lags.append(count - 1 - self.synced_at)
+                    self.synced_at = count
+                    updates += 1
+                    async_learners.assign_flat(self.variables, self.adam.parameters)
+        steps = config.epochs * config.minibatches
+        stats = {name: total / steps for name, total in sums.items()}
+        stats.update(updates=updates, policy_lag=float(np.mean(lags)),
+                     learning_rate=self.adam.learning_rate)
+        return batch, episodes, stats
+
+
+UNITS = {'a3c': A3CUnit, 'appo': APPOUnit}
+
+
+@contextlib.contextmanager
+def open_unit(config, store, seed, index):
+    """config's unit in learner process index: its own learner, pool and sampler."""
+    del index  # the seed already tells the units apart
+    # The unit's seed for its action sampling; its initial parameters are the store's.
+    learner = learners.build_learner(dataclasses.replace(config, seed=seed))
+    with learners.open_pool(config, seed) as pool:
+        sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
+        yield UNITS[config.algorithm](config, learner, sampler, store, seed)
+
+
+def slot_initial_values(config):
+    """The central optimizer statistics and where they start."""
+    if config.algorithm == 'a3c':
+        return {'mean_square': config.rmsprop_initial_mean_square}
+    return {slot: 0.0 for slot in async_adam.SLOTS}
+
+
+def train(config, run_dir):
+    """Runs config.num_learners units of config's asynchronous algorithm until total_steps."""
+    model = learners.build_learner(config).model
+    stats = A3C_STATS if config.algorithm == 'a3c' else APPO_STATS
+    return async_learners.train(config, run_dir, model, open_unit, config.num_learners,
+                                config.num_chunks, slot_initial_values(config), stats)

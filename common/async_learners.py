@@ -1,0 +1,231 @@
+"""Asynchronous sampler-learner units, each in its own process, updating one central parameter
+store (Stooke & Abbeel 2018, section 5.1: every unit computes its gradient locally, applies the
+update rule to the central parameters under per-chunk locks and goes on sampling with the result;
+the optimizer statistics are central too, as in Mnih et al. 2016). A3C and APPO are this with
+different units. The main process only counts, logs and checkpoints.
+
+A unit comes from open_unit(config, store, seed, index), a picklable callable returning a context
+manager (it owns the unit's environment pool) whose value has iterate() -> (env_steps, episodes,
+stats): one sampling-and-update round, episodes as (score, length) pairs, stats a dict of floats
+holding at least 'updates' (central updates applied) and 'policy_lag'.
+"""
+import multiprocessing
+import os
+import queue as queue_lib
+import signal
+import sys
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from common import parameter_store
+from common import processes
+from common import tracker as tracker_lib
+
+POLL_SECONDS = 0.5
+REPORT_WAIT_SECONDS = 0.1
+JOIN_SECONDS = 10.0
+
+
+def flat_values(variables):
+    """The values of variables laid end to end, as one float32 vector."""
+    return np.concatenate([variable.numpy().reshape(-1) for variable in variables]).astype(
+        np.float32)
+
+
+def assign_flat(variables, flat):
+    """Assigns consecutive pieces of the flat vector to variables (their shapes)."""
+    start = 0
+    for variable in variables:
+        size = int(np.prod(variable.shape))
+        variable.assign(flat[start:start + size].reshape(variable.shape))
+        start += size
+
+
+def _learner_main(index, open_unit, config, handle, seed, reports, stop_event, parent_pid):
+    """A learner process: runs its unit until stop_event; a failure is reported in one line
+    (then exit status 1) for the main process to end the run with."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process stops the learners
+    processes.exit_when_orphaned(parent_pid, POLL_SECONDS)
+    store = parameter_store.ParameterStore.attach(handle)
+    try:
+        with open_unit(config, store, seed, index) as unit:
+            while not stop_event.is_set():
+                reports.put((index,) + tuple(unit.iterate()))
+    except Exception as error:  # pylint: disable=broad-except
+        lines = str(error).strip().splitlines()
+        reports.put((index, None, f'{type(error).__name__}: {lines[0] if lines else ""}', None))
+        reports.close()
+        reports.join_thread()
+        sys.exit(1)
+    finally:
+        store.close()
+
+
+class LearnerProcesses:
+    """num_learners processes running open_unit's units on the store of handle; close() (or
+    leaving the with block) stops and ends them all."""
+
+    def __init__(self, open_unit, config, handle, num_learners, seed):
+        context = multiprocessing.get_context('spawn')
+        self.reports = context.Queue()
+        self.stop_event = context.Event()
+        self.processes = []
+        self._closed = False
+        try:
+            for index in range(num_learners):
+                # Not daemonic: each learner starts its own environment worker processes.
+                process = context.Process(
+                    target=_learner_main, name=f'learner-{index}', daemon=False,
+                    args=(index, open_unit, config, handle, seed + 1_000_003 * index,
+                          self.reports, self.stop_event, os.getpid()))
+                processes.start_process(process)
+                self.processes.append(process)
+        except BaseException:
+            self.close()
+            raise
+
+    def take_reports(self, wait_seconds=REPORT_WAIT_SECONDS):
+        """The reports in the queue (waiting up to wait_seconds for the first); a learner's
+        failure raises WorkerDiedError naming it, as does a learner that died silently."""
+        reports = []
+        try:
+            reports.append(self.reports.get(timeout=wait_seconds))
+            while True:
+                reports.append(self.reports.get_nowait())
+        except queue_lib.Empty:
+            pass
+        for index, steps, detail, _ in reports:
+            if steps is None:
+                raise processes.WorkerDiedError(f'learner {index} failed: {detail}')
+        for index, process in enumerate(self.processes):
+            if not process.is_alive():
+                raise processes.WorkerDiedError(
+                    f'learner {index} (pid {process.pid}) died with exit code {process.exitcode}')
+        return reports
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        self.stop_event.set()
+        deadline = time.monotonic() + JOIN_SECONDS
+        for process in self.processes:
+            while process.is_alive() and time.monotonic() < deadline:
+                self._drain()  # a learner blocked on a full queue must be able to finish
+                process.join(timeout=0.05)
+            processes.end_process(process)
+        self._drain()
+        self.reports.close()
+        self.reports.join_thread()
+
+    def _drain(self):
+        try:
+            while True:
+                self.reports.get_nowait()
+        except (queue_lib.Empty, OSError, ValueError, EOFError):
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+
+class CentralState(tf.Module):
+    """What a checkpoint holds of the store besides the model: one flat variable per optimizer
+    slot (starting at its initial value) and the central update count."""
+
+    def __init__(self, size, slot_initial_values, name='central_state'):
+        super().__init__(name=name)
+        self.slots = {slot: tf.Variable(tf.fill([size], float(value)), trainable=False,
+                                        name=slot)
+                      for slot, value in slot_initial_values.items()}
+        self.updates = tf.Variable(0, dtype=tf.int64, trainable=False, name='updates')
+
+    def trackables(self):
+        return {f'central_{slot}': variable for slot, variable in self.slots.items()} | {
+            'central_updates': self.updates}
+
+    def load_into(self, store, variables):
+        """Fills the store from the model's variables and this state."""
+        store.parameters[:] = flat_values(variables)
+        for slot, variable in self.slots.items():
+            store.slots[slot][:] = variable.numpy()
+        store.set_updates(int(self.updates.numpy()))
+
+    def pull_from(self, store, variables):
+        """Copies the store into the model's variables and this state (to save or evaluate)."""
+        assign_flat(variables, store.pull())
+        for slot, variable in self.slots.items():
+            variable.assign(np.array(store.slots[slot]))
+        self.updates.assign(store.updates)
+
+
+class _Session:
+    """The store and the learner processes of one training session."""
+
+    def __init__(self, store, learners):
+        self.store = store
+        self.learners = learners
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        try:
+            self.learners.close()
+        finally:
+            self.store.close()
+
+
+def train(config, run_dir, model, open_unit, num_learners, num_chunks, slot_initial_values,
+          stat_names):
+    """Runs num_learners units of open_unit on a central store of model's parameters (and the
+    slots of slot_initial_values) until config.total_steps (RunConfig fields), logging the mean
+    of each of stat_names over the units' reports, resuming from run_dir's checkpoint."""
+    variables = model.trainable_variables
+    size = sum(int(np.prod(variable.shape)) for variable in variables)
+    state = CentralState(size, slot_initial_values)
+    tracker = tracker_lib.tracker_for(run_dir, config, tuple(stat_names),
+                                      {'model': model, **state.trackables()})
+
+    def open_session():
+        store = parameter_store.ParameterStore.create(size, tuple(slot_initial_values),
+                                                      num_chunks=num_chunks)
+        try:
+            state.load_into(store, variables)
+            # A resumed run continues with fresh environments, seeded apart from the first.
+            learners = LearnerProcesses(open_unit, config, store.handle, num_learners,
+                                        seed=config.seed + tracker.env_steps)
+        except BaseException:
+            store.close()
+            raise
+        return _Session(store, learners)
+
+    def loop(session):
+        sums = dict.fromkeys(stat_names, 0.0)
+        reports_counted = 0
+        tracker.start_interval()
+        try:
+            while not tracker.done:
+                for _, steps, episodes, stats in session.learners.take_reports():
+                    tracker.add_steps(steps, updates=int(stats['updates']))
+                    tracker.add_episodes(episodes)
+                    for name in stat_names:
+                        sums[name] += stats[name]
+                    reports_counted += 1
+                if tracker.interval_due() or tracker.done:
+                    means = {name: total / max(reports_counted, 1)
+                             for name, total in sums.items()}
+                    tracker.log_interval(session.store.updates, means)
+                    sums, reports_counted = dict.fromkeys(stat_names, 0.0), 0
+                if tracker.checkpoint_due():
+                    state.pull_from(session.store, variables)
+                tracker.maybe_checkpoint()
+        finally:  # what run_training saves: at the end, on Ctrl-C, when a learner died
+            state.pull_from(session.store, variables)
+
+    return tracker_lib.run_training(tracker, open_session, loop)

@@ -1,0 +1,191 @@
+"""A3C and APPO: learner processes on the central store (section 5.1), end to end through
+`python -m accel_tf.main` (run directory, policy lag, resume, evaluation, Ctrl-C, a dead
+learner) and the A3C unit's update against RMSProp by hand."""
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import common  # noqa: F401
+from accel_tf import async_units
+from accel_tf import config as config_lib
+from accel_tf import learners
+from common import app
+from common import async_learners
+from common import parameter_store
+from common import samplers
+from common.envs import gym as gym_envs
+from common.envs import pools
+
+PRESETS = {'a3c': 'gin/accel/a3c_pong.gin', 'appo': 'gin/accel/appo_pong.gin'}
+CARTPOLE_BINDINGS = [
+    'AccelConfig.env_config = @GymConfig()',
+    "GymConfig.env_id = 'CartPole-v1'",
+    "AccelConfig.network = 'mlp'",
+    'AccelConfig.num_workers = 1',
+    'AccelConfig.envs_per_worker = 2',
+    'AccelConfig.horizon = 8',
+    'AccelConfig.checkpoint_every_steps = 1000000',
+    'AccelConfig.log_every_seconds = 0.5',
+]
+
+
+def _start(args, cwd):
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    return subprocess.Popen([sys.executable, '-m', 'accel_tf.main'] + args, cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _flags(algorithm, bindings):
+    return [f'--gin_file={os.path.join(app.PROJECT_ROOT, PRESETS[algorithm])}'] + [
+        f'--gin_bindings={binding}' for binding in CARTPOLE_BINDINGS + bindings]
+
+
+def _csv_rows(path):
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))
+
+
+def _children(pid):
+    """Direct child pids of pid, from /proc."""
+    found = []
+    for name in os.listdir('/proc'):
+        if name.isdigit():
+            try:
+                with open(f'/proc/{name}/stat') as f:
+                    if int(f.read().rsplit(')', 1)[1].split()[1]) == pid:
+                        found.append(int(name))
+            except (OSError, IndexError):
+                pass
+    return found
+
+
+def _descendants(pid):
+    pending, found = [pid], []
+    while pending:
+        children = _children(pending.pop())
+        found += children
+        pending += children
+    return found
+
+
+def _wait_for(predicate, seconds=120.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _shm_entries():
+    return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
+
+
+@pytest.mark.parametrize('algorithm', ['a3c', 'appo'])
+def test_run_logs_policy_lag_resumes_and_evaluates(tmp_path, algorithm):
+    shm_before = _shm_entries()
+    first = _start(_flags(algorithm, ['AccelConfig.total_steps = 2000']) + ['--run_dir=run'],
+                   cwd=tmp_path)
+    stdout, stderr = first.communicate(timeout=240)
+    assert first.returncode == 0, stderr[-3000:]
+    rows = _csv_rows(tmp_path / 'run' / 'metrics.csv')
+    reached = int(rows[-1]['env_steps'])
+    assert reached >= 2000 and {'policy_lag', 'updates_per_sec', 'entropy'} <= set(rows[-1])
+    assert all(float(row['policy_lag']) >= 0 for row in rows if row['policy_lag'] != 'nan')
+    assert int(rows[-1]['updates']) > 0
+    longer = _start(_flags(algorithm, ['AccelConfig.total_steps = 4000']) + ['--run_dir=run'],
+                    cwd=tmp_path)
+    stdout, stderr = longer.communicate(timeout=240)
+    assert longer.returncode == 0, stderr[-3000:]
+    assert f'resuming from' in stdout and f'at step {reached:,}' in stdout
+    rows = _csv_rows(tmp_path / 'run' / 'metrics.csv')
+    assert int(rows[-1]['env_steps']) >= 4000
+    evaluation = subprocess.run(
+        [sys.executable, '-m', 'common.evaluate', '--run_dir=run', '--num_episodes=2'],
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True,
+        text=True, timeout=120)
+    assert evaluation.returncode == 0, evaluation.stderr[-3000:]
+    assert int(_csv_rows(tmp_path / 'run' / 'eval.csv')[0]['episodes']) == 2
+    assert _shm_entries() <= shm_before
+
+
+def _learner_pids(main_pid):
+    """The learner processes: the main process's children that have workers of their own."""
+    return [pid for pid in _children(main_pid) if _children(pid)]
+
+
+def _started_learning(run_dir):
+    path = run_dir / 'metrics.csv'
+    return path.exists() and any(int(row['env_steps']) > 0 for row in _csv_rows(path))
+
+
+@pytest.mark.parametrize('stop', ['ctrl_c', 'dead_learner'])
+def test_ctrl_c_or_a_dead_learner_ends_the_run_with_a_checkpoint(tmp_path, stop):
+    run = _start(_flags('a3c', ['AccelConfig.total_steps = 100000000']) + ['--run_dir=run'],
+                 cwd=tmp_path)
+    try:
+        assert _wait_for(lambda: _started_learning(tmp_path / 'run')
+                         and len(_learner_pids(run.pid)) == 2)
+        tree = _descendants(run.pid)  # with multiprocessing's resource tracker
+        assert [len(_children(pid)) for pid in _learner_pids(run.pid)] == [1, 1]  # a worker each
+        if stop == 'ctrl_c':
+            run.send_signal(signal.SIGINT)
+        else:
+            os.kill(_learner_pids(run.pid)[0], signal.SIGKILL)
+        stdout, stderr = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode != 0
+    checkpoints = os.listdir(tmp_path / 'run' / 'checkpoints')
+    assert any(name.endswith('.index') for name in checkpoints)
+    if stop == 'ctrl_c':
+        assert 'interrupted at step' in stdout and 'saved' in stdout
+    else:
+        errors = [line for line in stderr.splitlines() if line.startswith('error:')]
+        assert len(errors) == 1, stderr[-3000:]
+        assert 'learner' in errors[0] and 'died with exit code -9' in errors[0]
+        assert 'saved' in errors[0] and 'rerun the same command' in errors[0]
+    assert _wait_for(lambda: not any(os.path.exists(f'/proc/{pid}') for pid in tree), 10)
+
+
+def test_a3c_unit_applies_rmsprop_with_the_central_mean_squares():
+    config = config_lib.AccelConfig(
+        env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', algorithm='a3c',
+        num_workers=1, envs_per_worker=3, horizon=4, optimizer='rmsprop', learning_rate=0.01,
+        learning_rate_scaling='none', rmsprop_decay=0.9, rmsprop_epsilon=0.1,
+        rmsprop_epsilon_inside_sqrt=True, rmsprop_initial_mean_square=1.0, clip_norm=0.0)
+    config.validate()
+    learner = learners.build_learner(config)
+    variables = learner.model.trainable_variables
+    size = sum(int(np.prod(variable.shape)) for variable in variables)
+    store = parameter_store.ParameterStore.create(size, ('mean_square',), num_chunks=3)
+    try:
+        start = np.random.default_rng(0).normal(size=size).astype(np.float32) * 0.1
+        store.parameters[:] = start
+        store.slots['mean_square'][:] = 1.0
+        with pools.SerialPool(config.env_config, config.num_envs, seed=1) as pool:
+            unit = async_units.A3CUnit(config, learner, samplers.make_sampler(
+                'synchronized', pool, config.horizon), store, seed=1)
+            np.testing.assert_array_equal(async_learners.flat_values(variables), start)
+            steps, _, stats = unit.iterate()
+        rollout = unit.sampler.rollout
+        async_learners.assign_flat(variables, start)  # the gradient at the pulled parameters
+        gradient, _ = learner.flat_rollout_gradients(rollout.observations, rollout.actions,
+                                                     rollout.rewards, rollout.terminals)
+        gradient = gradient.numpy()
+        mean_square = 0.9 * 1.0 + 0.1 * gradient ** 2
+        expected = start - 0.01 * gradient / np.sqrt(mean_square + 0.1)
+        np.testing.assert_allclose(store.slots['mean_square'], mean_square, rtol=1e-5)
+        np.testing.assert_allclose(store.parameters, expected, rtol=1e-5, atol=1e-7)
+        np.testing.assert_array_equal(unit.local, store.parameters)  # in sync after the update
+        assert steps == 12 and stats['updates'] == 1 and stats['policy_lag'] == 0
+        assert store.updates == 1
+    finally:
+        store.close()
