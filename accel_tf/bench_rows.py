@@ -6,18 +6,28 @@ environments, over the bench's worker count (one per CPU by default):
   accel/a2c, accel/ppo: full training (sample + update) with gin/accel/a2c_pong.gin and
       gin/accel/ppo_pong.gin; PPO's horizon is set so the batch stays 2,048 (section 4.2's
       scaled form);
+  accel/a3c, accel/appo: 2 learner processes on one central store (gin/accel/a3c_pong.gin,
+      appo_pong.gin), the bench's environments split between them, each over the bench's worker
+      count; APPO's horizon keeps each unit's batch at 2,048;
   peer/tf_agents_ppo: tf-agents' PPOClipAgent and DynamicStepDriver on the same pool, frames,
       A3C-Net-shaped networks, batch and epochs as accel/ppo (accel_tf/peer_tf_agents.py;
       tf-agents trains each epoch on the whole batch, one gradient step, where accel/ppo takes
       4 minibatch steps).
 """
+import time
+
+import numpy as np
+
+from accel_tf import async_units
 from accel_tf import learners
 from accel_tf import main as accel_main
+from common import async_learners
 from common import on_policy
 from common import samplers
 from common import timing
 
 PPO_BATCH = 2048
+ASYNC_LEARNERS = 2
 
 
 def _configure(settings, preset, sampler, extra=()):
@@ -54,6 +64,36 @@ def training_rate(settings, preset, extra=()):
                            settings['warmup_seconds'])
 
 
+def async_rate(settings, preset, extra=()):
+    """Environment steps per second of ASYNC_LEARNERS learner processes (the bench's
+    environments split between them, each over the bench's worker count) on one central store,
+    counted from their reports once each has reported twice (traced) and warmed up."""
+    unit_settings = dict(settings, num_envs=settings['num_envs'] // ASYNC_LEARNERS)
+    config = _configure(unit_settings, preset, 'synchronized',
+                        [f'AccelConfig.num_learners = {ASYNC_LEARNERS}'] + list(extra))
+    variables = learners.build_learner(config).model.trainable_variables
+    size = sum(int(np.prod(variable.shape)) for variable in variables)
+    state = async_learners.CentralState(size, async_units.slot_initial_values(config))
+    store = async_learners.create_store(variables, state, config.num_chunks)
+    counted = {'steps': 0, 'reports': 0}
+    try:
+        with async_learners.LearnerProcesses(async_units.open_unit, config, store.handle,
+                                             ASYNC_LEARNERS, seed=0) as processes:
+            def poll():
+                for _, steps, _, _ in processes.take_reports(wait_seconds=0.01):
+                    counted['steps'] += steps
+                    counted['reports'] += 1
+
+            while counted['reports'] < 2 * ASYNC_LEARNERS:
+                poll()
+            end_warmup = time.perf_counter() + settings['warmup_seconds']
+            while time.perf_counter() < end_warmup:
+                poll()
+            return timing.counter_rate(lambda: counted['steps'], settings['seconds'], poll)
+    finally:
+        store.close()
+
+
 def tf_agents_ppo_rate(settings):
     """Environment steps per second of tf-agents' PPO agent and driver with ppo_pong.gin's
     values on the bench's environments (imported here: tf-agents loads only for this row)."""
@@ -76,5 +116,9 @@ ROWS = {
     'accel/a2c': lambda settings: training_rate(settings, 'a2c_pong'),
     'accel/ppo': lambda settings: training_rate(
         settings, 'ppo_pong', [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}"]),
+    'accel/a3c': lambda settings: async_rate(settings, 'a3c_pong'),
+    'accel/appo': lambda settings: async_rate(
+        settings, 'appo_pong',
+        [f"AccelConfig.horizon = {PPO_BATCH * ASYNC_LEARNERS // settings['num_envs']}"]),
     'peer/tf_agents_ppo': tf_agents_ppo_rate,
 }

@@ -164,6 +164,19 @@ class CentralState(tf.Module):
         self.updates.assign(store.updates)
 
 
+def create_store(variables, state, num_chunks):
+    """A new store holding the model's variables and state's slots and update count."""
+    size = sum(int(np.prod(variable.shape)) for variable in variables)
+    store = parameter_store.ParameterStore.create(size, tuple(state.slots),
+                                                  num_chunks=num_chunks)
+    try:
+        state.load_into(store, variables)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
 class _Session:
     """The store and the learner processes of one training session."""
 
@@ -193,10 +206,8 @@ def train(config, run_dir, model, open_unit, num_learners, num_chunks, slot_init
                                       {'model': model, **state.trackables()})
 
     def open_session():
-        store = parameter_store.ParameterStore.create(size, tuple(slot_initial_values),
-                                                      num_chunks=num_chunks)
+        store = create_store(variables, state, num_chunks)
         try:
-            state.load_into(store, variables)
             # A resumed run continues with fresh environments, seeded apart from the first.
             learners = LearnerProcesses(open_unit, config, store.handle, num_learners,
                                         seed=config.seed + tracker.env_steps)

@@ -13,7 +13,9 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
                     network, first stride 4 (Table 2's comparison); ga3c/tf_data: trainer input
                     through tf.data; a3c_cpu/onednn: the baseline's agents on oneDNN kernels;
   accel/...         Stooke & Abbeel: sampling with A3C-Net inference and no learning through the
-                    synchronized and alternating samplers (their Figure 1b), A2C and PPO training.
+                    synchronized and alternating samplers (their Figure 1b); A2C, PPO training;
+                    A3C, APPO with 2 learner processes on one central store;
+  peer/tf_agents_ppo  tf-agents' PPO agent and driver on the same pool and batch as accel/ppo.
 Each row prints its spread: the min, median and max rate of the windows inside its measurement
 (about a second each; a target period for the dqn rows). Timings are only comparable within one
 invocation; quote ratios. `--plot PATH` draws the table as a bar chart.

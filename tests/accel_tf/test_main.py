@@ -183,3 +183,23 @@ def test_bench_rows_sample_with_inference_through_both_samplers():
         assert result['steps_per_sec'] > 0, name
         assert result['min'] <= result['median'] <= result['max']
     assert gin.query_parameter('AccelConfig.envs_per_worker') == 2  # 4 environments over 2
+
+
+def test_async_bench_rows_count_both_learners_steps():
+    from accel_tf import bench_rows
+    settings = {'seconds': 1.0, 'warmup_seconds': 0.0, 'num_envs': 8, 'game': 'pong',
+                'num_workers': 2}
+    shm_before = _shm_entries()
+    # accel/appo's function, with a short horizon and one epoch of 2 minibatches.
+    rows = {'accel/a3c': bench_rows.ROWS['accel/a3c'],
+            'accel/appo': lambda settings: bench_rows.async_rate(settings, 'appo_pong', [
+                'AccelConfig.horizon = 16', 'AccelConfig.minibatches = 2',
+                'AccelConfig.epochs = 1'])}
+    for name, row in rows.items():
+        gin.clear_config()
+        result = row(settings)
+        assert result['steps_per_sec'] > 0, name
+        assert result['min'] <= result['median'] <= result['max']
+        assert gin.query_parameter('AccelConfig.num_learners') == 2
+        assert gin.query_parameter('AccelConfig.envs_per_worker') == 2  # 8 over 2 x 2 workers
+    assert _shm_entries() <= shm_before

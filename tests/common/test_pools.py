@@ -167,6 +167,9 @@ def test_ctrl_c_in_parent_leaves_no_process_or_segment(tmp_path):
     completed = _run_script(tmp_path, """
         import json, signal
         from common.envs import AtariConfig, ProcessPool
+        # As in a terminal, whatever the test runner's shell left (a background job starts
+        # with SIGINT ignored, and Python then installs no KeyboardInterrupt handler).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         pool = ProcessPool(AtariConfig(stack=2), 2, num_workers=2)
         pool.reset()
         print(json.dumps({'pids': pool.pids, 'shm': pool.shm_name}), flush=True)
