@@ -25,7 +25,8 @@ from common import tracker as tracker_lib
 
 POLL_SECONDS = 0.5
 REPORT_WAIT_SECONDS = 0.1
-JOIN_SECONDS = 10.0
+JOIN_SECONDS = 30.0  # one iteration of a PPO unit on a busy CPU takes seconds
+TERMINATE_SECONDS = 10.0  # then SIGTERM: the learner closes its pool and exits, or is killed
 
 
 def flat_values(variables):
@@ -47,6 +48,8 @@ def _learner_main(index, open_unit, config, handle, seed, reports, stop_event, p
     """A learner process: runs its unit until stop_event; a failure is reported in one line
     (then exit status 1) for the main process to end the run with."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process stops the learners
+    # Ended by the main process (a learner slower than JOIN_SECONDS to stop): close the pool.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     processes.exit_when_orphaned(parent_pid, POLL_SECONDS)
     store = parameter_store.ParameterStore.attach(handle)
     try:
@@ -115,7 +118,7 @@ class LearnerProcesses:
             while process.is_alive() and time.monotonic() < deadline:
                 self._drain()  # a learner blocked on a full queue must be able to finish
                 process.join(timeout=0.05)
-            processes.end_process(process)
+            processes.end_process(process, TERMINATE_SECONDS)
         self._drain()
         self.reports.close()
         self.reports.join_thread()

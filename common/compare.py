@@ -27,7 +27,7 @@ flags.DEFINE_string('plot', None, 'Also draw score_vs_frames.png, score_vs_hours
 def summarize(run_dir):
     """One row of the comparison table for run_dir."""
     paper = run_files.read_paper(run_dir)
-    rows = run_files.read_csv(os.path.join(run_dir, 'metrics.csv'))
+    rows = run_files.resumed_history(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')))
     evals = run_files.read_csv(os.path.join(run_dir, 'eval.csv'))
     last = rows[-1] if rows else {}
     scores = [run_files.number(row['score_mean_100']) for row in rows]

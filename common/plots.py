@@ -34,7 +34,7 @@ def load_run(run_dir, label):
     Frames of evaluation points are env_steps times the run's frames per step (from
     metrics.csv); hours are metrics.csv's wall_time (training time, resumes included).
     """
-    rows = run_files.read_csv(os.path.join(run_dir, 'metrics.csv'))
+    rows = run_files.resumed_history(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')))
     columns = {name: [run_files.number(row.get(name)) for row in rows]
                for name in ('env_steps', 'frames', 'score_mean_100', 'steps_per_sec')}
     columns['hours'] = [run_files.number(row.get('wall_time')) / 3600 for row in rows]

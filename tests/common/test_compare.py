@@ -42,6 +42,22 @@ def test_summary_takes_last_best_and_mean_rate(tmp_path):
     assert row['eval_score_mean'] == -19.5 and row['eval_env_steps'] == 3000
 
 
+def test_rows_superseded_by_a_resume_from_an_older_checkpoint_are_left_out(tmp_path):
+    """Killed at 3000 steps with its last checkpoint at 1000: the resumed run logs 1500 and 3500
+    after the lost 2000 and 3000, and only its own rows make the curve and the table."""
+    from common import plots
+    run_dir = str(tmp_path / 'ppo-pong-1')
+    _write_run(run_dir, 'accel', [(3600, 1000, 4000, 10, 2, -21.0, 100),
+                                  (7200, 2000, 8000, 20, 5, -15.0, 300),
+                                  (10800, 3000, 12000, 30, 9, -16.0, 300),
+                                  (5400, 1500, 6000, 15, 4, -20.0, 200),
+                                  (9000, 3500, 14000, 35, 10, -19.0, 200)])
+    assert plots.load_run(run_dir, 'ppo')['metrics']['env_steps'] == [1000, 1500, 3500]
+    row = compare.summarize(run_dir)
+    assert row['env_steps'] == 3500 and row['best_score_mean_100'] == -19.0
+    assert row['steps_per_sec'] == 500 / 3
+
+
 def test_cli_prints_one_line_per_run_and_writes_csv(tmp_path):
     for name, paper in (('paac-pong-1', 'paac'), ('dqn-pong-1', 'dqn')):
         _write_run(str(tmp_path / name), paper, [(60, 100, 400, 1, 0, '', 50)])
