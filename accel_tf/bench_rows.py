@@ -6,6 +6,10 @@ environments, over the bench's worker count (one per CPU by default):
   accel/a2c, accel/ppo: full training (sample + update) with gin/accel/a2c_pong.gin and
       gin/accel/ppo_pong.gin; PPO's horizon is set so the batch stays 2,048 (section 4.2's
       scaled form);
+  accel/a2c/learn, accel/ppo/learn: the optimization phase alone, again and again on one
+      rollout the sampler collected (steps of that rollout per second): with env/process/stooke
+      it bounds what any synchronous sampler-then-learner can reach on the machine,
+      1 / (1 / env + 1 / learn);
   accel/a3c, accel/appo: 2 learner processes on one central store (gin/accel/a3c_pong.gin,
       appo_pong.gin), the bench's environments split between them, each over the bench's worker
       count; APPO's horizon keeps each unit's batch at 2,048;
@@ -64,6 +68,24 @@ def training_rate(settings, preset, extra=()):
                            settings['warmup_seconds'])
 
 
+def learning_only_rate(settings, preset, extra=()):
+    """Environment steps per second of the optimization phase alone: train_on_rollout called
+    again and again on one rollout of real frames (the parameters move; the work does not)."""
+    config = _configure(settings, preset, 'synchronized', extra)
+    learner = learners.build_learner(config)
+    with learners.open_pool(config, seed=0) as pool:
+        sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
+        sampler.collect(lambda observations: learner.act(observations).numpy())
+    rollout = sampler.rollout
+
+    def learn():
+        learner.train_on_rollout(rollout.observations, rollout.actions, rollout.rewards,
+                                 rollout.terminals)['loss'].numpy()
+
+    return timing.rate(learn, config.steps_per_update, settings['seconds'],
+                       settings['warmup_seconds'])
+
+
 def async_rate(settings, preset, extra=()):
     """Environment steps per second of ASYNC_LEARNERS learner processes (the bench's
     environments split between them, each over the bench's worker count) on one central store,
@@ -115,6 +137,9 @@ ROWS = {
     'accel/sample/alternating': lambda settings: sampling_rate(settings, 'alternating'),
     'accel/a2c': lambda settings: training_rate(settings, 'a2c_pong'),
     'accel/ppo': lambda settings: training_rate(
+        settings, 'ppo_pong', [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}"]),
+    'accel/a2c/learn': lambda settings: learning_only_rate(settings, 'a2c_pong'),
+    'accel/ppo/learn': lambda settings: learning_only_rate(
         settings, 'ppo_pong', [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}"]),
     'accel/a3c': lambda settings: async_rate(settings, 'a3c_pong'),
     'accel/appo': lambda settings: async_rate(

@@ -14,6 +14,7 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
                     through tf.data; a3c_cpu/onednn: the baseline's agents on oneDNN kernels;
   accel/...         Stooke & Abbeel: sampling with A3C-Net inference and no learning through the
                     synchronized and alternating samplers (their Figure 1b); A2C, PPO training;
+                    /learn: their optimization phase alone, on one collected rollout;
                     A3C, APPO with 2 learner processes on one central store;
   peer/tf_agents_ppo  tf-agents' PPO agent and driver on the same pool and batch as accel/ppo.
 Each row prints its spread: the min, median and max rate of the windows inside its measurement

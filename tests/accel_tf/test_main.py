@@ -177,12 +177,43 @@ def test_bench_rows_sample_with_inference_through_both_samplers():
     from accel_tf import bench_rows
     settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 4, 'game': 'pong',
                 'num_workers': 2}
-    for name in ('accel/sample/sync', 'accel/sample/alternating', 'accel/a2c'):
+    for name in ('accel/sample/sync', 'accel/sample/alternating', 'accel/a2c',
+                 'accel/a2c/learn'):
         gin.clear_config()
         result = bench_rows.ROWS[name](settings)
         assert result['steps_per_sec'] > 0, name
         assert result['min'] <= result['median'] <= result['max']
     assert gin.query_parameter('AccelConfig.envs_per_worker') == 2  # 4 environments over 2
+
+
+def test_learning_only_row_times_updates_on_one_collected_rollout(monkeypatch):
+    from accel_tf import bench_rows
+    calls = []
+    real_rate = bench_rows.timing.rate
+
+    def counting_rate(step_fn, steps_per_call, seconds, warmup_seconds):
+        def step():
+            calls.append(steps_per_call)
+            step_fn()
+        return real_rate(step, steps_per_call, seconds, warmup_seconds)
+
+    monkeypatch.setattr(bench_rows.timing, 'rate', counting_rate)
+    settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 4, 'game': 'pong',
+                'num_workers': 2}
+    gin.clear_config()
+    learner = {}
+    real_build = bench_rows.learners.build_learner
+
+    def remember(config):
+        learner['object'] = real_build(config)
+        return learner['object']
+
+    monkeypatch.setattr(bench_rows.learners, 'build_learner', remember)
+    result = bench_rows.ROWS['accel/a2c/learn'](settings)
+    assert result['steps_per_sec'] > 0
+    assert set(calls) == {4 * 5}  # one call trains on a 4-environment x horizon 5 rollout
+    # every call was an update: the optimizer stepped once per timed call
+    assert int(learner['object'].optimizer.iterations.numpy()) == len(calls)
 
 
 def test_async_bench_rows_count_both_learners_steps():

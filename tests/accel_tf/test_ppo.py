@@ -119,3 +119,24 @@ def test_minibatches_cover_the_batch_once_per_epoch(monkeypatch):
     for epoch in range(2):
         rows = np.concatenate([batch.numpy()[:, 0] for batch in seen[3 * epoch:3 * epoch + 3]])
         np.testing.assert_array_equal(np.sort(rows), expected)
+
+
+def test_normalized_advantages_are_the_minibatchs_standardized_by_hand():
+    """normalize_advantages (baselines ppo2/model.py): the minibatch's advantages to mean 0 and
+    standard deviation 1 (+ 1e-8) before the clipped objective, the same gradient as passing
+    them standardized with the option off."""
+    normalized = learners.build_learner(_config(normalize_advantages=True))
+    plain = learners.build_learner(_config())
+    plain.model.set_weights(normalized.model.get_weights())
+    data = normalized.rollout_targets(*_rollout())
+    advantages = data[3].numpy()
+    assert abs(advantages.mean()) > 1e-3 or abs(advantages.std() - 1) > 1e-3
+    by_hand = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    with_option, _ = normalized._minibatch_gradients(*data)
+    standardized = data[:3] + (tf.constant(by_hand, tf.float32),) + data[4:]
+    expected, _ = plain._minibatch_gradients(*standardized)
+    without_option, _ = plain._minibatch_gradients(*data)
+    for got, want, unnormalized in zip(with_option, expected, without_option):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-6)
+    assert not all(np.allclose(got.numpy(), other.numpy(), atol=1e-6)
+                   for got, other in zip(with_option, without_option))
