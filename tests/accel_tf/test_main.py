@@ -177,8 +177,7 @@ def test_bench_rows_sample_with_inference_through_both_samplers():
     from accel_tf import bench_rows
     settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 4, 'game': 'pong',
                 'num_workers': 2}
-    for name in ('accel/sample/sync', 'accel/sample/alternating', 'accel/a2c',
-                 'accel/a2c/learn'):
+    for name in ('accel/sample/sync', 'accel/sample/alternating', 'accel/a2c'):
         gin.clear_config()
         result = bench_rows.ROWS[name](settings)
         assert result['steps_per_sec'] > 0, name

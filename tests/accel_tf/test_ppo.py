@@ -136,7 +136,7 @@ def test_normalized_advantages_are_the_minibatchs_standardized_by_hand():
     standardized = data[:3] + (tf.constant(by_hand, tf.float32),) + data[4:]
     expected, _ = plain._minibatch_gradients(*standardized)
     without_option, _ = plain._minibatch_gradients(*data)
-    for got, want, unnormalized in zip(with_option, expected, without_option):
+    for got, want in zip(with_option, expected):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-6)
     assert not all(np.allclose(got.numpy(), other.numpy(), atol=1e-6)
                    for got, other in zip(with_option, without_option))
