@@ -291,6 +291,19 @@ def _stop_run(signum, frame):
     raise KeyboardInterrupt
 
 
+def is_interrupt(error):
+    """Whether error is Ctrl-C's KeyboardInterrupt, or an error it caused: raised inside a C
+    extension's callback (TensorFlow converting a numpy array, say), the interrupt surfaces as
+    a SystemError whose cause is the KeyboardInterrupt."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
 def _already_stopping(signum, frame):
     # os.write, not print: the handler may run in the middle of a print to the same stream.
     os.write(sys.stderr.fileno(), f'{signal.Signals(signum).name} ignored: already stopping '
@@ -325,7 +338,9 @@ def run(main_fn, takes_args=False):
             fail(str(error))
         except RunError as error:
             fail(str(error), exit_code=1)
-        except KeyboardInterrupt:
+        except BaseException as error:  # pylint: disable=broad-except
+            if not is_interrupt(error):
+                raise
             # Saved and stopped; Python resets handlers to the default (kill) while it exits,
             # but leaves ignored signals ignored, so a late one cannot change the exit status.
             signal.signal(signal.SIGINT, signal.SIG_IGN)

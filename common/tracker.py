@@ -156,17 +156,21 @@ def run_training(tracker, open_runner, loop, resume_note=''):
         with open_runner() as runner:
             try:
                 loop(runner)
-            except KeyboardInterrupt:
-                path = tracker.save()
-                print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the same '
-                      f'command to resume')
-                raise
             except processes.WorkerDiedError as error:
                 # The learner is whole (a worker only steps environments or feeds it): keep it.
                 path = tracker.save()
                 first_line = str(error).strip().splitlines()[0]
                 raise app.RunError(f'{first_line}; run stopped at step {tracker.env_steps:,}, '
                                    f'saved {path}; rerun the same command to resume') from error
+            except BaseException as error:  # pylint: disable=broad-except
+                if not app.is_interrupt(error):
+                    raise
+                path = tracker.save()
+                print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the same '
+                      f'command to resume')
+                if isinstance(error, KeyboardInterrupt):
+                    raise
+                raise KeyboardInterrupt from error
         tracker.save()
         return tracker.env_steps
     finally:

@@ -213,3 +213,27 @@ def test_a_recorded_config_of_an_older_version_still_parses(tmp_path):
     assert _toy() == (7, 'a')
     with pytest.raises(app.ConfigError, match='has no operative_config.gin'):
         app.parse_recorded_config(str(tmp_path / 'nowhere'))
+
+
+# Ctrl-C landing in a C extension's callback (TensorFlow converting a numpy array) surfaces as
+# a SystemError caused by the KeyboardInterrupt.
+_INTERRUPTED_IN_C_MAIN = """
+from common import app
+
+def main():
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as interrupt:
+        raise SystemError('__array__ returned a result with an exception set') from interrupt
+
+app.run(main)
+"""
+
+
+def test_an_interrupt_surfacing_as_a_systemerror_is_still_a_clean_ctrl_c_exit(tmp_path):
+    script = tmp_path / 'interrupted_in_c.py'
+    script.write_text(_INTERRUPTED_IN_C_MAIN)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), timeout=60)
+    assert result.returncode == 130, result.stderr[-2000:]
+    assert result.stderr.strip() == 'interrupted'

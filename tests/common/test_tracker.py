@@ -1,4 +1,5 @@
 """RunTracker: CSV rows, episodes, checkpoints and resume (counters restored, CSVs appended)."""
+import contextlib
 import csv
 import io
 import os
@@ -113,14 +114,28 @@ class _Runner:
         self.checkpoint_when_closed = bool(os.listdir(os.path.join(self.run_dir, 'checkpoints')))
 
 
-def test_run_training_saves_on_ctrl_c_before_the_runner_closes(tmp_path, capsys):
+def _interrupt_inside_a_c_callback():
+    """What Ctrl-C raises when it lands while TensorFlow converts a numpy array: CPython turns
+    the KeyboardInterrupt set inside the callback into a SystemError caused by it."""
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as interrupt:
+        raise SystemError('__array__ returned a result with an exception set') from interrupt
+
+
+def _interrupt_in_python():
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize('interrupt', [_interrupt_in_python, _interrupt_inside_a_c_callback])
+def test_run_training_saves_on_ctrl_c_before_the_runner_closes(tmp_path, capsys, interrupt):
     run_dir = str(tmp_path)
     tracker = _make(run_dir, tf.Variable(1.0))
     runner = _Runner(run_dir)
 
     def loop(_):
         tracker.add_steps(12)
-        raise KeyboardInterrupt
+        interrupt()
 
     try:
         tracker_lib.run_training(tracker, lambda: runner, loop)
@@ -133,6 +148,19 @@ def test_run_training_saves_on_ctrl_c_before_the_runner_closes(tmp_path, capsys)
     resumed = _make(run_dir, tf.Variable(0.0))
     assert resumed.env_steps == 12
     resumed.close()
+
+
+def test_run_training_lets_an_error_not_caused_by_ctrl_c_through_unsaved(tmp_path):
+    run_dir = str(tmp_path)
+    tracker = _make(run_dir, tf.Variable(1.0))
+
+    def loop(_):
+        raise SystemError('a real failure')
+
+    with pytest.raises(SystemError, match='a real failure'):
+        tracker_lib.run_training(tracker, contextlib.nullcontext, loop)
+    checkpoints = os.path.join(run_dir, 'checkpoints')
+    assert not os.path.exists(checkpoints) or not os.listdir(checkpoints)
 
 
 def test_run_training_resumes_runs_to_the_end_and_stops_when_complete(tmp_path, capsys):
