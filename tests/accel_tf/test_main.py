@@ -77,6 +77,12 @@ def test_ppo_presets_hold_the_papers_values():
     scaled = _preset('ppo_scaled_pong')
     assert (scaled.num_envs, scaled.horizon, scaled.steps_per_update) == (128, 16, 2048)
     gin.clear_config()
+    original = _preset('ppo_original_code_pong')
+    assert (original.num_envs, original.horizon, original.steps_per_update) == (32, 64, 2048)
+    assert (original.learning_rate, original.ratio_clip, original.gae_lambda) == (1e-3, 0.1, 0.98)
+    assert (original.clip_norm, original.value_loss_coef, original.adam_epsilon) == (1.0, 0.5, 1e-8)
+    assert original.anneal_learning_rate and not original.normalize_advantages
+    gin.clear_config()
     assert _preset('pong').algorithm == 'ppo'
 
 
