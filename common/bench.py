@@ -16,7 +16,9 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
                     synchronized and alternating samplers (their Figure 1b); A2C, PPO training;
                     /learn: their optimization phase alone, on one collected rollout;
                     A3C, APPO with 2 learner processes on one central store;
-  peer/tf_agents_ppo  tf-agents' PPO agent and driver on the same pool and batch as accel/ppo.
+  peer/tf_agents_ppo  tf-agents' PPO agent and driver on the same pool and batch as accel/ppo;
+  replay/prioritized_512  a prioritized draw of 512 of 1M items with its priority update
+                    (items/s; 512 over it is the time per minibatch).
 Each row prints its spread: the min, median and max rate of the windows inside its measurement
 (about a second each; a target period for the dqn rows). Timings are only comparable within one
 invocation; quote ratios. `--plot PATH` draws the table as a bar chart.
@@ -33,6 +35,7 @@ import numpy as np
 
 import common  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from common import app
+from common import prioritized
 from common import processes
 from common import registry
 from common import timing
@@ -79,12 +82,32 @@ def env_row(kind, variant='nature'):
     return measure
 
 
+def prioritized_replay_row(settings):
+    """Prioritized replay's bookkeeping alone: a stratified draw of 512 of 1M items, their
+    importance weights and new priorities, again and again; the rate is items per second."""
+    batch_size, capacity = 512, 1_000_000
+    sampling = prioritized.PrioritizedSampling(capacity, alpha=0.6, seed=0)
+    sampling.add(np.arange(capacity))
+    sampling.update(np.arange(capacity), np.random.default_rng(0).exponential(size=capacity))
+    td_errors = np.random.default_rng(1).exponential(size=(64, batch_size))
+    counter = [0]
+
+    def sample_and_update():
+        indices, _ = sampling.sample(batch_size, beta=0.4)
+        sampling.update(indices, td_errors[counter[0] % len(td_errors)])
+        counter[0] += 1
+
+    return timing.rate(sample_and_update, batch_size, settings['seconds'],
+                       settings['warmup_seconds'])
+
+
 ROWS = {
     'env/serial': env_row('serial'),
     'env/thread': env_row('thread'),
     'env/process': env_row('process'),
     'env/ale_vector': env_row('ale_vector'),
     'env/process/stooke': env_row('process', variant='stooke'),
+    'replay/prioritized_512': prioritized_replay_row,
     **registry.bench_rows(),
 }
 

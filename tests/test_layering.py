@@ -59,7 +59,7 @@ def test_the_checker_sees_both_kinds_of_import(tmp_path):
 
 
 @pytest.mark.parametrize('module', ['common.envs', 'common.processes', 'common.ipc',
-                                    'common.field_types', 'ga3c_tf.agent'])
+                                    'common.field_types', 'common.prioritized', 'ga3c_tf.agent'])
 def test_what_workers_import_stays_free_of_tensorflow(module):
     code = f'import sys, {module}; print("tensorflow" in sys.modules)'
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,

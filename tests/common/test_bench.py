@@ -15,6 +15,20 @@ def test_a_row_returns_its_rate_from_its_own_process():
     assert not multiprocessing.active_children()
 
 
+def test_the_prioritized_replay_row_times_draws_and_updates_over_a_million_items(monkeypatch):
+    calls = []
+    original_sample = bench.prioritized.PrioritizedSampling.sample
+
+    def counted_sample(self, batch_size, beta):
+        calls.append((self.capacity, batch_size))
+        return original_sample(self, batch_size, beta)
+
+    monkeypatch.setattr(bench.prioritized.PrioritizedSampling, 'sample', counted_sample)
+    result = bench.ROWS['replay/prioritized_512'](SETTINGS)
+    assert set(calls) == {(1_000_000, 512)}
+    assert result['steps_per_sec'] > 0 and result['windows'] >= 1
+
+
 def test_a_failing_row_raises_with_its_traceback_and_leaves_no_process():
     with pytest.raises(bench.RowFailed, match='(?s)row env/serial failed:.*Traceback'):
         bench.measure_row('env/serial', dict(SETTINGS, game='no_such_game'))
