@@ -39,21 +39,29 @@ def footprint_bytes(capacity, observation_shape, observation_dtype, stack):
 class ReplayMemory:
     """capacity transitions split evenly over num_streams circular streams, frames stored once.
 
+    n_step > 1: a sampled transition is (s_t, a_t, sum_j gamma^j r_{t+j}, s_{t+n}), its rewards
+    summed up to n steps and cut after a terminal step (then terminal is 1 and s_{t+n} unused), as
+    n-step Q-learning (Rainbow) samples them; the learner bootstraps with gamma^n.
+
     prefault: write the arrays once at creation, so their memory is taken now: a machine without
     room for the whole capacity fails at start rather than hours into a run, and the process's
     memory stays flat as the replay fills (otherwise the OS maps pages as frames arrive)."""
 
     def __init__(self, capacity, observation_shape, observation_dtype, stack, num_streams=1,
-                 seed=0, prefault=False):
-        if stack < 1 or num_streams < 1:
-            raise ValueError(f'stack={stack} and num_streams={num_streams} must be >= 1')
+                 seed=0, prefault=False, n_step=1, gamma=1.0):
+        if stack < 1 or num_streams < 1 or n_step < 1:
+            raise ValueError(f'stack={stack}, num_streams={num_streams} and n_step={n_step} '
+                             f'must be >= 1')
         if stack > 1 and tuple(observation_shape)[-1] != stack:
             raise ValueError(f'observation_shape={tuple(observation_shape)} does not end in the '
                              f'stack size {stack}')
         self.stream_capacity = capacity // num_streams
-        if self.stream_capacity < stack + 1:
+        if self.stream_capacity < stack + n_step:
             raise ValueError(f'capacity={capacity} gives {self.stream_capacity} steps per stream '
-                             f'for {num_streams} streams; need at least stack + 1 = {stack + 1}')
+                             f'for {num_streams} streams; need at least stack + n_step = '
+                             f'{stack + n_step}')
+        self.n_step = n_step
+        self.gamma = gamma
         self.capacity = self.stream_capacity * num_streams
         self.observation_shape = tuple(observation_shape)
         self.observation_dtype = np.dtype(observation_dtype)
@@ -112,11 +120,12 @@ class ReplayMemory:
         self.counts[stream] = min(self.counts[stream] + count, self.stream_capacity)
 
     def valid_counts(self):
-        """Per stream, how many steps can be sampled: those whose s' is stored and whose stack
-        history was not overwritten (the oldest stack-1 steps of a full stream are not)."""
+        """Per stream, how many steps can be sampled: those whose n following steps are stored
+        and whose stack history was not overwritten (the oldest stack-1 steps of a full stream
+        are not)."""
         full = self.counts == self.stream_capacity
         history = np.where(full, self.stack - 1, 0)
-        return np.maximum(self.counts - 1 - history, 0)
+        return np.maximum(self.counts - self.n_step - history, 0)
 
     def sample_indices(self, batch_size):
         """(streams, positions) of batch_size uniformly drawn valid steps."""
@@ -154,13 +163,28 @@ class ReplayMemory:
 
     def sample(self, batch_size):
         """A uniformly sampled Batch of complete transitions."""
-        streams, positions = self.sample_indices(batch_size)
-        next_positions = (positions + 1) % self.stream_capacity
+        return self.transitions(*self.sample_indices(batch_size))
+
+    def transitions(self, streams, positions):
+        """The Batch of the (n-step) transitions that start at these valid steps."""
+        if self.n_step == 1:
+            rewards = self.rewards[streams, positions]
+            terminals = self.terminals[streams, positions].astype(np.float32)
+        else:
+            at = (positions[:, None] + np.arange(self.n_step)[None, :]) % self.stream_capacity
+            cut = self.terminals[streams[:, None], at]                      # (B, n)
+            # Step j counts while no earlier step of the n was terminal.
+            alive = np.cumprod(np.concatenate(
+                [np.ones((len(positions), 1), bool), ~cut[:, :-1]], axis=1), axis=1)
+            discounts = (self.gamma ** np.arange(self.n_step)).astype(np.float32)
+            rewards = (self.rewards[streams[:, None], at] * alive * discounts).sum(axis=1)
+            terminals = cut.any(axis=1).astype(np.float32)
+        next_positions = (positions + self.n_step) % self.stream_capacity
         return Batch(observations=self.stacked(streams, positions),
                      actions=self.actions[streams, positions],
-                     rewards=self.rewards[streams, positions],
+                     rewards=rewards.astype(np.float32),
                      next_observations=self.stacked(streams, next_positions),
-                     terminals=self.terminals[streams, positions].astype(np.float32))
+                     terminals=terminals)
 
     def sample_stacked(self, num_minibatches, batch_size):
         """num_minibatches uniform minibatches (one draw of num_minibatches * batch_size steps),

@@ -101,6 +101,32 @@ def test_sampling_never_returns_an_invalid_index():
             assert len(set(positions)) == capacity - 1 - (stack - 1)
 
 
+def test_n_step_transitions_sum_discounted_rewards_and_stop_at_a_terminal():
+    memory = replay.ReplayMemory(40, (3, 2, 4), np.uint8, stack=4, n_step=3, gamma=0.5)
+    rewards = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0]
+    terminals = [0, 0, 0, 1, 0, 0, 0, 0]  # step 3 ends an episode (or a life)
+    for step, (reward, terminal) in enumerate(zip(rewards, terminals)):
+        memory.add(0, _observation(step + 1), action=step, reward=reward,
+                   terminal=bool(terminal), episode_start=step in (0, 4))
+    assert memory.valid_counts()[0] == len(rewards) - 3  # s_{t+3} must be stored
+    batch = memory.transitions(np.zeros(5, np.int64), np.arange(5))
+    # By hand: r_t + 0.5 r_{t+1} + 0.25 r_{t+2}, cut after the terminal step 3.
+    np.testing.assert_allclose(batch.rewards, [1 + 1 + 1, 2 + 2 + 2, 4 + 4, 8, 16 + 16 + 16])
+    np.testing.assert_array_equal(batch.terminals, [0, 1, 1, 1, 0])
+    assert [_newest_to_oldest(o)[-1] for o in batch.next_observations] == [4, 5, 6, 7, 8]
+    np.testing.assert_array_equal(batch.actions, np.arange(5))
+
+
+def test_one_step_transitions_are_unchanged_by_the_n_step_path():
+    memory = replay.ReplayMemory(40, (3, 2, 4), np.uint8, stack=4, n_step=1, gamma=0.5)
+    for step in range(6):
+        memory.add(0, _observation(step + 1), step, float(step), step == 2, step == 0)
+    batch = memory.transitions(np.zeros(5, np.int64), np.arange(5))
+    np.testing.assert_allclose(batch.rewards, [0, 1, 2, 3, 4])
+    np.testing.assert_array_equal(batch.terminals, [0, 0, 1, 0, 0])
+    assert [_newest_to_oldest(o)[-1] for o in batch.next_observations] == [2, 3, 4, 5, 6]
+
+
 def test_staged_steps_flush_into_replay_as_if_added_directly():
     direct = replay.ReplayMemory(12, (3, 2, 4), np.uint8, stack=4)
     staged = replay.ReplayMemory(12, (3, 2, 4), np.uint8, stack=4)
@@ -145,6 +171,10 @@ def test_bad_sizes_are_named():
         replay.ReplayMemory(6, (3, 2, 4), np.uint8, stack=4, num_streams=2)
     with pytest.raises(ValueError, match='stack size 4'):
         replay.ReplayMemory(60, (3, 2, 3), np.uint8, stack=4)
+    with pytest.raises(ValueError, match='need at least stack \\+ n_step = 7'):
+        replay.ReplayMemory(6, (3, 2, 4), np.uint8, stack=4, n_step=3)
+    with pytest.raises(ValueError, match='n_step=0'):
+        replay.ReplayMemory(60, (3, 2, 4), np.uint8, stack=4, n_step=0)
 
 
 def _resident_megabytes():
