@@ -133,11 +133,14 @@ def huber(errors, delta):
 
 
 def dqn_loss(q_values, actions, rewards, terminals, next_q_target, gamma, next_q_online=None,
-             huber_delta=1.0):
+             huber_delta=1.0, weights=None):
     """One-step (double) DQN: Huber(r + gamma * (1 - terminal) * Q_target(s', a*) - Q(s, a)).
 
     a* = argmax Q_target(s') (Mnih et al. 2015), or argmax Q_online(s') when next_q_online is
-    given (double DQN, van Hasselt et al. 2016). Shapes: Q [N, A], the rest [N].
+    given (double DQN, van Hasselt et al. 2016). For n-step transitions, r is their discounted
+    sum and gamma the bootstrap's gamma^n. weights: per-sample importance weights of
+    prioritized replay (Schaul et al. 2016, Algorithm 1), multiplying each Huber term before
+    the mean. Shapes: Q [N, A], the rest [N].
     """
     rewards = tf.cast(rewards, q_values.dtype)
     if next_q_online is None:
@@ -147,7 +150,10 @@ def dqn_loss(q_values, actions, rewards, terminals, next_q_target, gamma, next_q
     targets = tf.stop_gradient(
         rewards + gamma * continuation(terminals, q_values.dtype) * next_values)
     td_errors = targets - select(q_values, actions)
-    return DQNLoss(loss=tf.reduce_mean(huber(td_errors, huber_delta)), td_errors=td_errors)
+    per_sample = huber(td_errors, huber_delta)
+    if weights is not None:
+        per_sample = per_sample * tf.stop_gradient(tf.cast(weights, per_sample.dtype))
+    return DQNLoss(loss=tf.reduce_mean(per_sample), td_errors=td_errors)
 
 
 def categorical_projection(next_probs, rewards, terminals, gamma, support):

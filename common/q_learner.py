@@ -14,10 +14,14 @@ from common import optim
 @dataclasses.dataclass(frozen=True)
 class QSettings:
     """What the update optimizes: Huber(r + gamma (1 - terminal) Q_target(s', a*) - Q(s, a)),
-    a* from the target network, or from the online one with double_dqn."""
+    a* from the target network, or from the online one with double_dqn. n_step > 1: r is the
+    replay's discounted sum of n rewards and the bootstrap is discounted by gamma^n.
+    importance_weighted: weighted updates for prioritized replay (weighted_train_step)."""
     gamma: float
     double_dqn: bool = False
     huber_delta: float = 1.0
+    n_step: int = 1
+    importance_weighted: bool = False
 
 
 class QLearner(tf.Module):
@@ -43,11 +47,16 @@ class QLearner(tf.Module):
         self.train_step = tf.function(self._train_step, input_signature=batch_signature)
         self.train_steps = tf.function(self._train_steps, input_signature=[
             tf.TensorSpec((None,) + tuple(spec.shape), spec.dtype) for spec in batch_signature])
+        traced = [self.online_greedy, self.target_greedy, self.train_step, self.train_steps]
+        if settings.importance_weighted:
+            self.weighted_train_step = tf.function(
+                self._train_step,
+                input_signature=batch_signature + [tf.TensorSpec((None,), tf.float32)])
+            traced.append(self.weighted_train_step)
         self.update_target()
         # Trace everything here, in one thread: Keras models are not safe to trace from several
         # threads at once (a trainer thread and acting threads).
-        for function in (self.online_greedy, self.target_greedy, self.train_step,
-                         self.train_steps):
+        for function in traced:
             function.get_concrete_function()
 
     @staticmethod
@@ -59,20 +68,24 @@ class QLearner(tf.Module):
         for target, online in zip(self.target.variables, self.online.variables):
             target.assign(online)
 
-    def loss(self, observations, actions, rewards, next_observations, terminals):
+    def loss(self, observations, actions, rewards, next_observations, terminals, weights=None):
         """losses.DQNLoss of the online network against the target network's bootstrap."""
         settings = self.settings
         next_q_target = self.target(next_observations)
         next_q_online = self.online(next_observations) if settings.double_dqn else None
         return losses.dqn_loss(self.online(observations), actions, rewards, terminals,
-                               next_q_target, settings.gamma, next_q_online=next_q_online,
-                               huber_delta=settings.huber_delta)
+                               next_q_target, settings.gamma ** settings.n_step,
+                               next_q_online=next_q_online, huber_delta=settings.huber_delta,
+                               weights=weights)
 
-    def _train_step(self, observations, actions, rewards, next_observations, terminals):
-        """One update; returns its per-sample TD errors (target - Q)."""
+    def _train_step(self, observations, actions, rewards, next_observations, terminals,
+                    weights=None):
+        """One update (importance-weighted if weights); returns its per-sample TD errors
+        (target - Q)."""
         variables = self.online.trainable_variables
         with tf.GradientTape() as tape:
-            loss = self.loss(observations, actions, rewards, next_observations, terminals)
+            loss = self.loss(observations, actions, rewards, next_observations, terminals,
+                             weights)
         self.optimizer.apply_gradients(tape.gradient(loss.loss, variables), variables)
         self.update_means.add({'loss': loss.loss})
         return loss.td_errors

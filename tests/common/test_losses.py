@@ -181,6 +181,15 @@ def test_double_dqn_loss_hand_computed():
     assert float(loss) == pytest.approx((0.005 + 2.5 + 2.5) / 3, rel=1e-5)
 
 
+def test_importance_weights_scale_each_samples_huber_term():
+    weights = np.array([0.5, 1.0, 0.25], np.float32)
+    loss, td_errors = losses.dqn_loss(Q_VALUES, Q_ACTIONS, Q_REWARDS, Q_TERMINALS,
+                                      NEXT_Q_TARGET, gamma=0.9, weights=weights)
+    np.testing.assert_allclose(td_errors, [3.5, -3.0, 0.6], rtol=1e-6)  # unweighted
+    # Huber terms 3.0, 2.5, .18 (test above), weighted: 1.5 + 2.5 + .045.
+    assert float(loss) == pytest.approx((1.5 + 2.5 + 0.045) / 3, rel=1e-6)
+
+
 def test_dqn_loss_huber_delta_and_no_gradient_into_target():
     q_values = tf.Variable(Q_VALUES)
     next_q_target = tf.Variable(NEXT_Q_TARGET)

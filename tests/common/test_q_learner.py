@@ -9,12 +9,13 @@ from common import q_learner
 SPEC = tf.TensorSpec((None, 4), tf.float32)
 
 
-def _learner(double_dqn=False):
+def _learner(double_dqn=False, **settings):
     tf.random.set_seed(0)
     make = lambda: networks.make_q_network(  # noqa: E731
         3, (4,), np.float32, network='mlp', torso_kwargs={'hidden_sizes': (8,)})
     return q_learner.QLearner(make, 3, q_learner.centered_rmsprop(1e-3, 0.95, 0.01),
-                              q_learner.QSettings(gamma=0.9, double_dqn=double_dqn), SPEC)
+                              q_learner.QSettings(gamma=0.9, double_dqn=double_dqn, **settings),
+                              SPEC)
 
 
 def _batch(seed, size=6):
@@ -56,3 +57,35 @@ def test_a_stack_of_updates_in_one_call_equals_one_call_each():
     for first, second in zip(looped.online.get_weights(), single.online.get_weights()):
         np.testing.assert_allclose(first, second, rtol=1e-5, atol=1e-7)
     assert td_stack.shape == (3, 6)
+
+
+def test_n_step_updates_bootstrap_with_gamma_to_the_n():
+    learner = _learner(n_step=3)
+    observations, actions, rewards, next_observations, terminals = _batch(2)
+    next_target = learner.target(next_observations).numpy().max(axis=1)
+    q_values = learner.online(observations).numpy()[np.arange(6), actions]
+    td_errors = learner.train_step(observations, actions, rewards, next_observations, terminals)
+    targets = rewards + 0.9 ** 3 * (1 - terminals) * next_target
+    np.testing.assert_allclose(td_errors, targets - q_values, rtol=1e-5, atol=1e-6)
+
+
+def test_weighted_updates_equal_updates_on_the_weighted_loss():
+    weighted, by_hand = _learner(importance_weighted=True), _learner()
+    by_hand.online.set_weights(weighted.online.get_weights())
+    by_hand.update_target()
+    weighted.update_target()
+    batch = _batch(3)
+    weights = np.array([1.0, 0.5, 0.25, 1.0, 0.0, 0.75], np.float32)
+    weighted.weighted_train_step(*batch, weights)
+    # The same step by hand: the gradient of mean(w * Huber) through the unweighted learner's
+    # optimizer.
+    variables = by_hand.online.trainable_variables
+    with tf.GradientTape() as tape:
+        loss = by_hand.loss(*batch, weights=weights)
+    by_hand.optimizer.apply_gradients(tape.gradient(loss.loss, variables), variables)
+    for first, second in zip(weighted.online.get_weights(), by_hand.online.get_weights()):
+        np.testing.assert_allclose(first, second, rtol=1e-5, atol=1e-7)
+    unweighted = _learner()
+    unweighted.train_step(*batch)
+    assert not all(np.allclose(first, second) for first, second in
+                   zip(weighted.online.get_weights(), unweighted.online.get_weights()))
