@@ -18,8 +18,10 @@ SAMPLERS = ('synchronized', 'alternating')
 
 
 class Rollout:
-    """The (t_max + 1, N, ...) observation block and the (t_max, N) action, reward and terminal
-    arrays of one rollout, filled in place; observations[t_max] is the bootstrap state."""
+    """The (t_max + 1, N, ...) observation block and the (t_max, N) action, reward, terminal and
+    done arrays of one rollout, filled in place; observations[t_max] is the bootstrap state.
+    terminal cuts the bootstrap; done (the game was reset after the step) can differ only with
+    episodic life, and tells replay where episodes start."""
 
     def __init__(self, t_max, num_envs, observation_shape, observation_dtype):
         self.observations = np.zeros((t_max + 1, num_envs) + tuple(observation_shape),
@@ -27,6 +29,7 @@ class Rollout:
         self.actions = np.zeros((t_max, num_envs), np.int32)
         self.rewards = np.zeros((t_max, num_envs), np.float32)
         self.terminals = np.zeros((t_max, num_envs), np.float32)
+        self.dones = np.zeros((t_max, num_envs), bool)
 
     @property
     def t_max(self):
@@ -72,6 +75,7 @@ class SynchronizedSampler:
         rollout = self.rollout
         rollout.rewards[step, envs] = result.rewards
         rollout.terminals[step, envs] = result.terminals
+        rollout.dones[step, envs] = result.dones
         rollout.observations[step + 1, envs] = result.observations
         if result.dones.any():
             for index in np.flatnonzero(result.dones):

@@ -24,7 +24,8 @@ def _collect(sampler, policy, rollouts):
         episodes = sampler.collect(policy)
         rollout = sampler.rollout
         copies.append((rollout.observations.copy(), rollout.actions.copy(),
-                       rollout.rewards.copy(), rollout.terminals.copy(), episodes))
+                       rollout.rewards.copy(), rollout.terminals.copy(), episodes,
+                       rollout.dones.copy()))
     return copies
 
 
@@ -36,7 +37,7 @@ def test_synchronized_and_alternating_samplers_give_identical_trajectories():
     with pools.ProcessPool(SMALL_PONG, 4, num_workers=2, seed=11, num_groups=2) as pool:
         alternating = _collect(samplers.make_sampler('alternating', pool, 5), policy, 3)
     for first, second in zip(synchronized, alternating):
-        for array, other in zip(first[:4], second[:4]):
+        for array, other in zip(first[:4] + first[5:], second[:4] + second[5:]):
             np.testing.assert_array_equal(array, other)
         assert first[4] == second[4]
     assert len({int(actions.sum()) for _, actions, *_ in synchronized}) > 1  # not all alike
@@ -60,6 +61,7 @@ def test_a_rollout_continues_where_the_last_one_ended_and_matches_stepping_by_ha
                 result = replay.step(actions)
                 np.testing.assert_array_equal(result.rewards, rollout[2][step])
                 np.testing.assert_array_equal(result.terminals, rollout[3][step])
+                np.testing.assert_array_equal(result.dones, rollout[5][step])
                 observation = result.observations.copy()
                 np.testing.assert_array_equal(observation, rollout[0][step + 1])
 
