@@ -17,7 +17,8 @@ class ActorCriticLoss(NamedTuple):
 
 
 class DQNLoss(NamedTuple):
-    """The mean Huber loss and the per-sample TD errors (target - Q), e.g. for priorities."""
+    """The mean loss and the per-sample errors for priorities: TD errors (target - Q), or the
+    categorical loss's cross-entropies."""
     loss: tf.Tensor
     td_errors: tf.Tensor
 
@@ -154,6 +155,30 @@ def dqn_loss(q_values, actions, rewards, terminals, next_q_target, gamma, next_q
     if weights is not None:
         per_sample = per_sample * tf.stop_gradient(tf.cast(weights, per_sample.dtype))
     return DQNLoss(loss=tf.reduce_mean(per_sample), td_errors=td_errors)
+
+
+def categorical_dqn_loss(atom_logits, actions, rewards, terminals, next_atom_logits_target,
+                         gamma, support, next_q_online=None, weights=None):
+    """Categorical DQN (Bellemare et al. 2017, Algorithm 1): the cross-entropy between the
+    projected target distribution of (r, gamma, Z_target(s', a*)) and the predicted one of
+    (s, a). a* = argmax of the target network's expected values, or of next_q_online's (double
+    DQN, as Rainbow). weights: per-sample importance weights of prioritized replay. Returns
+    DQNLoss whose td_errors are the per-sample cross-entropies, what Rainbow's priorities
+    take. Shapes: logits [N, A, K], support [K], the rest [N]."""
+    support = tf.cast(support, atom_logits.dtype)
+    next_probs = tf.nn.softmax(next_atom_logits_target)
+    chooser = (tf.reduce_sum(next_probs * support, axis=-1) if next_q_online is None
+               else next_q_online)
+    next_actions = tf.argmax(chooser, axis=-1, output_type=tf.int32)
+    chosen_next = tf.gather(next_probs, next_actions, axis=1, batch_dims=1)      # [N, K]
+    targets = tf.stop_gradient(
+        categorical_projection(chosen_next, rewards, terminals, gamma, support))
+    chosen_logits = tf.gather(atom_logits, tf.cast(actions, tf.int32), axis=1, batch_dims=1)
+    cross_entropies = -tf.reduce_sum(targets * tf.nn.log_softmax(chosen_logits), axis=-1)
+    per_sample = cross_entropies
+    if weights is not None:
+        per_sample = per_sample * tf.stop_gradient(tf.cast(weights, per_sample.dtype))
+    return DQNLoss(loss=tf.reduce_mean(per_sample), td_errors=cross_entropies)
 
 
 def categorical_projection(next_probs, rewards, terminals, gamma, support):

@@ -132,28 +132,45 @@ class QNetwork(tf.keras.Model):
     """Torso with a linear Q head, or dueling streams: observations -> Q values [N, A].
 
     Dueling (Wang et al. 2016): Q = V + A - mean_a(A); here both streams are linear on the
-    torso's features rather than each having its own hidden layer.
+    torso's features rather than each having its own hidden layer. With a support of K atoms
+    (categorical DQN, Bellemare et al. 2017), the heads give K logits per action (dueling per
+    atom, as Rainbow does), atom_logits() returns them [N, A, K], and calling the network gives
+    the expected values sum_k softmax(logits)_k z_k.
     """
 
     def __init__(self, torso, num_actions, dueling=False, input_scale=1 / 255, input_offset=0.0,
-                 name='q_network'):
+                 support=None, name='q_network'):
         super().__init__(name=name)
         self.torso = torso
         self.dueling = dueling
-        # Per-action outputs: the Q values, or the advantage stream when dueling.
-        self.action_head = layers.Dense(num_actions, name='advantage' if dueling else 'q_values')
-        self.value_head = layers.Dense(1, name='value') if dueling else None
+        self.num_actions = num_actions
+        self.support = None if support is None else tf.constant(support, tf.float32)
+        self.num_atoms = 1 if support is None else len(support)
+        # Per-action outputs: the Q values (or atom logits), or the advantage stream when dueling.
+        self.action_head = layers.Dense(num_actions * self.num_atoms,
+                                        name='advantage' if dueling else 'q_values')
+        self.value_head = layers.Dense(self.num_atoms, name='value') if dueling else None
         self.input_scale = input_scale
         self.input_offset = input_offset
 
-    def call(self, observations):
+    def atom_logits(self, observations):
+        """[N, A] Q values without a support; [N, A, K] atom logits with one."""
         features = self.torso(scale_observations(observations, self.input_scale,
                                                  self.input_offset))
         action_outputs = self.action_head(features)
+        values = self.value_head(features) if self.dueling else None
+        if self.support is not None:
+            action_outputs = tf.reshape(action_outputs, [-1, self.num_actions, self.num_atoms])
+            values = None if values is None else values[:, None, :]
         if not self.dueling:
             return action_outputs
-        advantages = action_outputs - tf.reduce_mean(action_outputs, axis=-1, keepdims=True)
-        return self.value_head(features) + advantages
+        return values + action_outputs - tf.reduce_mean(action_outputs, axis=1, keepdims=True)
+
+    def call(self, observations):
+        outputs = self.atom_logits(observations)
+        if self.support is None:
+            return outputs
+        return tf.reduce_sum(tf.nn.softmax(outputs) * self.support, axis=-1)
 
 
 def make_torso(network, observation_shape, torso_kwargs=None):
@@ -235,9 +252,10 @@ def actor_critic_for(env_config, network, initializer='glorot_uniform', seed=0):
 
 def make_q_network(num_actions, observation_shape, observation_dtype, network='nature',
                    dueling=False, input_scale=1 / 255, input_offset=0.0, torso_kwargs=None,
-                   initializer='glorot_uniform', seed=0):
-    """A built QNetwork (dueling optional) on the named torso, initialized from seed."""
+                   initializer='glorot_uniform', seed=0, support=None):
+    """A built QNetwork (dueling optional; categorical over the atoms support, if given) on the
+    named torso, initialized from seed."""
     torso = make_torso(network, observation_shape, torso_kwargs)
     model = QNetwork(torso, num_actions, dueling=dueling, input_scale=input_scale,
-                     input_offset=input_offset)
+                     input_offset=input_offset, support=support)
     return initialize(build(model, observation_shape, observation_dtype), initializer, seed)

@@ -22,6 +22,7 @@ class QSettings:
     huber_delta: float = 1.0
     n_step: int = 1
     importance_weighted: bool = False
+    categorical: bool = False  # the network has a support: categorical DQN's loss
 
 
 class QLearner(tf.Module):
@@ -34,6 +35,9 @@ class QLearner(tf.Module):
         self.settings = settings
         self.online = make_network()
         self.target = make_network()
+        if settings.categorical != (getattr(self.online, 'support', None) is not None):
+            raise ValueError(f'QSettings.categorical={settings.categorical} needs a network '
+                             f'{"with" if settings.categorical else "without"} a support')
         self.optimizer = optimizer
         self.optimizer.build(self.online.trainable_variables)
         self.update_means = interval_means.IntervalMeans(('loss',))
@@ -71,11 +75,16 @@ class QLearner(tf.Module):
     def loss(self, observations, actions, rewards, next_observations, terminals, weights=None):
         """losses.DQNLoss of the online network against the target network's bootstrap."""
         settings = self.settings
-        next_q_target = self.target(next_observations)
         next_q_online = self.online(next_observations) if settings.double_dqn else None
+        gamma = settings.gamma ** settings.n_step
+        if settings.categorical:
+            return losses.categorical_dqn_loss(
+                self.online.atom_logits(observations), actions, rewards, terminals,
+                self.target.atom_logits(next_observations), gamma, self.online.support,
+                next_q_online=next_q_online, weights=weights)
+        next_q_target = self.target(next_observations)
         return losses.dqn_loss(self.online(observations), actions, rewards, terminals,
-                               next_q_target, settings.gamma ** settings.n_step,
-                               next_q_online=next_q_online, huber_delta=settings.huber_delta,
+                               next_q_target, gamma, next_q_online=next_q_online, huber_delta=settings.huber_delta,
                                weights=weights)
 
     def _train_step(self, observations, actions, rewards, next_observations, terminals,
