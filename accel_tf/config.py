@@ -6,6 +6,7 @@ from typing import Any, Optional
 
 import gin
 
+from accel_tf import q_config
 from common import app
 from common import config as config_lib
 from common import networks
@@ -14,7 +15,9 @@ from common import samplers
 from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401
 
-ALGORITHMS = ('a2c', 'ppo', 'a3c', 'appo')
+ALGORITHMS = ('a2c', 'ppo', 'a3c', 'appo', 'dqn', 'cat_dqn', 'rainbow')
+# The Q-value family (section 5.2-5.3): off-policy, on replay, with AccelConfig.q_values.
+Q_ALGORITHMS = ('dqn', 'cat_dqn', 'rainbow')
 # Asynchronous: learner processes, each a sampler-learner unit on the central store (section 5.1).
 ASYNC_ALGORITHMS = ('a3c', 'appo')
 # The update rule each asynchronous algorithm applies to the central store.
@@ -38,6 +41,7 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     pin_cpus: bool = False              # pin worker i to CPU i (mod the CPUs usable)
     horizon: int = 5                    # sampling horizon T: a batch is T x num_envs
     network: str = 'a3c_net'
+    torso_kwargs: Optional[dict] = None  # e.g. {'hidden_sizes': (64, 64)} for 'mlp'
     initializer: str = 'fan_in_uniform'
     # Optimization
     optimizer: str = 'rmsprop'          # 'rmsprop' (RMSPropConfig's fields) | 'adam'
@@ -64,6 +68,8 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     num_chunks: int = 3                 # store chunks, a lock each (section 5.1, footnote 2)
     local_steps_per_sync: int = 1       # APPO: local Adam steps per synchronization (App. B)
     pull_every_steps: int = 64          # APPO: sampling steps between pulls (section 4.2)
+    # The Q-value family: @QValueConfig() (replay, training intensity, variants).
+    q_values: Any = None
 
     @property
     def num_envs(self):
@@ -112,6 +118,8 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
             'num_learners', 'num_chunks', 'local_steps_per_sync', 'pull_every_steps'))
         if self.algorithm in ASYNC_ALGORITHMS:
             self._validate_async()
+        if self.algorithm in Q_ALGORITHMS:
+            self._validate_q_values()
         if self.algorithm in ('ppo', 'appo'):
             require(self.gae_lambda is not None,
                     f"AccelConfig.algorithm={self.algorithm!r} needs gae_lambda (a float in "
@@ -135,3 +143,16 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
             app.require(steps % self.local_steps_per_sync == 0,
                         f'AccelConfig.local_steps_per_sync={self.local_steps_per_sync} must '
                         f'divide the gradient steps per batch, epochs * minibatches = {steps}')
+
+    def _validate_q_values(self):
+        q_values = self.q_values
+        app.require(isinstance(q_values, q_config.QValueConfig),
+                    f'AccelConfig.algorithm={self.algorithm!r} needs AccelConfig.q_values = '
+                    f'@QValueConfig(), got {q_values!r}')
+        q_values.validate(self.algorithm)
+        stack = getattr(self.env_config, 'stack', 1)
+        per_stream = q_values.replay_capacity // self.num_envs
+        app.require(per_stream >= stack + q_values.n_step,
+                    f'QValueConfig.replay_capacity={q_values.replay_capacity} gives '
+                    f'{per_stream} steps per simulator for {self.num_envs} simulators; need '
+                    f'at least stack + n_step = {stack + q_values.n_step}')

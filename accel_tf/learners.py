@@ -37,7 +37,7 @@ def gradient_steps_per_update(config):
 def build_learner(config):
     """An ActorCriticLearner (A2C, A3C) or a PPOLearner (PPO, APPO) with config's network and optimizer."""
     model = networks.actor_critic_for(config.env_config, config.network, config.initializer,
-                                      config.seed)
+                                      config.seed, torso_kwargs=config.torso_kwargs)
     total_updates = (config.total_steps // config.steps_per_update
                      * gradient_steps_per_update(config))
     optimizer = make_optimizer(config, total_updates)

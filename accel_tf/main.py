@@ -5,6 +5,7 @@ from absl import flags
 from accel_tf import async_units
 from accel_tf import config as config_lib
 from accel_tf import learners
+from accel_tf import q_family
 from common import app
 from common import config as common_config
 from common import evaluate
@@ -37,14 +38,15 @@ def train(config, run_dir, make_pool=learners.open_pool, on_first_pool=None):
         if on_first_pool is not None:
             on_first_pool()
         return async_units.train(config, run_dir)
-    learner = learners.build_learner(config)
-
     def pool_for(seed):
         pool = make_pool(config, seed)
         if on_first_pool is not None:
             on_first_pool()
         return pool
 
+    if config.algorithm in config_lib.Q_ALGORITHMS:
+        return q_family.train(config, run_dir, q_family.build_q_learner(config), pool_for)
+    learner = learners.build_learner(config)
     return on_policy.train(config, run_dir, learner, pool_for, config.sampler, config.horizon,
                            config.num_envs)
 
@@ -57,9 +59,19 @@ def main():
 
 
 def load_policy(run_dir, greedy=False):
-    """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
-    return evaluate.actor_critic_policy(run_dir, config_lib.AccelConfig, learners.build_learner,
-                                        greedy, obsolete=RENAMED)
+    """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps);
+    for the Q-value family, greedy or epsilon-greedy at the run's final epsilon."""
+    app.parse_recorded_config(run_dir, RENAMED)
+    config = config_lib.AccelConfig()
+    if config.algorithm not in config_lib.Q_ALGORITHMS:
+        return evaluate.actor_critic_policy(run_dir, config_lib.AccelConfig,
+                                            learners.build_learner, greedy, obsolete=RENAMED)
+    from common import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
+    learner = q_family.build_q_learner(config)
+    env_steps = checkpoint_lib.restore_latest(run_dir, online=learner.online)
+    epsilon = 0.0 if greedy else config.q_values.final_epsilon
+    return (config.env_config, evaluate.epsilon_greedy_policy(learner, epsilon,
+                                                             config.seed + env_steps), env_steps)
 
 
 if __name__ == '__main__':

@@ -63,6 +63,8 @@ class RMSPropConfig:
     rmsprop_epsilon: float = 0.1
     rmsprop_epsilon_inside_sqrt: bool = True
     rmsprop_initial_mean_square: float = 1.0
+    rmsprop_centered: bool = False  # DeepMind's DQN RMSProp (Mnih et al. 2015) divides by the
+                                    # standard deviation of the gradient, not its RMS
 
     def validate_rmsprop(self):
         owner = type(self).__name__
@@ -82,7 +84,8 @@ class RMSPropConfig:
         return optim.RMSProp(learning_rate=learning_rate, decay=self.rmsprop_decay,
                              epsilon=self.rmsprop_epsilon,
                              epsilon_inside_sqrt=self.rmsprop_epsilon_inside_sqrt,
-                             initial_mean_square=self.rmsprop_initial_mean_square)
+                             initial_mean_square=self.rmsprop_initial_mean_square,
+                             centered=self.rmsprop_centered)
 
 
 def renamed_bindings(owner):

@@ -74,6 +74,21 @@ def write_eval_row(run_dir, env_steps, scores, seconds, wall_time):
     return row
 
 
+def epsilon_greedy_policy(learner, epsilon, seed):
+    """policy_fn of a Q-learner (common.q_learner): epsilon-greedy on its online network,
+    batched."""
+    rng = np.random.default_rng(seed)
+    num_actions = learner.num_actions
+
+    def policy(observations):
+        actions = learner.online_greedy(observations).numpy()
+        explore = rng.random(len(actions)) < epsilon
+        actions[explore] = rng.integers(num_actions, size=int(explore.sum()))
+        return actions
+
+    return policy
+
+
 def actor_critic_policy(run_dir, make_config, make_learner, greedy=False, obsolete=()):
     """A paper's load_policy for an actor-critic learner with act/greedy_act: the run's
     operative config (without the obsolete bindings) into make_config(), make_learner(config)'s

@@ -242,12 +242,13 @@ def make_actor_critic(num_actions, observation_shape, observation_dtype, network
     return initialize(build(model, observation_shape, observation_dtype), initializer, seed)
 
 
-def actor_critic_for(env_config, network, initializer='glorot_uniform', seed=0):
+def actor_critic_for(env_config, network, initializer='glorot_uniform', seed=0,
+                     torso_kwargs=None):
     """make_actor_critic for env_config's observations and actions."""
     return make_actor_critic(
         num_actions=env_config.num_actions(), observation_shape=env_config.observation_shape,
         observation_dtype=env_config.observation_dtype, network=network,
-        initializer=initializer, seed=seed)
+        torso_kwargs=torso_kwargs, initializer=initializer, seed=seed)
 
 
 def make_q_network(num_actions, observation_shape, observation_dtype, network='nature',

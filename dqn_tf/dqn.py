@@ -188,26 +188,12 @@ class FastDQN:
 DQN_COLUMNS = ('epsilon', 'loss', 'replay_size', 'minibatches')
 
 
-def epsilon_greedy_policy(learner, epsilon, seed):
-    """policy_fn for common.evaluate: epsilon-greedy on the online network, batched."""
-    rng = np.random.default_rng(seed)
-    num_actions = learner.num_actions
-
-    def policy(observations):
-        actions = learner.online_greedy(observations).numpy()
-        explore = rng.random(len(actions)) < epsilon
-        actions[explore] = rng.integers(num_actions, size=int(explore.sum()))
-        return actions
-
-    return policy
-
-
 def evaluate_now(config, learner, run_dir, env_steps, trained_seconds):
     """The paper's evaluation round (epsilon 0.05, separate environments) into eval.csv."""
     start = time.perf_counter()
     scores = evaluate.run_episodes(
         evaluate.evaluation_env_config(config.env_config),
-        epsilon_greedy_policy(learner, config.eval_epsilon, config.seed + env_steps),
+        evaluate.epsilon_greedy_policy(learner, config.eval_epsilon, config.seed + env_steps),
         config.eval_episodes, seed=config.seed + 7919 + env_steps)
     row = evaluate.write_eval_row(run_dir, env_steps, scores, time.perf_counter() - start,
                                   trained_seconds)

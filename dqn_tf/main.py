@@ -2,6 +2,7 @@
 from absl import flags
 
 from common import app
+from common import evaluate
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
 
@@ -32,8 +33,8 @@ def load_policy(run_dir, greedy=False):
     config = config_lib.DQNConfig()
     learner = dqn.build_learner(config)
     env_steps = checkpoint_lib.restore_latest(run_dir, online=learner.online)
-    policy = dqn.epsilon_greedy_policy(learner, 0.0 if greedy else config.eval_epsilon,
-                                       seed=config.seed + env_steps)
+    policy = evaluate.epsilon_greedy_policy(learner, 0.0 if greedy else config.eval_epsilon,
+                                            seed=config.seed + env_steps)
     return config.env_config, policy, env_steps
 
 

@@ -323,7 +323,7 @@ def test_dqn_learns_cartpole():
         epsilon_decay_steps=10_000, final_epsilon=0.02, double_dqn=True, seed=2,
         torso_kwargs={'hidden_sizes': (64, 64), 'activation': 'relu'})
     learner = dqn.build_learner(config)
-    greedy = dqn.epsilon_greedy_policy(learner, 0.0, seed=0)
+    greedy = evaluate.epsilon_greedy_policy(learner, 0.0, seed=0)
     scores = []
     with dqn.FastDQN(config, learner, seed=config.seed) as runner:
         runner.prepopulate(config.prepopulate_steps)

@@ -1,0 +1,70 @@
+"""The Q-value family's knobs (Stooke & Abbeel 2018, sections 2 and 5, Appendix A.3): replay,
+training intensity, targets, exploration, and the DQN variants Rainbow combines. AccelConfig
+holds one as `q_values` for algorithm 'dqn', 'cat_dqn' or 'rainbow'; gin/accel/*_pong.gin set
+and cite the values."""
+import dataclasses
+
+import gin
+
+from common import app
+
+
+@gin.configurable
+@dataclasses.dataclass
+class QValueConfig:
+    """Defaults are Nature DQN's (Mnih et al. 2015) where the paper keeps "the original
+    publication's" values; the presets cite each."""
+    batch_size: int = 32
+    # Training intensity (section 4.2: 8 for DQN and its variants): updates_per_phase x
+    # batch_size transitions trained per num_envs x horizon sampled.
+    updates_per_phase: int = 1
+    replay_capacity: int = 1_000_000   # split over the simulators' streams (section 5.2)
+    min_replay_steps: int = 50_000     # stored before the first update
+    target_period: int = 40_000        # environment steps between target copies
+    n_step: int = 1
+    double_dqn: bool = False
+    dueling: bool = False
+    huber_delta: float = 1.0           # DQN's loss; the categorical loss has none
+    num_atoms: int = 1                 # > 1: categorical DQN over [v_min, v_max]
+    v_min: float = -10.0
+    v_max: float = 10.0
+    prioritized: bool = False          # proportional prioritized replay (Schaul et al. 2016)
+    priority_alpha: float = 0.6
+    initial_beta: float = 0.4          # importance exponent, annealed to 1 over total_steps
+    initial_epsilon: float = 1.0
+    final_epsilon: float = 0.1
+    epsilon_decay_steps: int = 1_000_000
+
+    @property
+    def support(self):
+        """The categorical atoms, evenly spaced on [v_min, v_max]; None for DQN."""
+        if self.num_atoms == 1:
+            return None
+        spacing = (self.v_max - self.v_min) / (self.num_atoms - 1)
+        return [self.v_min + index * spacing for index in range(self.num_atoms)]
+
+    def validate(self, algorithm):
+        """Raises ConfigError naming the first value out of range for algorithm."""
+        require = app.require
+        app.require_field_types('QValueConfig', self)
+        app.require_positive_ints('QValueConfig', self, (
+            'batch_size', 'updates_per_phase', 'replay_capacity', 'min_replay_steps',
+            'target_period', 'n_step', 'num_atoms', 'epsilon_decay_steps'))
+        categorical = algorithm in ('cat_dqn', 'rainbow')
+        require(categorical == (self.num_atoms > 1),
+                f"QValueConfig.num_atoms={self.num_atoms}; algorithm={algorithm!r} needs "
+                f"{'>= 2 atoms' if categorical else '1 (no atoms)'}")
+        require(self.v_min < self.v_max,
+                f'QValueConfig.v_min={self.v_min} must be below v_max={self.v_max}')
+        require(self.priority_alpha >= 0,
+                f'QValueConfig.priority_alpha must be >= 0, got {self.priority_alpha}')
+        require(0 <= self.initial_beta <= 1,
+                f'QValueConfig.initial_beta must be in [0, 1], got {self.initial_beta}')
+        for name in ('initial_epsilon', 'final_epsilon'):
+            value = getattr(self, name)
+            require(0 <= value <= 1, f'QValueConfig.{name} must be in [0, 1], got {value}')
+        require(self.huber_delta > 0,
+                f'QValueConfig.huber_delta must be > 0, got {self.huber_delta}')
+        require(self.batch_size <= self.min_replay_steps <= self.replay_capacity,
+                f'QValueConfig needs batch_size <= min_replay_steps <= replay_capacity, got '
+                f'{self.batch_size}, {self.min_replay_steps}, {self.replay_capacity}')

@@ -1,0 +1,96 @@
+"""DQN, categorical DQN and eps-Rainbow on the accelerated samplers (Stooke & Abbeel 2018,
+sections 2 and 5): the shared off-policy runner over the sampler's worker processes, replay
+organized by simulator (prioritized for Rainbow), and the shared Q-learner. Synchronous:
+sampling and optimization alternate."""
+import tensorflow as tf
+
+from accel_tf import learners
+from common import networks
+from common import off_policy
+from common import prioritized_replay
+from common import q_learner
+from common import replay as replay_lib
+from common import samplers
+from common import tracker as tracker_lib
+
+Q_COLUMNS = ('env_share', 'act_share', 'learn_share', 'epsilon', 'replay_ratio', 'replay_size')
+
+
+def build_q_learner(config):
+    """The Q-learner of config (AccelConfig with q_values): network, variants, optimizer."""
+    q_values = config.q_values
+    env_config = config.env_config
+    num_actions = env_config.num_actions()
+
+    def make_network():
+        return networks.make_q_network(
+            num_actions, env_config.observation_shape, env_config.observation_dtype,
+            network=config.network, dueling=q_values.dueling, torso_kwargs=config.torso_kwargs,
+            initializer=config.initializer, seed=config.seed, support=q_values.support)
+
+    settings = q_learner.QSettings(
+        gamma=config.gamma, double_dqn=q_values.double_dqn, huber_delta=q_values.huber_delta,
+        n_step=q_values.n_step, importance_weighted=q_values.prioritized,
+        categorical=q_values.num_atoms > 1)
+    total_updates = (config.total_steps // config.steps_per_update) * q_values.updates_per_phase
+    optimizer = learners.make_optimizer(config, total_updates)
+    spec = tf.TensorSpec((None,) + tuple(env_config.observation_shape),
+                         tf.as_dtype(env_config.observation_dtype))
+    return q_learner.QLearner(make_network, num_actions, optimizer, settings, spec,
+                              name='accel_q_learner')
+
+
+def settings_for(config):
+    q_values = config.q_values
+    return off_policy.OffPolicySettings(
+        batch_size=q_values.batch_size, updates_per_phase=q_values.updates_per_phase,
+        min_replay_steps=q_values.min_replay_steps, target_period=q_values.target_period,
+        initial_epsilon=q_values.initial_epsilon, final_epsilon=q_values.final_epsilon,
+        epsilon_decay_steps=q_values.epsilon_decay_steps, initial_beta=q_values.initial_beta,
+        beta_anneal_steps=config.total_steps)
+
+
+def make_replay(config, seed):
+    """Replay organized by simulator (section 5.2: the 1M capacity split over the simulators),
+    n-step, prioritized if configured."""
+    q_values = config.q_values
+    env_config = config.env_config
+    memory = replay_lib.ReplayMemory(
+        q_values.replay_capacity, env_config.observation_shape, env_config.observation_dtype,
+        getattr(env_config, 'stack', 1), num_streams=config.num_envs, seed=seed,
+        n_step=q_values.n_step, gamma=config.gamma)
+    if not q_values.prioritized:
+        return memory
+    return prioritized_replay.PrioritizedReplay(memory, q_values.priority_alpha, seed=seed)
+
+
+def train(config, run_dir, learner, open_pool):
+    """Runs until config.total_steps, resuming networks, optimizer and counters from run_dir's
+    checkpoint; replay is not checkpointed (a resumed run refills it)."""
+    tracker = tracker_lib.tracker_for(
+        run_dir, config, Q_COLUMNS + learner.update_means.names,
+        {'online': learner.online, 'target': learner.target, 'optimizer': learner.optimizer})
+
+    def loop(pool):
+        seed = config.seed + tracker.env_steps
+        runner = off_policy.OffPolicyRunner(
+            samplers.make_sampler(config.sampler, pool, config.horizon), learner,
+            make_replay(config, seed), settings_for(config), seed=seed)
+        tracker.start_interval()
+        while not tracker.done:
+            episodes, updates = runner.iterate(tracker.env_steps)
+            tracker.add_steps(config.steps_per_update, updates=updates)
+            tracker.add_episodes(episodes)
+            if tracker.interval_due() or tracker.done:
+                seconds = tracker.interval_seconds()
+                extra = {f'{name}_share': value / seconds
+                         for name, value in runner.take_phase_seconds().items()}
+                ratio = runner.take_replay_ratio()
+                extra.update(epsilon=runner.epsilon, replay_size=len(runner.memory),
+                             replay_ratio=float('nan') if ratio is None else ratio,
+                             **learner.update_means.take())
+                tracker.log_interval(int(learner.optimizer.iterations.numpy()), extra)
+            tracker.maybe_checkpoint()
+
+    return tracker_lib.run_training(tracker, lambda: open_pool(config.seed + tracker.env_steps),
+                                    loop, resume_note=' (replay memory is refilled)')
