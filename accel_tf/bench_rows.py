@@ -13,6 +13,12 @@ environments, over the bench's worker count (one per CPU by default):
   accel/a3c, accel/appo: 2 learner processes on one central store (gin/accel/a3c_pong.gin,
       appo_pong.gin), the bench's environments split between them, each over the bench's worker
       count; APPO's horizon keeps each unit's batch at 2,048;
+  accel/dqn_512, accel/cat_dqn_2048, accel/rainbow_512: the Q-value family's large-batch
+      training (sample, then update from replay) with gin/accel/{dqn,cat_dqn,rainbow}_pong.gin
+      at Appendix A.3's rate for the batch, the horizon set so each phase holds training
+      intensity 8 (transitions trained per second = 8 x the row's steps/s); replay scaled down
+      to 65,536 transitions (the 1M of the presets is 8.3 GB of 104x80 frames) and filled before
+      timing;
   peer/tf_agents_ppo: tf-agents' PPOClipAgent and DynamicStepDriver on the same pool, frames,
       A3C-Net-shaped networks, batch and epochs as accel/ppo (accel_tf/peer_tf_agents.py;
       tf-agents trains each epoch on the whole batch, one gradient step, where accel/ppo takes
@@ -25,7 +31,9 @@ import numpy as np
 from accel_tf import async_units
 from accel_tf import learners
 from accel_tf import main as accel_main
+from accel_tf import q_family
 from common import async_learners
+from common import off_policy
 from common import on_policy
 from common import samplers
 from common import timing
@@ -84,6 +92,34 @@ def learning_only_rate(settings, preset, extra=()):
 
     return timing.rate(learn, config.steps_per_update, settings['seconds'],
                        settings['warmup_seconds'])
+
+
+Q_TRAINING_INTENSITY = 8   # section 4.2: DQN and its variants
+Q_REPLAY_CAPACITY = 65_536
+
+
+def q_training_rate(settings, preset, batch_size, extra=()):
+    """Environment steps per second of the Q-value family's synchronous training at batch_size:
+    each phase samples num_envs x horizon steps and trains as many batches as keep training
+    intensity 8; timed once replay holds enough steps to train."""
+    num_envs = settings['num_envs']
+    horizon = -(-batch_size // (Q_TRAINING_INTENSITY * num_envs))
+    updates = Q_TRAINING_INTENSITY * num_envs * horizon // batch_size
+    min_replay_steps = max(batch_size, 4096)
+    config = _configure(settings, preset, 'synchronized', [
+        f'AccelConfig.horizon = {horizon}', f'QValueConfig.batch_size = {batch_size}',
+        f'QValueConfig.updates_per_phase = {updates}',
+        f'QValueConfig.replay_capacity = {Q_REPLAY_CAPACITY}',
+        f'QValueConfig.min_replay_steps = {min_replay_steps}'] + list(extra))
+    learner = q_family.build_q_learner(config)
+    with learners.open_pool(config, seed=0) as pool:
+        runner = off_policy.OffPolicyRunner(
+            samplers.make_sampler(config.sampler, pool, config.horizon), learner,
+            q_family.make_replay(config, seed=0), q_family.settings_for(config))
+        while len(runner.memory) < min_replay_steps:
+            runner.iterate(0)
+        return timing.rate(lambda: runner.iterate(0), config.steps_per_update,
+                           settings['seconds'], settings['warmup_seconds'])
 
 
 def async_rate(settings, preset, extra=()):
@@ -145,5 +181,14 @@ ROWS = {
     'accel/appo': lambda settings: async_rate(
         settings, 'appo_pong',
         [f"AccelConfig.horizon = {PPO_BATCH * ASYNC_LEARNERS // settings['num_envs']}"]),
+    # Appendix A.3's rates: DQN 7.5e-4 at batch 512; categorical DQN 4.2e-4 at 256 and above,
+    # Adam epsilon 0.01 / L; eps-Rainbow its published rate, Adam epsilon 0.005 / L.
+    'accel/dqn_512': lambda settings: q_training_rate(
+        settings, 'dqn_pong', 512, ['AccelConfig.learning_rate = 0.00075']),
+    'accel/cat_dqn_2048': lambda settings: q_training_rate(
+        settings, 'cat_dqn_pong', 2048, ['AccelConfig.learning_rate = 0.00042',
+                                          f'AccelConfig.adam_epsilon = {0.01 / 2048}']),
+    'accel/rainbow_512': lambda settings: q_training_rate(
+        settings, 'rainbow_pong', 512, [f'AccelConfig.adam_epsilon = {0.005 / 512}']),
     'peer/tf_agents_ppo': tf_agents_ppo_rate,
 }

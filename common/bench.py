@@ -16,6 +16,7 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
                     synchronized and alternating samplers (their Figure 1b); A2C, PPO training;
                     /learn: their optimization phase alone, on one collected rollout;
                     A3C, APPO with 2 learner processes on one central store;
+                    dqn_512, cat_dqn_2048, rainbow_512: the Q-value family's large batches;
   peer/tf_agents_ppo  tf-agents' PPO agent and driver on the same pool and batch as accel/ppo;
   replay/prioritized_512  a prioritized draw of 512 of 1M items with its priority update
                     (items/s; 512 over it is the time per minibatch).

@@ -221,6 +221,41 @@ def test_learning_only_row_times_updates_on_one_collected_rollout(monkeypatch):
     assert int(learner['object'].optimizer.iterations.numpy()) == len(calls)
 
 
+def test_q_bench_rows_hold_training_intensity_8_once_replay_can_train(monkeypatch):
+    from accel_tf import bench_rows
+    calls = []
+    real_rate = bench_rows.timing.rate
+
+    def counting_rate(step_fn, steps_per_call, seconds, warmup_seconds):
+        def step():
+            calls.append(steps_per_call)
+            step_fn()
+        return real_rate(step, steps_per_call, seconds, warmup_seconds)
+
+    monkeypatch.setattr(bench_rows.timing, 'rate', counting_rate)
+    runners = []
+    real_runner = bench_rows.off_policy.OffPolicyRunner
+
+    def remember(*args, **kwargs):
+        runners.append(real_runner(*args, **kwargs))
+        return runners[-1]
+
+    monkeypatch.setattr(bench_rows.off_policy, 'OffPolicyRunner', remember)
+    settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 4, 'game': 'pong',
+                'num_workers': 2}
+    gin.clear_config()
+    result = bench_rows.ROWS['accel/rainbow_512'](settings)
+    assert result['steps_per_sec'] > 0
+    # Batch 512 over 4 simulators: horizon 16 (64 steps a phase), one update of 512 per phase.
+    assert set(calls) == {64}
+    runner = runners[0]
+    assert runner.settings.batch_size == 512 and runner.settings.updates_per_phase == 1
+    assert runner.settings.updates_per_phase * 512 / 64 == 8  # training intensity
+    assert len(runner.memory) >= 4096
+    # Every timed phase trained, and so did the fill's last phase (it reached 4,096 steps).
+    assert int(runner.learner.optimizer.iterations.numpy()) == len(calls) + 1
+
+
 def test_async_bench_rows_count_both_learners_steps():
     from accel_tf import bench_rows
     settings = {'seconds': 1.0, 'warmup_seconds': 0.0, 'num_envs': 8, 'game': 'pong',
