@@ -34,6 +34,13 @@ class QValueConfig:
     initial_epsilon: float = 1.0
     final_epsilon: float = 0.1
     epsilon_decay_steps: int = 1_000_000
+    # Evaluation (section 4.2): "paused every 1-million steps to evaluate for up to 125,000
+    # steps, with maximum path length of 27,000 steps"; 0 disables it.
+    eval_every_steps: int = 1_000_000
+    eval_max_steps: int = 125_000
+    eval_max_path_steps: int = 27_000
+    eval_envs: int = 4                 # rlpyt atari_dqn.py eval_n_envs=4
+    eval_epsilon: float = 0.001        # rlpyt dqn_agent.py eps_eval=0.001
 
     @property
     def support(self):
@@ -49,7 +56,13 @@ class QValueConfig:
         app.require_field_types('QValueConfig', self)
         app.require_positive_ints('QValueConfig', self, (
             'batch_size', 'updates_per_phase', 'replay_capacity', 'min_replay_steps',
-            'target_period', 'n_step', 'num_atoms', 'epsilon_decay_steps'))
+            'target_period', 'n_step', 'num_atoms', 'epsilon_decay_steps', 'eval_max_steps',
+            'eval_max_path_steps', 'eval_envs'))
+        require(self.eval_every_steps >= 0,
+                f'QValueConfig.eval_every_steps must be >= 0, got {self.eval_every_steps}')
+        require(self.eval_max_steps >= self.eval_envs,
+                f'QValueConfig.eval_max_steps={self.eval_max_steps} must be >= eval_envs='
+                f'{self.eval_envs}')
         categorical = algorithm in ('cat_dqn', 'rainbow')
         require(categorical == (self.num_atoms > 1),
                 f"QValueConfig.num_atoms={self.num_atoms}; algorithm={algorithm!r} needs "
@@ -60,7 +73,7 @@ class QValueConfig:
                 f'QValueConfig.priority_alpha must be >= 0, got {self.priority_alpha}')
         require(0 <= self.initial_beta <= 1,
                 f'QValueConfig.initial_beta must be in [0, 1], got {self.initial_beta}')
-        for name in ('initial_epsilon', 'final_epsilon'):
+        for name in ('initial_epsilon', 'final_epsilon', 'eval_epsilon'):
             value = getattr(self, name)
             require(0 <= value <= 1, f'QValueConfig.{name} must be in [0, 1], got {value}')
         require(self.huber_delta > 0,

@@ -2,9 +2,12 @@
 sections 2 and 5): the shared off-policy runner over the sampler's worker processes, replay
 organized by simulator (prioritized for Rainbow), and the shared Q-learner. Synchronous:
 sampling and optimization alternate."""
+import time
+
 import tensorflow as tf
 
 from accel_tf import learners
+from common import evaluate
 from common import networks
 from common import off_policy
 from common import prioritized_replay
@@ -64,6 +67,29 @@ def make_replay(config, seed):
     return prioritized_replay.PrioritizedReplay(memory, q_values.priority_alpha, seed=seed)
 
 
+def evaluate_now(config, learner, run_dir, env_steps, trained_seconds):
+    """Section 4.2's evaluation round into eval.csv: eval_envs environments for eval_max_steps
+    steps in all, whole games (no episodic life) cut at eval_max_path_steps, epsilon-greedy at
+    eval_epsilon; the episodes that ended count. Returns the row, None if none ended."""
+    q_values = config.q_values
+    start = time.perf_counter()
+    env_config = evaluate.evaluation_env_config(config.env_config,
+                                                max_episode_steps=q_values.eval_max_path_steps)
+    policy = evaluate.epsilon_greedy_policy(learner, q_values.eval_epsilon,
+                                            config.seed + env_steps)
+    scores = evaluate.run_for_steps(env_config, policy, q_values.eval_envs,
+                                    q_values.eval_max_steps, seed=config.seed + 7919 + env_steps)
+    if not len(scores):
+        print(f'eval at step {env_steps:,}: no episode ended within '
+              f'{q_values.eval_max_steps:,} steps', flush=True)
+        return None
+    row = evaluate.write_eval_row(run_dir, env_steps, scores, time.perf_counter() - start,
+                                  trained_seconds)
+    print(f"eval at step {env_steps:,}: mean {row['score_mean']:.2f} over {row['episodes']} "
+          f"episodes", flush=True)
+    return row
+
+
 def train(config, run_dir, learner, open_pool):
     """Runs until config.total_steps, resuming networks, optimizer and counters from run_dir's
     checkpoint; replay is not checkpointed (a resumed run refills it)."""
@@ -77,8 +103,10 @@ def train(config, run_dir, learner, open_pool):
             samplers.make_sampler(config.sampler, pool, config.horizon), learner,
             make_replay(config, seed), settings_for(config), seed=seed)
         tracker.start_interval()
+        every = config.q_values.eval_every_steps
         while not tracker.done:
-            episodes, updates = runner.iterate(tracker.env_steps)
+            previous = tracker.env_steps
+            episodes, updates = runner.iterate(previous)
             tracker.add_steps(config.steps_per_update, updates=updates)
             tracker.add_episodes(episodes)
             if tracker.interval_due() or tracker.done:
@@ -91,6 +119,9 @@ def train(config, run_dir, learner, open_pool):
                              **learner.update_means.take())
                 tracker.log_interval(int(learner.optimizer.iterations.numpy()), extra)
             tracker.maybe_checkpoint()
+            if every and tracker.env_steps // every > previous // every:
+                evaluate_now(config, learner, run_dir, tracker.env_steps,
+                             tracker.clock.elapsed())
 
     return tracker_lib.run_training(tracker, lambda: open_pool(config.seed + tracker.env_steps),
                                     loop, resume_note=' (replay memory is refilled)')

@@ -55,6 +55,23 @@ def run_episodes(env_config, policy_fn, num_episodes, seed=12345):
     return scores
 
 
+def run_for_steps(env_config, policy_fn, num_envs, max_steps, seed=12345):
+    """Plays num_envs environments side by side for max_steps steps in all (Stooke & Abbeel
+    2018, section 4.2: "evaluate for up to 125,000 steps"); returns the scores of the episodes
+    that ended within them, in the order they ended (none if no episode ended)."""
+    if num_envs <= 0 or max_steps < num_envs:
+        raise ValueError(f'need num_envs > 0 and max_steps >= num_envs, got {num_envs} and '
+                         f'{max_steps}')
+    scores = []
+    with pools.SerialPool(env_config, num_envs, seed=seed) as pool:
+        observations = pool.reset()
+        for _ in range(max_steps // num_envs):
+            result = pool.step(np.asarray(policy_fn(observations)))
+            scores.extend(result.episode_returns[result.dones].tolist())
+            observations = result.observations
+    return np.array(scores)
+
+
 def write_eval_row(run_dir, env_steps, scores, seconds, wall_time):
     """Appends one evaluation round to run_dir/eval.csv (header only when the file is new).
 

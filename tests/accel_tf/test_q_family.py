@@ -81,6 +81,7 @@ def test_q_presets_hold_the_papers_values():
     ('dqn_pong', ['QValueConfig.replay_capacity = 64', 'QValueConfig.min_replay_steps = 32'],
      'gives 4 steps per simulator for 16 simulators; need at least stack + n_step = 5'),
     ('dqn_pong', ['AccelConfig.q_values = None'], "algorithm='dqn' needs AccelConfig.q_values"),
+    ('dqn_pong', ['QValueConfig.eval_max_steps = 2'], 'eval_max_steps=2 must be >= eval_envs=4'),
 ])
 def test_bad_q_configs_are_named_in_one_line(preset, bindings, named):
     with pytest.raises(app.ConfigError) as error:
@@ -103,6 +104,9 @@ def _run(module, args, cwd):
 def test_rainbow_runs_resumes_and_evaluates_through_the_entry_point(tmp_path):
     bindings = CARTPOLE_BINDINGS + ['AccelConfig.total_steps = 1600',
                                     'QValueConfig.min_replay_steps = 512',
+                                    'QValueConfig.eval_every_steps = 800',
+                                    'QValueConfig.eval_max_steps = 600',
+                                    'QValueConfig.eval_envs = 2',
                                     'AccelConfig.checkpoint_every_steps = 800',
                                     'AccelConfig.log_every_seconds = 0.01']
     gin_file = os.path.join(app.PROJECT_ROOT, 'gin/accel/rainbow_pong.gin')
@@ -118,6 +122,10 @@ def test_rainbow_runs_resumes_and_evaluates_through_the_entry_point(tmp_path):
     # Replay holds 512 steps after the 32nd phase, which trains: phases 32-100, 16 updates each.
     assert int(rows[-1]['updates']) == (100 - 32 + 1) * 16
     assert {'epsilon', 'replay_size', 'loss', 'learn_share'} <= set(rows[-1])
+    # Section 4.2's evaluation every eval_every_steps; CartPole's episodes end within 300 steps.
+    evaluations = _rows(run_dir / 'eval.csv')
+    assert [int(row['env_steps']) for row in evaluations] == [800, 1600]
+    assert all(int(row['episodes']) >= 2 for row in evaluations)
     longer = _run('accel_tf.main', flags[:-1] + [
         '--gin_bindings=AccelConfig.total_steps = 1920', '--run_dir=run'], tmp_path)
     assert longer.returncode == 0, longer.stderr[-3000:]
@@ -125,7 +133,7 @@ def test_rainbow_runs_resumes_and_evaluates_through_the_entry_point(tmp_path):
     assert int(_rows(run_dir / 'metrics.csv')[-1]['env_steps']) == 1920
     evaluation = _run('common.evaluate', [f'--run_dir={run_dir}', '--num_episodes=2'], tmp_path)
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]
-    assert int(_rows(run_dir / 'eval.csv')[-1]['env_steps']) == 1920
+    assert [int(row['env_steps']) for row in _rows(run_dir / 'eval.csv')] == [800, 1600, 1920]
 
 
 @pytest.mark.parametrize('preset, bindings, budget', [
@@ -160,3 +168,14 @@ def test_categorical_q_learning_learns_cartpole(preset, bindings, budget):
                 scores.append(evaluate.run_episodes(CARTPOLE, greedy, 20, seed=step).mean())
     print(f'learning: {config.algorithm} CartPole best mean {max(scores):.1f} at step {step:,}')
     assert max(scores) >= 400, scores
+
+
+def test_an_evaluation_round_counts_the_episodes_that_end_within_its_steps():
+    # Always pushing left, CartPole's pole falls after about 9 steps: cut at 7, every episode
+    # lasts 7 steps. 2 environments x 15 steps each: episodes end at steps 7 and 14 of each.
+    cut = gym_envs.GymConfig('CartPole-v1', max_episode_steps=7)
+    scores = evaluate.run_for_steps(cut, lambda observations: [0] * len(observations),
+                                    num_envs=2, max_steps=30)
+    assert scores.tolist() == [7.0, 7.0, 7.0, 7.0]
+    with pytest.raises(ValueError, match='max_steps >= num_envs'):
+        evaluate.run_for_steps(cut, lambda observations: [0] * len(observations), 4, 3)
