@@ -70,6 +70,20 @@ def test_q_presets_hold_the_papers_values():
     assert _configure('rainbow_pong').adam_epsilon == pytest.approx(0.005 / 32)
 
 
+@pytest.mark.parametrize('preset, batch_size, learning_rate', [
+    ('dqn_pong', 32, 2.5e-4), ('dqn_512_pong', 512, 7.5e-4), ('dqn_1024_pong', 1024, 1.5e-3),
+    ('cat_dqn_pong', 32, 2.5e-4), ('rainbow_pong', 32, 6.25e-5)])
+def test_every_q_preset_trains_8_transitions_per_sampled_one(preset, batch_size,
+                                                             learning_rate):
+    """Training intensity 8 (section 4.2) at each batch size's rate (App. A.3), in the
+    settings the runner gets: transitions trained per phase over transitions sampled (the
+    runner's own count of it is tested in test_off_policy.py and the entry-point test)."""
+    config = _configure(preset)
+    assert (config.q_values.batch_size, config.learning_rate) == (batch_size, learning_rate)
+    settings = q_family.settings_for(config)
+    assert settings.batch_size * settings.updates_per_phase / config.steps_per_update == 8
+
+
 @pytest.mark.parametrize('preset, bindings, named', [
     ('rainbow_pong', ['QValueConfig.priority_alpha = -0.5'], 'priority_alpha must be >= 0'),
     ('rainbow_pong', ['QValueConfig.initial_beta = 1.5'], 'initial_beta must be in [0, 1]'),
