@@ -191,8 +191,9 @@ def test_bench_rows_sample_with_inference_through_both_samplers():
     assert gin.query_parameter('AccelConfig.envs_per_worker') == 2  # 4 environments over 2
 
 
-def test_learning_only_row_times_updates_on_one_collected_rollout(monkeypatch):
-    from accel_tf import bench_rows
+def _count_timed_calls(monkeypatch, bench_rows):
+    """Makes the bench's timing loop record steps_per_call at every call it times (warm-up
+    included); returns that list."""
     calls = []
     real_rate = bench_rows.timing.rate
 
@@ -203,6 +204,12 @@ def test_learning_only_row_times_updates_on_one_collected_rollout(monkeypatch):
         return real_rate(step, steps_per_call, seconds, warmup_seconds)
 
     monkeypatch.setattr(bench_rows.timing, 'rate', counting_rate)
+    return calls
+
+
+def test_learning_only_row_times_updates_on_one_collected_rollout(monkeypatch):
+    from accel_tf import bench_rows
+    calls = _count_timed_calls(monkeypatch, bench_rows)
     settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 4, 'game': 'pong',
                 'num_workers': 2}
     gin.clear_config()
@@ -223,16 +230,7 @@ def test_learning_only_row_times_updates_on_one_collected_rollout(monkeypatch):
 
 def test_q_bench_rows_hold_training_intensity_8_once_replay_can_train(monkeypatch):
     from accel_tf import bench_rows
-    calls = []
-    real_rate = bench_rows.timing.rate
-
-    def counting_rate(step_fn, steps_per_call, seconds, warmup_seconds):
-        def step():
-            calls.append(steps_per_call)
-            step_fn()
-        return real_rate(step, steps_per_call, seconds, warmup_seconds)
-
-    monkeypatch.setattr(bench_rows.timing, 'rate', counting_rate)
+    calls = _count_timed_calls(monkeypatch, bench_rows)
     runners = []
     real_runner = bench_rows.off_policy.OffPolicyRunner
 

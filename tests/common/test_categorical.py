@@ -8,9 +8,7 @@ from tf_agents.agents.categorical_dqn import categorical_dqn_agent
 from tf_agents.networks import network
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
-from tf_agents.trajectories import trajectory
 
-from common import losses
 from common import networks
 from common import q_learner
 
@@ -74,7 +72,7 @@ def _learner(double_dqn=False, n_step=1):
     return learner
 
 
-def test_the_loss_matches_tf_agents_categorical_dqn_agent():
+def test_the_loss_matches_tf_agents_categorical_dqn_agent(tf_agents_transitions):
     learner = _learner()
     observations, actions, rewards, next_observations, terminals = _batch()
     ours = learner.loss(observations, actions, rewards, next_observations, terminals)
@@ -86,18 +84,8 @@ def test_the_loss_matches_tf_agents_categorical_dqn_agent():
                                                               observation_spec),
         optimizer=tf.compat.v1.train.GradientDescentOptimizer(0.0), min_q_value=-10.0,
         max_q_value=10.0, gamma=0.97)
-    batch = len(actions)
-    mid = np.full((batch, 1), ts.StepType.MID, np.int32)
-    next_type = np.where(terminals[:, None] > 0, ts.StepType.LAST, ts.StepType.MID).astype(
-        np.int32)
-    experience = trajectory.Trajectory(
-        step_type=np.concatenate([mid, next_type], axis=1),
-        observation=np.stack([observations, next_observations], axis=1),
-        action=np.stack([actions, actions], axis=1), policy_info=(),
-        next_step_type=np.concatenate([next_type, mid], axis=1),
-        reward=np.stack([rewards, rewards], axis=1),
-        discount=np.stack([1.0 - terminals, np.ones(batch, np.float32)], axis=1))
-    experience = tf.nest.map_structure(tf.convert_to_tensor, experience)
+    experience = tf_agents_transitions(observations, actions, rewards, next_observations,
+                                       terminals)
     oracle = agent._loss(experience, gamma=0.97)  # pylint: disable=protected-access
     np.testing.assert_allclose(ours.loss.numpy(), oracle.loss.numpy(), rtol=1e-5)
 

@@ -14,7 +14,6 @@ from tf_agents.agents.dqn import dqn_agent
 from tf_agents.networks import network
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
-from tf_agents.trajectories import trajectory
 from tf_agents.utils import common as tfa_common
 
 from common import app
@@ -48,7 +47,7 @@ class _KerasQNetwork(network.Network):
 
 
 @pytest.mark.parametrize('double_dqn', [False, True])
-def test_loss_matches_tf_agents_dqn_agent(double_dqn):
+def test_loss_matches_tf_agents_dqn_agent(double_dqn, tf_agents_transitions):
     config = _cartpole_config(double_dqn=double_dqn, gamma=0.97)
     learner = dqn.build_learner(config)
     # Make online and target differ, as they do between target updates.
@@ -72,16 +71,8 @@ def test_loss_matches_tf_agents_dqn_agent(double_dqn):
         target_q_network=_KerasQNetwork(learner.target, observation_spec),
         optimizer=tf.compat.v1.train.GradientDescentOptimizer(0.0),
         td_errors_loss_fn=tfa_common.element_wise_huber_loss, gamma=0.97)
-    mid = np.full((batch, 1), ts.StepType.MID, np.int32)
-    next_type = np.where(terminals[:, None] > 0, ts.StepType.LAST, ts.StepType.MID).astype(np.int32)
-    experience = trajectory.Trajectory(
-        step_type=np.concatenate([mid, next_type], axis=1),
-        observation=np.stack([observations, next_observations], axis=1),
-        action=np.stack([actions, actions], axis=1), policy_info=(),
-        next_step_type=np.concatenate([next_type, mid], axis=1),
-        reward=np.stack([rewards, rewards], axis=1),
-        discount=np.stack([1.0 - terminals, np.ones(batch, np.float32)], axis=1))
-    experience = tf.nest.map_structure(tf.convert_to_tensor, experience)
+    experience = tf_agents_transitions(observations, actions, rewards, next_observations,
+                                       terminals)
     oracle = agent._loss(experience, td_errors_loss_fn=tfa_common.element_wise_huber_loss,
                          gamma=0.97)
     np.testing.assert_allclose(ours.numpy(), oracle.loss.numpy(), rtol=1e-5)
