@@ -182,7 +182,7 @@ class ReplayMemory:
         next_positions = (positions + self.n_step) % self.stream_capacity
         return Batch(observations=self.stacked(streams, positions),
                      actions=self.actions[streams, positions],
-                     rewards=rewards.astype(np.float32),
+                     rewards=rewards.astype(np.float32, copy=False),
                      next_observations=self.stacked(streams, next_positions),
                      terminals=terminals)
 
