@@ -18,7 +18,9 @@ environments, over the bench's worker count (one per CPU by default):
       at Appendix A.3's rate for the batch, the horizon set so each phase holds training
       intensity 8 (transitions trained per second = 8 x the row's steps/s); replay scaled down
       to 65,536 transitions (the 1M of the presets is 8.3 GB of 104x80 frames) and filled before
-      timing;
+      timing; accel/{dqn,rainbow}_512/tf_data draw the minibatches through a prefetching tf.data
+      pipeline, accel/{dqn,rainbow}_512/async train on a thread while the next phase samples
+      (section 5.3), at the same replay ratio;
   peer/tf_agents_ppo: tf-agents' PPOClipAgent and DynamicStepDriver on the same pool, frames,
       A3C-Net-shaped networks, batch and epochs as accel/ppo (accel_tf/peer_tf_agents.py;
       tf-agents trains each epoch on the whole batch, one gradient step, where accel/ppo takes
@@ -33,7 +35,6 @@ from accel_tf import learners
 from accel_tf import main as accel_main
 from accel_tf import q_family
 from common import async_learners
-from common import off_policy
 from common import on_policy
 from common import samplers
 from common import timing
@@ -113,13 +114,13 @@ def q_training_rate(settings, preset, batch_size, extra=()):
         f'QValueConfig.min_replay_steps = {min_replay_steps}'] + list(extra))
     learner = q_family.build_q_learner(config)
     with learners.open_pool(config, seed=0) as pool:
-        runner = off_policy.OffPolicyRunner(
-            samplers.make_sampler(config.sampler, pool, config.horizon), learner,
-            q_family.make_replay(config, seed=0), q_family.settings_for(config))
-        while len(runner.memory) < min_replay_steps:
-            runner.iterate(0)
-        return timing.rate(lambda: runner.iterate(0), config.steps_per_update,
-                           settings['seconds'], settings['warmup_seconds'])
+        sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
+        with q_family.make_runner(config, sampler, learner, q_family.make_replay(config, seed=0),
+                                  seed=0) as runner:
+            while len(runner.memory) < min_replay_steps:
+                runner.iterate(0)
+            return timing.rate(lambda: runner.iterate(0), config.steps_per_update,
+                               settings['seconds'], settings['warmup_seconds'])
 
 
 def async_rate(settings, preset, extra=()):
@@ -190,5 +191,18 @@ ROWS = {
                                           f'AccelConfig.adam_epsilon = {0.01 / 2048}']),
     'accel/rainbow_512': lambda settings: q_training_rate(
         settings, 'rainbow_pong', 512, [f'AccelConfig.adam_epsilon = {0.005 / 512}']),
+    # The same two rows with minibatches through tf.data (prefetched), then asynchronous.
+    'accel/dqn_512/tf_data': lambda settings: q_training_rate(
+        settings, 'dqn_pong', 512, ['AccelConfig.learning_rate = 0.00075',
+                                    "QValueConfig.replay_input = 'tf_data'"]),
+    'accel/rainbow_512/tf_data': lambda settings: q_training_rate(
+        settings, 'rainbow_pong', 512, [f'AccelConfig.adam_epsilon = {0.005 / 512}',
+                                        "QValueConfig.replay_input = 'tf_data'"]),
+    'accel/dqn_512/async': lambda settings: q_training_rate(
+        settings, 'dqn_pong', 512, ['AccelConfig.learning_rate = 0.00075',
+                                    'QValueConfig.asynchronous = True']),
+    'accel/rainbow_512/async': lambda settings: q_training_rate(
+        settings, 'rainbow_pong', 512, [f'AccelConfig.adam_epsilon = {0.005 / 512}',
+                                        'QValueConfig.asynchronous = True']),
     'peer/tf_agents_ppo': tf_agents_ppo_rate,
 }

@@ -7,6 +7,7 @@ import dataclasses
 import gin
 
 from common import app
+from common import replay_feed
 
 
 @gin.configurable
@@ -41,6 +42,14 @@ class QValueConfig:
     eval_max_path_steps: int = 27_000
     eval_envs: int = 4                 # rlpyt atari_dqn.py eval_n_envs=4
     eval_epsilon: float = 0.001        # rlpyt dqn_agent.py eps_eval=0.001
+    # Section 5.3: sampling and optimization in turn (False) or at once, a trainer thread
+    # training each phase's updates while the next phase samples (True); the sampler waits
+    # while more than async_lead_phases phases' updates are owed, which holds the replay ratio.
+    asynchronous: bool = False
+    async_lead_phases: int = 1
+    # Minibatches from replay: 'direct' (drawn when the learner asks) or 'tf_data' (a tf.data
+    # pipeline prefetching the next draw); measured in BENCHMARKS.md (accel/dqn_512/tf_data).
+    replay_input: str = 'direct'
 
     @property
     def support(self):
@@ -57,7 +66,10 @@ class QValueConfig:
         app.require_positive_ints('QValueConfig', self, (
             'batch_size', 'updates_per_phase', 'replay_capacity', 'min_replay_steps',
             'target_period', 'n_step', 'num_atoms', 'epsilon_decay_steps', 'eval_max_steps',
-            'eval_max_path_steps', 'eval_envs'))
+            'eval_max_path_steps', 'eval_envs', 'async_lead_phases'))
+        require(self.replay_input in replay_feed.REPLAY_INPUTS,
+                f'QValueConfig.replay_input={self.replay_input!r}; allowed: '
+                f'{", ".join(replay_feed.REPLAY_INPUTS)}')
         require(self.eval_every_steps >= 0,
                 f'QValueConfig.eval_every_steps must be >= 0, got {self.eval_every_steps}')
         require(self.eval_max_steps >= self.eval_envs,

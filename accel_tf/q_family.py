@@ -1,12 +1,15 @@
 """DQN, categorical DQN and eps-Rainbow on the accelerated samplers (Stooke & Abbeel 2018,
 sections 2 and 5): the shared off-policy runner over the sampler's worker processes, replay
 organized by simulator (prioritized for Rainbow), and the shared Q-learner. Synchronous:
-sampling and optimization alternate."""
+sampling and optimization alternate; asynchronous (QValueConfig.asynchronous): a trainer thread
+optimizes while the sampler samples, at the same replay ratio."""
+import contextlib
 import time
 
 import tensorflow as tf
 
 from accel_tf import learners
+from common import concurrent_off_policy
 from common import evaluate
 from common import networks
 from common import off_policy
@@ -51,6 +54,19 @@ def settings_for(config):
         initial_epsilon=q_values.initial_epsilon, final_epsilon=q_values.final_epsilon,
         epsilon_decay_steps=q_values.epsilon_decay_steps, initial_beta=q_values.initial_beta,
         beta_anneal_steps=config.total_steps)
+
+
+def make_runner(config, sampler, learner, replay, seed):
+    """The synchronous or the concurrent off-policy runner of config, as a context manager."""
+    q_values = config.q_values
+    settings = settings_for(config)
+    if q_values.asynchronous:
+        return concurrent_off_policy.ConcurrentOffPolicyRunner(
+            sampler, learner, replay, settings, seed=seed, replay_input=q_values.replay_input,
+            lead_phases=q_values.async_lead_phases)
+    runner = off_policy.OffPolicyRunner(sampler, learner, replay, settings, seed=seed,
+                                        replay_input=q_values.replay_input)
+    return contextlib.closing(runner)
 
 
 def make_replay(config, seed):
@@ -99,9 +115,11 @@ def train(config, run_dir, learner, open_pool):
 
     def loop(pool):
         seed = config.seed + tracker.env_steps
-        runner = off_policy.OffPolicyRunner(
-            samplers.make_sampler(config.sampler, pool, config.horizon), learner,
-            make_replay(config, seed), settings_for(config), seed=seed)
+        sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
+        with make_runner(config, sampler, learner, make_replay(config, seed), seed) as runner:
+            run_phases(runner)
+
+    def run_phases(runner):
         tracker.start_interval()
         every = config.q_values.eval_every_steps
         while not tracker.done:
@@ -109,6 +127,10 @@ def train(config, run_dir, learner, open_pool):
             episodes, updates = runner.iterate(previous)
             tracker.add_steps(config.steps_per_update, updates=updates)
             tracker.add_episodes(episodes)
+            evaluating = every and tracker.env_steps // every > previous // every
+            if tracker.done or tracker.checkpoint_due() or evaluating:
+                # Settled weights and counts for the last line, a checkpoint or an evaluation.
+                runner.wait_for_training()
             if tracker.interval_due() or tracker.done:
                 seconds = tracker.interval_seconds()
                 extra = {f'{name}_share': value / seconds
@@ -119,7 +141,7 @@ def train(config, run_dir, learner, open_pool):
                              **learner.update_means.take())
                 tracker.log_interval(int(learner.optimizer.iterations.numpy()), extra)
             tracker.maybe_checkpoint()
-            if every and tracker.env_steps // every > previous // every:
+            if evaluating:
                 evaluate_now(config, learner, run_dir, tracker.env_steps,
                              tracker.clock.elapsed())
 

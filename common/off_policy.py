@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from common import prioritized
+from common import replay_feed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,9 +43,10 @@ def linear_epsilon(settings, env_steps):
 class OffPolicyRunner:
     """iterate(env_steps) is one rollout of every simulator into replay, then up to
     updates_per_phase updates of the learner (a common.q_learner.QLearner); replay is a
-    ReplayMemory with one stream per simulator, or a PrioritizedReplay over one."""
+    ReplayMemory with one stream per simulator, or a PrioritizedReplay over one. replay_input
+    picks how minibatches leave replay (common.replay_feed: 'direct' or 'tf_data')."""
 
-    def __init__(self, sampler, learner, replay, settings, seed=0):
+    def __init__(self, sampler, learner, replay, settings, seed=0, replay_input='direct'):
         self.sampler = sampler
         self.learner = learner
         self.replay = replay
@@ -56,6 +58,8 @@ class OffPolicyRunner:
             raise ValueError(f'replay has {memory.num_streams} streams for {num_envs} '
                              f'simulators; it needs one per simulator')
         self.memory = memory
+        self.feed = replay_feed.make_feed(replay_input, replay, settings.updates_per_phase,
+                                          settings.batch_size)
         self.rng = np.random.default_rng(seed)
         # The first step each simulator stores starts an episode (as far as replay can tell).
         self.episode_starts = np.ones(num_envs, bool)
@@ -81,6 +85,7 @@ class OffPolicyRunner:
         start = time.perf_counter()
         if len(self.memory) >= settings.min_replay_steps:
             updates = self._train(env_steps)
+            self.trained += updates * settings.batch_size
         self.learn_seconds += time.perf_counter() - start
         done_steps = env_steps + rollout_steps
         if done_steps // settings.target_period > env_steps // settings.target_period:
@@ -95,26 +100,32 @@ class OffPolicyRunner:
         starts[1:] = rollout.dones[:-1]
         self.episode_starts = rollout.dones[-1].copy()
         observations = rollout.observations[:-1]
-        for env in range(rollout.actions.shape[1]):
-            self.replay.add_steps(env, self.memory.newest_frame(observations[:, env]),
-                                  rollout.actions[:, env], rollout.rewards[:, env],
-                                  rollout.terminals[:, env].astype(bool), starts[:, env])
+        with self.feed.lock:
+            for env in range(rollout.actions.shape[1]):
+                self.replay.add_steps(env, self.memory.newest_frame(observations[:, env]),
+                                      rollout.actions[:, env], rollout.rewards[:, env],
+                                      rollout.terminals[:, env].astype(bool), starts[:, env])
         self.sampled += rollout.actions.size
 
     def _train(self, env_steps):
         settings = self.settings
         if self.prioritized:
-            beta = prioritized.annealed_beta(env_steps, settings.initial_beta,
-                                             settings.beta_anneal_steps)
+            self.feed.beta = prioritized.annealed_beta(env_steps, settings.initial_beta,
+                                                       settings.beta_anneal_steps)
             for _ in range(settings.updates_per_phase):
-                batch, indices, weights = self.replay.sample(settings.batch_size, beta)
+                batch, indices, weights = self.feed.draw()
                 td_errors = self.learner.weighted_train_step(*batch, weights)
-                self.replay.update_priorities(indices, td_errors.numpy())
+                self.feed.update_priorities(indices, td_errors.numpy())
         else:
-            stack = self.replay.sample_stacked(settings.updates_per_phase, settings.batch_size)
-            self.learner.train_steps(*stack).numpy()  # waits, so 'learn' time is honest
-        self.trained += settings.updates_per_phase * settings.batch_size
+            self.learner.train_steps(*self.feed.draw()).numpy()  # waits: 'learn' time is honest
         return settings.updates_per_phase
+
+    def wait_for_training(self):
+        """Returns once no update is under way (here, always: updates end within iterate)."""
+
+    def close(self):
+        """Ends the feed's pipeline (nothing else here holds a thread)."""
+        self.feed.close()
 
     def take_replay_ratio(self):
         """Transitions trained per transition stored since the last call (None if none)."""

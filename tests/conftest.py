@@ -26,3 +26,58 @@ def tf_agents_transitions():
             discount=np.stack([1.0 - terminals, np.ones(batch, np.float32)], axis=1))
         return tf.nest.map_structure(tf.convert_to_tensor, experience)
     return build
+
+
+class ProcessTree:
+    """What a test of a run's ending needs to see: its processes (from /proc), the shared-memory
+    segments it left, and a bounded wait."""
+
+    @staticmethod
+    def children(pid):
+        """Direct child pids of pid."""
+        import os  # pylint: disable=import-outside-toplevel
+        found = []
+        for name in os.listdir('/proc'):
+            if name.isdigit():
+                try:
+                    with open(f'/proc/{name}/stat') as f:
+                        if int(f.read().rsplit(')', 1)[1].split()[1]) == pid:
+                            found.append(int(name))
+                except (OSError, IndexError):
+                    pass
+        return found
+
+    @classmethod
+    def descendants(cls, pid):
+        pending, found = [pid], []
+        while pending:
+            children = cls.children(pending.pop())
+            found += children
+            pending += children
+        return found
+
+    @staticmethod
+    def alive(pids):
+        import os  # pylint: disable=import-outside-toplevel
+        return [pid for pid in pids if os.path.exists(f'/proc/{pid}')]
+
+    @staticmethod
+    def wait_for(predicate, seconds=120.0):
+        """True once predicate() is, False if it is not within seconds."""
+        import time  # pylint: disable=import-outside-toplevel
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.2)
+        return False
+
+    @staticmethod
+    def shm_entries():
+        import os  # pylint: disable=import-outside-toplevel
+        return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
+
+
+@pytest.fixture
+def process_tree():
+    return ProcessTree

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -51,45 +50,9 @@ def _csv_rows(path):
         return list(csv.DictReader(f))
 
 
-def _children(pid):
-    """Direct child pids of pid, from /proc."""
-    found = []
-    for name in os.listdir('/proc'):
-        if name.isdigit():
-            try:
-                with open(f'/proc/{name}/stat') as f:
-                    if int(f.read().rsplit(')', 1)[1].split()[1]) == pid:
-                        found.append(int(name))
-            except (OSError, IndexError):
-                pass
-    return found
-
-
-def _descendants(pid):
-    pending, found = [pid], []
-    while pending:
-        children = _children(pending.pop())
-        found += children
-        pending += children
-    return found
-
-
-def _wait_for(predicate, seconds=120.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
-
-
-def _shm_entries():
-    return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
-
-
 @pytest.mark.parametrize('algorithm', ['a3c', 'appo'])
-def test_run_logs_policy_lag_resumes_and_evaluates(tmp_path, algorithm):
-    shm_before = _shm_entries()
+def test_run_logs_policy_lag_resumes_and_evaluates(tmp_path, algorithm, process_tree):
+    shm_before = process_tree.shm_entries()
     first = _start(_flags(algorithm, ['AccelConfig.total_steps = 2000']) + ['--run_dir=run'],
                    cwd=tmp_path)
     stdout, stderr = first.communicate(timeout=240)
@@ -112,12 +75,12 @@ def test_run_logs_policy_lag_resumes_and_evaluates(tmp_path, algorithm):
         text=True, timeout=120)
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]
     assert int(_csv_rows(tmp_path / 'run' / 'eval.csv')[0]['episodes']) == 2
-    assert _shm_entries() <= shm_before
+    assert process_tree.shm_entries() <= shm_before
 
 
-def _learner_pids(main_pid):
+def _learner_pids(main_pid, process_tree):
     """The learner processes: the main process's children that have workers of their own."""
-    return [pid for pid in _children(main_pid) if _children(pid)]
+    return [pid for pid in process_tree.children(main_pid) if process_tree.children(pid)]
 
 
 def _started_learning(run_dir):
@@ -126,18 +89,19 @@ def _started_learning(run_dir):
 
 
 @pytest.mark.parametrize('stop', ['ctrl_c', 'dead_learner'])
-def test_ctrl_c_or_a_dead_learner_ends_the_run_with_a_checkpoint(tmp_path, stop):
+def test_ctrl_c_or_a_dead_learner_ends_the_run_with_a_checkpoint(tmp_path, stop, process_tree):
     run = _start(_flags('a3c', ['AccelConfig.total_steps = 100000000']) + ['--run_dir=run'],
                  cwd=tmp_path)
     try:
-        assert _wait_for(lambda: _started_learning(tmp_path / 'run')
-                         and len(_learner_pids(run.pid)) == 2)
-        tree = _descendants(run.pid)  # with multiprocessing's resource tracker
-        assert [len(_children(pid)) for pid in _learner_pids(run.pid)] == [1, 1]  # a worker each
+        learner_pids = lambda: _learner_pids(run.pid, process_tree)  # noqa: E731
+        assert process_tree.wait_for(lambda: _started_learning(tmp_path / 'run')
+                                     and len(learner_pids()) == 2)
+        tree = process_tree.descendants(run.pid)  # with multiprocessing's resource tracker
+        assert [len(process_tree.children(pid)) for pid in learner_pids()] == [1, 1]
         if stop == 'ctrl_c':
             run.send_signal(signal.SIGINT)
         else:
-            os.kill(_learner_pids(run.pid)[0], signal.SIGKILL)
+            os.kill(learner_pids()[0], signal.SIGKILL)
         stdout, stderr = run.communicate(timeout=60)
     finally:
         if run.poll() is None:
@@ -152,7 +116,7 @@ def test_ctrl_c_or_a_dead_learner_ends_the_run_with_a_checkpoint(tmp_path, stop)
         assert len(errors) == 1, stderr[-3000:]
         assert 'learner' in errors[0] and 'died with exit code -9' in errors[0]
         assert 'saved' in errors[0] and 'rerun the same command' in errors[0]
-    assert _wait_for(lambda: not any(os.path.exists(f'/proc/{pid}') for pid in tree), 10)
+    assert process_tree.wait_for(lambda: not process_tree.alive(tree), 10)
 
 
 def test_a3c_unit_applies_rmsprop_with_the_central_mean_squares():

@@ -228,21 +228,23 @@ def test_learning_only_row_times_updates_on_one_collected_rollout(monkeypatch):
     assert int(learner['object'].optimizer.iterations.numpy()) == len(calls)
 
 
-def test_q_bench_rows_hold_training_intensity_8_once_replay_can_train(monkeypatch):
+@pytest.mark.parametrize('row, owed', [('accel/rainbow_512', 0), ('accel/dqn_512/async', 1)])
+def test_q_bench_rows_hold_training_intensity_8_once_replay_can_train(monkeypatch, row, owed):
     from accel_tf import bench_rows
     calls = _count_timed_calls(monkeypatch, bench_rows)
     runners = []
-    real_runner = bench_rows.off_policy.OffPolicyRunner
+    real_make_runner = bench_rows.q_family.make_runner
 
     def remember(*args, **kwargs):
-        runners.append(real_runner(*args, **kwargs))
-        return runners[-1]
+        manager = real_make_runner(*args, **kwargs)
+        runners.append(getattr(manager, 'thing', manager))  # contextlib.closing or the runner
+        return manager
 
-    monkeypatch.setattr(bench_rows.off_policy, 'OffPolicyRunner', remember)
+    monkeypatch.setattr(bench_rows.q_family, 'make_runner', remember)
     settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 4, 'game': 'pong',
                 'num_workers': 2}
     gin.clear_config()
-    result = bench_rows.ROWS['accel/rainbow_512'](settings)
+    result = bench_rows.ROWS[row](settings)
     assert result['steps_per_sec'] > 0
     # Batch 512 over 4 simulators: horizon 16 (64 steps a phase), one update of 512 per phase.
     assert set(calls) == {64}
@@ -250,8 +252,10 @@ def test_q_bench_rows_hold_training_intensity_8_once_replay_can_train(monkeypatc
     assert runner.settings.batch_size == 512 and runner.settings.updates_per_phase == 1
     assert runner.settings.updates_per_phase * 512 / 64 == 8  # training intensity
     assert len(runner.memory) >= 4096
-    # Every timed phase trained, and so did the fill's last phase (it reached 4,096 steps).
-    assert int(runner.learner.optimizer.iterations.numpy()) == len(calls) + 1
+    # Every timed phase trained, and so did the fill's last phase (it reached 4,096 steps),
+    # but for the phases still owed when an asynchronous row stops.
+    updates = int(runner.learner.optimizer.iterations.numpy())
+    assert len(calls) + 1 - owed <= updates <= len(calls) + 1
 
 
 def test_async_bench_rows_count_both_learners_steps():
