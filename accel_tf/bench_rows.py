@@ -20,7 +20,7 @@ environments, over the bench's worker count (one per CPU by default):
       to 65,536 transitions (the 1M of the presets is 8.3 GB of 104x80 frames) and filled before
       timing; accel/{dqn,rainbow}_512/tf_data draw the minibatches through a prefetching tf.data
       pipeline, accel/{dqn,rainbow}_512/async train on a thread while the next phase samples
-      (section 5.3), at the same replay ratio;
+      (section 5.3), at the same replay ratio, /async_tf_data both;
   peer/tf_agents_ppo: tf-agents' PPOClipAgent and DynamicStepDriver on the same pool, frames,
       A3C-Net-shaped networks, batch and epochs as accel/ppo (accel_tf/peer_tf_agents.py;
       tf-agents trains each epoch on the whole batch, one gradient step, where accel/ppo takes
@@ -204,5 +204,13 @@ ROWS = {
     'accel/rainbow_512/async': lambda settings: q_training_rate(
         settings, 'rainbow_pong', 512, [f'AccelConfig.adam_epsilon = {0.005 / 512}',
                                         'QValueConfig.asynchronous = True']),
+    'accel/dqn_512/async_tf_data': lambda settings: q_training_rate(
+        settings, 'dqn_pong', 512, ['AccelConfig.learning_rate = 0.00075',
+                                    'QValueConfig.asynchronous = True',
+                                    "QValueConfig.replay_input = 'tf_data'"]),
+    'accel/rainbow_512/async_tf_data': lambda settings: q_training_rate(
+        settings, 'rainbow_pong', 512, [f'AccelConfig.adam_epsilon = {0.005 / 512}',
+                                        'QValueConfig.asynchronous = True',
+                                        "QValueConfig.replay_input = 'tf_data'"]),
     'peer/tf_agents_ppo': tf_agents_ppo_rate,
 }
