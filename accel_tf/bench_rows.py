@@ -169,6 +169,23 @@ def tf_agents_ppo_rate(settings):
                            settings['warmup_seconds'])
 
 
+# The Q rows at batch 512 (Appendix A.3's rates) and their variants: minibatches through tf.data,
+# asynchronous, or both.
+Q_BASES = {'dqn_512': ('dqn_pong', ['AccelConfig.learning_rate = 0.00075']),
+           'rainbow_512': ('rainbow_pong', [f'AccelConfig.adam_epsilon = {0.005 / 512}'])}
+Q_VARIANTS = {'': [],
+              'tf_data': ["QValueConfig.replay_input = 'tf_data'"],
+              'async': ['QValueConfig.asynchronous = True'],
+              'async_tf_data': ['QValueConfig.asynchronous = True',
+                                "QValueConfig.replay_input = 'tf_data'"]}
+
+
+def _q_row(base, variant=''):
+    preset, bindings = Q_BASES[base]
+    return lambda settings: q_training_rate(settings, preset, 512,
+                                            bindings + Q_VARIANTS[variant])
+
+
 ROWS = {
     'accel/sample/sync': lambda settings: sampling_rate(settings, 'synchronized'),
     'accel/sample/alternating': lambda settings: sampling_rate(settings, 'alternating'),
@@ -184,33 +201,12 @@ ROWS = {
         [f"AccelConfig.horizon = {PPO_BATCH * ASYNC_LEARNERS // settings['num_envs']}"]),
     # Appendix A.3's rates: DQN 7.5e-4 at batch 512; categorical DQN 4.2e-4 at 256 and above,
     # Adam epsilon 0.01 / L; eps-Rainbow its published rate, Adam epsilon 0.005 / L.
-    'accel/dqn_512': lambda settings: q_training_rate(
-        settings, 'dqn_pong', 512, ['AccelConfig.learning_rate = 0.00075']),
+    'accel/dqn_512': _q_row('dqn_512'),
     'accel/cat_dqn_2048': lambda settings: q_training_rate(
         settings, 'cat_dqn_pong', 2048, ['AccelConfig.learning_rate = 0.00042',
                                           f'AccelConfig.adam_epsilon = {0.01 / 2048}']),
-    'accel/rainbow_512': lambda settings: q_training_rate(
-        settings, 'rainbow_pong', 512, [f'AccelConfig.adam_epsilon = {0.005 / 512}']),
-    # The same two rows with minibatches through tf.data (prefetched), then asynchronous.
-    'accel/dqn_512/tf_data': lambda settings: q_training_rate(
-        settings, 'dqn_pong', 512, ['AccelConfig.learning_rate = 0.00075',
-                                    "QValueConfig.replay_input = 'tf_data'"]),
-    'accel/rainbow_512/tf_data': lambda settings: q_training_rate(
-        settings, 'rainbow_pong', 512, [f'AccelConfig.adam_epsilon = {0.005 / 512}',
-                                        "QValueConfig.replay_input = 'tf_data'"]),
-    'accel/dqn_512/async': lambda settings: q_training_rate(
-        settings, 'dqn_pong', 512, ['AccelConfig.learning_rate = 0.00075',
-                                    'QValueConfig.asynchronous = True']),
-    'accel/rainbow_512/async': lambda settings: q_training_rate(
-        settings, 'rainbow_pong', 512, [f'AccelConfig.adam_epsilon = {0.005 / 512}',
-                                        'QValueConfig.asynchronous = True']),
-    'accel/dqn_512/async_tf_data': lambda settings: q_training_rate(
-        settings, 'dqn_pong', 512, ['AccelConfig.learning_rate = 0.00075',
-                                    'QValueConfig.asynchronous = True',
-                                    "QValueConfig.replay_input = 'tf_data'"]),
-    'accel/rainbow_512/async_tf_data': lambda settings: q_training_rate(
-        settings, 'rainbow_pong', 512, [f'AccelConfig.adam_epsilon = {0.005 / 512}',
-                                        'QValueConfig.asynchronous = True',
-                                        "QValueConfig.replay_input = 'tf_data'"]),
+    'accel/rainbow_512': _q_row('rainbow_512'),
     'peer/tf_agents_ppo': tf_agents_ppo_rate,
 }
+ROWS.update({f'accel/{base}/{variant}': _q_row(base, variant)
+             for base in Q_BASES for variant in Q_VARIANTS if variant})

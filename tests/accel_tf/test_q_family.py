@@ -113,6 +113,13 @@ def _rows(path):
         return list(csv.DictReader(f))
 
 
+def _entry_flags(preset, bindings):
+    """accel_tf.main's flags for a preset with bindings, into ./run."""
+    gin_file = os.path.join(app.PROJECT_ROOT, f'gin/accel/{preset}.gin')
+    return [f'--gin_file={gin_file}'] + [
+        f'--gin_bindings={binding}' for binding in bindings] + ['--run_dir=run']
+
+
 def _run(module, args, cwd):
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
     return subprocess.run([sys.executable, '-m', module] + args, cwd=cwd, env=env,
@@ -127,9 +134,7 @@ def test_rainbow_runs_resumes_and_evaluates_through_the_entry_point(tmp_path):
                                     'QValueConfig.eval_envs = 2',
                                     'AccelConfig.checkpoint_every_steps = 800',
                                     'AccelConfig.log_every_seconds = 0.01']
-    gin_file = os.path.join(app.PROJECT_ROOT, 'gin/accel/rainbow_pong.gin')
-    flags = [f'--gin_file={gin_file}'] + [
-        f'--gin_bindings={binding}' for binding in bindings] + ['--run_dir=run']
+    flags = _entry_flags('rainbow_pong', bindings)
     first = _run('accel_tf.main', flags, tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     run_dir = tmp_path / 'run'
@@ -168,10 +173,7 @@ def test_asynchronous_dqn_holds_its_replay_ratio_through_the_entry_point(tmp_pat
                                     'QValueConfig.asynchronous = True',
                                     f"QValueConfig.replay_input = '{replay_input}'",
                                     'AccelConfig.log_every_seconds = 0.5']
-    gin_file = os.path.join(app.PROJECT_ROOT, 'gin/accel/dqn_pong.gin')
-    flags = [f'--gin_file={gin_file}'] + [
-        f'--gin_bindings={binding}' for binding in bindings] + ['--run_dir=run']
-    result = _run('accel_tf.main', flags, tmp_path)
+    result = _run('accel_tf.main', _entry_flags('dqn_pong', bindings), tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = _rows(tmp_path / 'run' / 'metrics.csv')
     assert int(rows[-1]['env_steps']) == 2400
@@ -193,11 +195,9 @@ def test_ctrl_c_stops_asynchronous_dqn_with_a_checkpoint_and_nothing_left(tmp_pa
                                     'QValueConfig.asynchronous = True',
                                     "QValueConfig.replay_input = 'tf_data'",
                                     'AccelConfig.log_every_seconds = 0.2']
-    gin_file = os.path.join(app.PROJECT_ROOT, 'gin/accel/dqn_pong.gin')
     shm_before = process_tree.shm_entries()
     run = subprocess.Popen(
-        [sys.executable, '-m', 'accel_tf.main', f'--gin_file={gin_file}', '--run_dir=run'] + [
-            f'--gin_bindings={binding}' for binding in bindings],
+        [sys.executable, '-m', 'accel_tf.main'] + _entry_flags('dqn_pong', bindings),
         cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     metrics = tmp_path / 'run' / 'metrics.csv'
