@@ -26,6 +26,7 @@ class QValueConfig:
     double_dqn: bool = False
     dueling: bool = False
     huber_delta: float = 1.0           # DQN's loss; the categorical loss has none
+    clip_norm: float = 0.0             # global-norm gradient clipping; 0 (Nature DQN) disables
     num_atoms: int = 1                 # > 1: categorical DQN over [v_min, v_max]
     v_min: float = -10.0
     v_max: float = 10.0
@@ -88,6 +89,8 @@ class QValueConfig:
         for name in ('initial_epsilon', 'final_epsilon', 'eval_epsilon'):
             value = getattr(self, name)
             require(0 <= value <= 1, f'QValueConfig.{name} must be in [0, 1], got {value}')
+        require(self.clip_norm >= 0,
+                f'QValueConfig.clip_norm must be >= 0, got {self.clip_norm}')
         require(self.huber_delta > 0,
                 f'QValueConfig.huber_delta must be > 0, got {self.huber_delta}')
         require(self.batch_size <= self.min_replay_steps <= self.replay_capacity,

@@ -37,7 +37,7 @@ def build_q_learner(config):
     settings = q_learner.QSettings(
         gamma=config.gamma, double_dqn=q_values.double_dqn, huber_delta=q_values.huber_delta,
         n_step=q_values.n_step, importance_weighted=q_values.prioritized,
-        categorical=q_values.num_atoms > 1)
+        categorical=q_values.num_atoms > 1, clip_norm=q_values.clip_norm)
     total_updates = (config.total_steps // config.steps_per_update) * q_values.updates_per_phase
     optimizer = learners.make_optimizer(config, total_updates)
     spec = tf.TensorSpec((None,) + tuple(env_config.observation_shape),

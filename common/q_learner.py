@@ -16,13 +16,16 @@ class QSettings:
     """What the update optimizes: Huber(r + gamma (1 - terminal) Q_target(s', a*) - Q(s, a)),
     a* from the target network, or from the online one with double_dqn. n_step > 1: r is the
     replay's discounted sum of n rewards and the bootstrap is discounted by gamma^n.
-    importance_weighted: weighted updates for prioritized replay (weighted_train_step)."""
+    importance_weighted: weighted updates for prioritized replay (weighted_train_step).
+    clip_norm > 0: the gradient scaled to at most this global norm (rlpyt's DQN clips at 10;
+    Nature DQN clips the error instead, huber_delta)."""
     gamma: float
     double_dqn: bool = False
     huber_delta: float = 1.0
     n_step: int = 1
     importance_weighted: bool = False
     categorical: bool = False  # the network has a support: categorical DQN's loss
+    clip_norm: float = 0.0
 
 
 class QLearner(tf.Module):
@@ -95,7 +98,10 @@ class QLearner(tf.Module):
         with tf.GradientTape() as tape:
             loss = self.loss(observations, actions, rewards, next_observations, terminals,
                              weights)
-        self.optimizer.apply_gradients(tape.gradient(loss.loss, variables), variables)
+        gradients = tape.gradient(loss.loss, variables)
+        if self.settings.clip_norm > 0:
+            gradients, _ = tf.clip_by_global_norm(gradients, self.settings.clip_norm)
+        self.optimizer.apply_gradients(gradients, variables)
         self.update_means.add({'loss': loss.loss})
         return loss.td_errors
 

@@ -69,11 +69,24 @@ def test_q_presets_hold_the_papers_values():
     assert (rainbow.double_dqn, rainbow.dueling, rainbow.prioritized, rainbow.n_step) == (
         True, True, True, 3)
     assert _configure('rainbow_pong').adam_epsilon == pytest.approx(0.005 / 32)
+    gin.clear_config()
+    # rlpyt's atari_dqn.py "dqn": Adam 1e-4 at eps 0.01 / 128, gradient norms clipped at 10,
+    # the target every 312 updates of 128 at replay ratio 8.
+    original = _configure('dqn_original_code_pong')
+    q_values = original.q_values
+    assert (original.optimizer, original.learning_rate, q_values.batch_size,
+            q_values.clip_norm) == ('adam', 1e-4, 128, 10.0)
+    assert original.adam_epsilon == pytest.approx(0.01 / 128)
+    assert q_values.target_period == 312 * original.steps_per_update // q_values.updates_per_phase
+    assert q_family.build_q_learner(original).settings.clip_norm == 10.0
+    gin.clear_config()
+    assert _configure('dqn_pong').q_values.clip_norm == 0.0  # Nature DQN clips the error only
 
 
 @pytest.mark.parametrize('preset, batch_size, learning_rate', [
     ('dqn_pong', 32, 2.5e-4), ('dqn_512_pong', 512, 7.5e-4), ('dqn_1024_pong', 1024, 1.5e-3),
-    ('cat_dqn_pong', 32, 2.5e-4), ('rainbow_pong', 32, 6.25e-5)])
+    ('cat_dqn_pong', 32, 2.5e-4), ('rainbow_pong', 32, 6.25e-5),
+    ('dqn_original_code_pong', 128, 1e-4)])
 def test_every_q_preset_trains_8_transitions_per_sampled_one(preset, batch_size,
                                                              learning_rate):
     """Training intensity 8 (section 4.2) at each batch size's rate (App. A.3), in the
@@ -97,6 +110,7 @@ def test_every_q_preset_trains_8_transitions_per_sampled_one(preset, batch_size,
      'gives 4 steps per simulator for 16 simulators; need at least stack + n_step = 5'),
     ('dqn_pong', ['AccelConfig.q_values = None'], "algorithm='dqn' needs AccelConfig.q_values"),
     ('dqn_pong', ['QValueConfig.eval_max_steps = 2'], 'eval_max_steps=2 must be >= eval_envs=4'),
+    ('dqn_pong', ['QValueConfig.clip_norm = -1.0'], 'clip_norm must be >= 0, got -1.0'),
     ('dqn_pong', ["QValueConfig.replay_input = 'queue'"],
      "QValueConfig.replay_input='queue'; allowed: direct, tf_data"),
     ('dqn_pong', ['QValueConfig.async_lead_phases = 0'], 'async_lead_phases'),

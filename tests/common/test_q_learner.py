@@ -89,3 +89,43 @@ def test_weighted_updates_equal_updates_on_the_weighted_loss():
     unweighted.train_step(*batch)
     assert not all(np.allclose(first, second) for first, second in
                    zip(weighted.online.get_weights(), unweighted.online.get_weights()))
+
+
+class _SGD:
+    """Steps every variable by minus its gradient (rate 1), in common.optim's interface."""
+
+    def build(self, variables):
+        del variables
+
+    def apply_gradients(self, gradients, variables):
+        for gradient, variable in zip(gradients, variables):
+            variable.assign_sub(gradient)
+
+
+def test_clip_norm_scales_the_step_to_that_global_norm_along_the_gradient():
+    """Plain SGD at rate 1: the step is the (clipped) gradient, so its global norm is clip_norm
+    when the gradient's is larger, and it points along the gradient; unclipped otherwise."""
+    tf.random.set_seed(0)
+    make = lambda: networks.make_q_network(  # noqa: E731
+        3, (4,), np.float32, network='mlp', torso_kwargs={'hidden_sizes': (8,)})
+    batch = _batch(4)
+    gradient = None
+    for clip_norm in (0.0, 1e-3, 1e6):
+        learner = q_learner.QLearner(make, 3, _SGD(),
+                                     q_learner.QSettings(gamma=0.9, clip_norm=clip_norm), SPEC)
+        if gradient is None:
+            weights = learner.online.get_weights()
+            variables = learner.online.trainable_variables
+            with tf.GradientTape() as tape:
+                loss = learner.loss(*batch)
+            gradient = np.concatenate([g.numpy().ravel()
+                                       for g in tape.gradient(loss.loss, variables)])
+        learner.online.set_weights(weights)
+        learner.update_target()
+        learner.train_step(*batch)
+        step = np.concatenate([(before - after).ravel() for before, after in
+                               zip(weights, learner.online.get_weights())])
+        norm = np.linalg.norm(gradient)
+        assert norm > 1e-3  # so 1e-3 clips
+        expected = gradient * (min(1.0, clip_norm / norm) if clip_norm else 1.0)
+        np.testing.assert_allclose(step, expected, rtol=1e-3, atol=1e-7)  # float32 weights
