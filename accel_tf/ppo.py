@@ -12,6 +12,7 @@ from typing import Optional
 import tensorflow as tf
 
 from common import actor_critic
+from common import distribute
 from common import losses
 
 UPDATE_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate',
@@ -41,6 +42,9 @@ class PPOLearner(actor_critic.PolicyLearner):
     def __init__(self, model, optimizer, settings, observation_spec, horizon, seed=0,
                  name='ppo_learner'):
         super().__init__(model, optimizer, settings, observation_spec, seed, UPDATE_STATS, name)
+        # Built under a tf.distribute strategy's scope: each minibatch step runs on every
+        # replica with its share of the minibatch (common/distribute.py).
+        self.strategy = distribute.current_strategy()
         signature = actor_critic.rollout_signature(observation_spec, horizon)
         self.train_on_rollout = tf.function(self._train_on_rollout, input_signature=signature)
         # APPO's pieces: the local steps are applied elsewhere (accel_tf/async_adam.py).
@@ -96,7 +100,8 @@ class PPOLearner(actor_critic.PolicyLearner):
                 logits=logits, values=values, actions=actions, old_log_probs=old_log_probs,
                 advantages=advantages, returns=returns, ratio_clip=ratio_clip,
                 entropy_coef=settings.entropy_coef, value_loss_coef=settings.value_loss_coef)
-        gradients = tape.gradient(loss.total, self.model.trainable_variables)
+        gradients = distribute.mean_across_replicas(
+            tape.gradient(loss.total, self.model.trainable_variables))
         global_norm = tf.linalg.global_norm(gradients)
         if settings.clip_norm > 0:
             gradients, _ = tf.clip_by_global_norm(gradients, settings.clip_norm,
@@ -147,6 +152,11 @@ class PPOLearner(actor_critic.PolicyLearner):
             order = tf.argsort(self.generator.uniform([batch]))
             for index in tf.range(settings.minibatches):
                 picked = order[index * minibatch:(index + 1) * minibatch]
-                stats = self.minibatch_step(*[tf.gather(tensor, picked) for tensor in data])
+                minibatch_data = [tf.gather(tensor, picked) for tensor in data]
+                if self.strategy is None:
+                    stats = self.minibatch_step(*minibatch_data)
+                else:
+                    stats = distribute.run_split(self.strategy, self.minibatch_step,
+                                                 minibatch_data, (0,) * len(minibatch_data))
                 last = {name: tf.cast(stats[name], tf.float32) for name in UPDATE_STATS}
         return last

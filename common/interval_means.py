@@ -20,8 +20,11 @@ class IntervalMeans(tf.Module):
     def __init__(self, names, name='interval_means'):
         super().__init__(name=name)
         self.names = tuple(names)
+        # MEAN: under a tf.distribute strategy each replica adds its own statistics, and the
+        # sums take their mean over the replicas.
         self._totals = tf.Variable(tf.zeros(len(self.names) + 1, tf.float64), trainable=False,
-                                   name='sums_and_count')
+                                   name='sums_and_count',
+                                   aggregation=tf.VariableAggregation.MEAN)
 
     def add(self, stats):
         """Adds one update's statistics (a dict holding at least self.names); graph-safe."""

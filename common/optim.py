@@ -9,6 +9,8 @@ options here, set from each paper's config (common/config.py RMSPropConfig).
 """
 import tensorflow as tf
 
+from common import distribute
+
 
 class _SlotOptimizer(tf.Module):
     """What both optimizers share: a learning rate (a float or a callable of the update count,
@@ -17,13 +19,21 @@ class _SlotOptimizer(tf.Module):
     def __init__(self, learning_rate, name):
         super().__init__(name=name)
         self.learning_rate = learning_rate
-        self.iterations = tf.Variable(0, dtype=tf.int64, trainable=False, name='iterations')
+        # Under a tf.distribute strategy every replica increments it; the first one's counts.
+        self.iterations = tf.Variable(0, dtype=tf.int64, trainable=False, name='iterations',
+                                      aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
         self._built_for = None
 
     def _make_slots(self, variable, slot_name):
         raise NotImplementedError
 
-    def _apply(self, index, gradient, variable, learning_rate):
+    def _slots(self, index):
+        """The slot variables of the index-th variable, in the order _apply_rule takes them."""
+        raise NotImplementedError
+
+    def _apply_rule(self, learning_rate):
+        """fn(variable, gradient, *slots) applying one update to one variable (or one replica's
+        copy of it) at learning_rate."""
         raise NotImplementedError
 
     def build(self, variables):
@@ -46,9 +56,9 @@ class _SlotOptimizer(tf.Module):
         if [id(variable) for variable in variables] != self._built_for:
             raise ValueError(f'{type(self).__name__}.apply_gradients got a different variable '
                              'list than it was built for')
-        learning_rate = self.current_learning_rate()
-        for index, (gradient, variable) in enumerate(zip(gradients, variables)):
-            self._apply(index, gradient, variable, learning_rate)
+        slots = [self._slots(index) for index in range(len(variables))]
+        distribute.apply_to_every_replica(lambda: self._apply_rule(self.current_learning_rate()),
+                                          gradients, variables, slots)
         self.iterations.assign_add(1)
 
 
@@ -83,31 +93,31 @@ class RMSProp(_SlotOptimizer):
         self._moment.append(tf.Variable(tf.zeros_like(variable), trainable=False,
                                         name=f'mom_{slot_name}'))
 
-    def _apply(self, index, gradient, variable, learning_rate):
-        if self.epsilon_inside_sqrt:
-            self._apply_tf1(index, gradient, variable, learning_rate)
-        else:
-            self._apply_keras(index, gradient, variable, learning_rate)
+    def _slots(self, index):
+        return self._mean_square[index], self._mean_grad[index], self._moment[index]
 
-    def _apply_tf1(self, index, gradient, variable, learning_rate):
-        kwargs = dict(var=variable.handle, ms=self._mean_square[index].handle,
-                      mom=self._moment[index].handle, lr=learning_rate, rho=self.decay,
-                      momentum=self.momentum, epsilon=self.epsilon, grad=gradient)
-        if self.centered:
-            tf.raw_ops.ResourceApplyCenteredRMSProp(mg=self._mean_grad[index].handle, **kwargs)
-        else:
-            tf.raw_ops.ResourceApplyRMSProp(**kwargs)
+    def _apply_rule(self, learning_rate):
+        if not self.epsilon_inside_sqrt:
+            return lambda *args: self._apply_keras(learning_rate, *args)
 
-    def _apply_keras(self, index, gradient, variable, learning_rate):
-        mean_square = self._mean_square[index]
+        def apply_tf1(variable, gradient, mean_square, mean_grad, moment):
+            kwargs = dict(var=variable.handle, ms=mean_square.handle, mom=moment.handle,
+                          lr=learning_rate, rho=self.decay, momentum=self.momentum,
+                          epsilon=self.epsilon, grad=gradient)
+            if self.centered:
+                tf.raw_ops.ResourceApplyCenteredRMSProp(mg=mean_grad.handle, **kwargs)
+            else:
+                tf.raw_ops.ResourceApplyRMSProp(**kwargs)
+
+        return apply_tf1
+
+    def _apply_keras(self, learning_rate, variable, gradient, mean_square, mean_grad, moment):
         mean_square.assign(self.decay * mean_square + (1.0 - self.decay) * tf.square(gradient))
         denominator = mean_square
         if self.centered:
-            mean_grad = self._mean_grad[index]
             mean_grad.assign(self.decay * mean_grad + (1.0 - self.decay) * gradient)
             denominator = mean_square - tf.square(mean_grad)
         step = learning_rate * gradient / (tf.sqrt(denominator) + self.epsilon)
-        moment = self._moment[index]
         moment.assign(self.momentum * moment + step)
         variable.assign_sub(moment)
 
@@ -131,14 +141,21 @@ class Adam(_SlotOptimizer):
         self._second_moment.append(tf.Variable(tf.zeros_like(variable), trainable=False,
                                                name=f'v_{slot_name}'))
 
-    def _apply(self, index, gradient, variable, learning_rate):
+    def _slots(self, index):
+        return self._first_moment[index], self._second_moment[index]
+
+    def _apply_rule(self, learning_rate):
         step = tf.cast(self.iterations + 1, tf.float32)
-        tf.raw_ops.ResourceApplyAdam(
-            var=variable.handle, m=self._first_moment[index].handle,
-            v=self._second_moment[index].handle,
-            beta1_power=tf.pow(tf.constant(self.beta1, tf.float32), step),
-            beta2_power=tf.pow(tf.constant(self.beta2, tf.float32), step), lr=learning_rate,
-            beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon, grad=gradient)
+        beta1_power = tf.pow(tf.constant(self.beta1, tf.float32), step)
+        beta2_power = tf.pow(tf.constant(self.beta2, tf.float32), step)
+
+        def apply_adam(variable, gradient, first_moment, second_moment):
+            tf.raw_ops.ResourceApplyAdam(
+                var=variable.handle, m=first_moment.handle, v=second_moment.handle,
+                beta1_power=beta1_power, beta2_power=beta2_power, lr=learning_rate,
+                beta1=self.beta1, beta2=self.beta2, epsilon=self.epsilon, grad=gradient)
+
+        return apply_adam
 
 
 class LinearSchedule:
@@ -165,7 +182,9 @@ class LinearSchedule:
 def apply_actor_critic_gradients(optimizer, gradients, variables, loss, clip_norm):
     """Clips gradients to clip_norm by global norm (0: no clipping), applies them, and returns
     the statistics both actor-critic papers log: loss terms, the global norm before clipping and
-    the learning rate of this update."""
+    the learning rate of this update. Under a tf.distribute strategy the gradients are first
+    averaged over the replicas (common/distribute.py), so the clipping sees the whole batch's."""
+    gradients = distribute.mean_across_replicas(gradients)
     global_norm = tf.linalg.global_norm(gradients)
     if clip_norm > 0:
         gradients, _ = tf.clip_by_global_norm(gradients, clip_norm, use_norm=global_norm)

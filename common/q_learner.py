@@ -6,6 +6,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from common import distribute
 from common import interval_means
 from common import losses
 from common import optim
@@ -61,6 +62,10 @@ class QLearner(tf.Module):
                 input_signature=batch_signature + [tf.TensorSpec((None,), tf.float32)])
             traced.append(self.weighted_train_step)
         self.update_target()
+        if distribute.current_strategy() is not None:
+            # Built under a tf.distribute scope: the updates run through distribute.run_split
+            # (in replica contexts), so only the acting functions can be traced here.
+            traced = traced[:2]
         # Trace everything here, in one thread: Keras models are not safe to trace from several
         # threads at once (a trainer thread and acting threads).
         for function in traced:
@@ -98,7 +103,7 @@ class QLearner(tf.Module):
         with tf.GradientTape() as tape:
             loss = self.loss(observations, actions, rewards, next_observations, terminals,
                              weights)
-        gradients = tape.gradient(loss.loss, variables)
+        gradients = distribute.mean_across_replicas(tape.gradient(loss.loss, variables))
         if self.settings.clip_norm > 0:
             gradients, _ = tf.clip_by_global_norm(gradients, self.settings.clip_norm)
         self.optimizer.apply_gradients(gradients, variables)

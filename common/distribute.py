@@ -1,0 +1,130 @@
+"""Synchronous data-parallel updates on several devices with tf.distribute (Stooke & Abbeel
+2018, section 4.2: every device computes the gradient of its own share of the batch, the
+gradients are all-reduced, every device applies the same update to identical parameters).
+
+The learners stay single-device code: they average their gradients across replicas with
+mean_across_replicas before clipping (a no-op outside a replica context), and common.optim's
+optimizers apply one update to every replica's copy. replicated() runs a learner's train
+function on every replica with its share of the inputs. A machine without accelerators runs
+the same code over logical CPU devices (use_logical_cpus), which is how the tests run it."""
+import tensorflow as tf
+
+STRATEGIES = ('none', 'mirrored')
+
+
+def use_logical_cpus(count):
+    """Splits the CPU into count logical devices; must run before TensorFlow makes its devices
+    (before any op), else raises RuntimeError saying so."""
+    cpus = tf.config.list_physical_devices('CPU')
+    try:
+        tf.config.set_logical_device_configuration(
+            cpus[0], [tf.config.LogicalDeviceConfiguration() for _ in range(count)])
+    except RuntimeError as error:
+        raise RuntimeError(f'cannot make {count} logical CPU devices: TensorFlow already made '
+                           f'its devices ({error})') from error
+
+
+def make_strategy(kind, num_replicas):
+    """None for 'none' (the default strategy); for 'mirrored', a MirroredStrategy over
+    num_replicas GPUs if there are as many, else over num_replicas logical CPU devices (made
+    here if TensorFlow has not made its devices yet)."""
+    if kind not in STRATEGIES:
+        raise ValueError(f'strategy={kind!r}; allowed: {", ".join(STRATEGIES)}')
+    if kind == 'none':
+        return None
+    gpus = tf.config.list_physical_devices('GPU')
+    if len(gpus) >= num_replicas:
+        devices = [f'/gpu:{index}' for index in range(num_replicas)]
+    else:
+        cpu = tf.config.list_physical_devices('CPU')[0]
+        if len(tf.config.get_logical_device_configuration(cpu) or ()) < num_replicas:
+            use_logical_cpus(num_replicas)  # before list_logical_devices makes the devices
+        devices = [device.name for device in tf.config.list_logical_devices('CPU')]
+        devices = devices[:num_replicas]
+    return tf.distribute.MirroredStrategy(devices)
+
+
+def _replica_context():
+    """The replica context of a non-default strategy, or None."""
+    if not tf.distribute.has_strategy():
+        return None
+    return tf.distribute.get_replica_context()
+
+
+def mean_across_replicas(gradients):
+    """The gradients averaged over the replicas (all-reduce); unchanged outside a replica
+    context, or with one replica."""
+    context = _replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return gradients
+    return context.all_reduce(tf.distribute.ReduceOp.MEAN, gradients)
+
+
+def apply_to_every_replica(make_apply_fn, gradients, variables, slots):
+    """Calls apply_fn(variable, gradient, *slot_variables) for each variable, on each replica's
+    copies when called in a replica context or under a strategy's scope (then the gradients
+    must already be the same on every replica: mean_across_replicas), else once. apply_fn is
+    make_apply_fn(), called once, where the shared values it reads (the learning rate) are read
+    once for all replicas.
+
+    slots[i] is the tuple of optimizer slot variables of variables[i]."""
+    def apply_all(strategy, gradients):
+        apply_fn = make_apply_fn()
+        for gradient, variable, variable_slots in zip(gradients, variables, slots):
+            if strategy is None:
+                apply_fn(variable, gradient, *variable_slots)
+            else:
+                strategy.extended.update(variable, apply_fn,
+                                         args=(gradient,) + tuple(variable_slots), group=True)
+
+    if not tf.distribute.has_strategy():
+        apply_all(None, gradients)
+    elif tf.distribute.in_cross_replica_context():
+        apply_all(tf.distribute.get_strategy(), gradients)
+    else:
+        tf.distribute.get_replica_context().merge_call(apply_all, args=(gradients,))
+
+
+def split_for_replica(tensor, axis, replica_id, num_replicas):
+    """Replica replica_id's equal share of tensor along axis."""
+    size = tf.shape(tensor)[axis] // num_replicas
+    begin = [0] * len(tensor.shape)
+    sizes = [-1] * len(tensor.shape)
+    begin[axis] = replica_id * size
+    sizes[axis] = size
+    return tf.slice(tensor, tf.stack(begin), tf.stack(sizes))
+
+
+def run_split(strategy, train_fn, inputs, split_axes, gather=False):
+    """train_fn on every replica of strategy with its share of each input (split along
+    split_axes[i]; the sizes must divide evenly), called in a cross-replica context (in a
+    tf.function, also inside its loops); returns train_fn's outputs averaged over the replicas,
+    or with gather, the replicas' outputs laid end to end (per-sample values such as TD
+    errors). A synchronization (mean_across_replicas) inside a loop of train_fn is not
+    supported by tf.distribute: loop around run_split instead."""
+    def shares(context):
+        replica, count = context.replica_id_in_sync_group, context.num_replicas_in_sync
+        return tuple(split_for_replica(tensor, axis, replica, count)
+                     for tensor, axis in zip(inputs, split_axes))
+
+    outputs = strategy.run(train_fn,
+                           args=strategy.experimental_distribute_values_from_function(shares))
+    if gather:
+        return tf.nest.map_structure(lambda value: strategy.gather(value, axis=0), outputs)
+    return tf.nest.map_structure(
+        lambda value: strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None), outputs)
+
+
+def replicated(strategy, train_fn, split_axes, input_signature, gather=False):
+    """A tf.function of run_split(strategy, train_fn, its inputs, split_axes, gather); with
+    strategy None, train_fn as a tf.function."""
+    if strategy is None:
+        return tf.function(train_fn, input_signature=input_signature)
+    return tf.function(lambda *inputs: run_split(strategy, train_fn, inputs, split_axes, gather),
+                       input_signature=input_signature)
+
+
+def current_strategy():
+    """The strategy whose scope this runs in, None outside any (for learners built under a
+    scope, which must run their synchronizing steps through run_split)."""
+    return tf.distribute.get_strategy() if tf.distribute.has_strategy() else None

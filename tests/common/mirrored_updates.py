@@ -1,0 +1,129 @@
+"""Run by tests/common/test_distribute.py in a fresh process (logical CPU devices must be made
+before TensorFlow makes its devices): A2C, PPO and DQN updates on 2 replicas, each with half the
+batch, against one device with the whole batch; prints one JSON line of the largest
+differences."""
+import json
+import sys
+
+import common  # noqa: F401
+import numpy as np
+import tensorflow as tf
+
+from common import distribute
+
+STRATEGY = distribute.make_strategy('mirrored', 2)
+
+from accel_tf import ppo  # noqa: E402  (after the devices are made)
+from common import actor_critic  # noqa: E402
+from common import networks  # noqa: E402
+from common import optim  # noqa: E402
+from common import q_learner  # noqa: E402
+
+SPEC = tf.TensorSpec((None, 4), tf.float32)
+T, N = 5, 4  # a rollout of 4 environments: 2 per replica
+UPDATES = 3
+
+
+def _rollout(seed):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(T + 1, N, 4)).astype(np.float32),
+            rng.integers(0, 2, (T, N)).astype(np.int32), rng.normal(size=(T, N)).astype(np.float32),
+            (rng.random((T, N)) < 0.2).astype(np.float32))
+
+
+def _transitions(seed, size=8):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(size, 4)).astype(np.float32),
+            rng.integers(0, 2, size).astype(np.int32), rng.normal(size=size).astype(np.float32),
+            rng.normal(size=(size, 4)).astype(np.float32),
+            (rng.random(size) < 0.3).astype(np.float32))
+
+
+def _actor_critic_model():
+    return networks.actor_critic_for(_CARTPOLE, 'mlp', seed=0,
+                                     torso_kwargs={'hidden_sizes': (16,)})
+
+
+class _CartPoleShape:
+    observation_shape = (4,)
+    observation_dtype = np.float32
+
+    @staticmethod
+    def num_actions():
+        return 2
+
+
+_CARTPOLE = _CartPoleShape()
+
+
+def _a2c():
+    settings = actor_critic.LossSettings(gamma=0.99, entropy_coef=0.01, value_loss_coef=0.5,
+                                         clip_norm=0.05)
+    return actor_critic.ActorCriticLearner(
+        _actor_critic_model(), optim.RMSProp(0.01, decay=0.99, epsilon=1e-5), settings, SPEC,
+        seed=0, t_max=T)
+
+
+def _ppo():
+    settings = ppo.PPOSettings(gamma=0.99, gae_lambda=0.95, ratio_clip=0.1, entropy_coef=0.01,
+                               value_loss_coef=0.5, epochs=2, minibatches=2, clip_norm=0.05)
+    return ppo.PPOLearner(_actor_critic_model(), optim.Adam(0.01), settings, SPEC, T, seed=0)
+
+
+def _dqn():
+    make = lambda: networks.make_q_network(  # noqa: E731
+        2, (4,), np.float32, network='mlp', torso_kwargs={'hidden_sizes': (16,)})
+    return q_learner.QLearner(make, 2, q_learner.centered_rmsprop(0.01, 0.95, 0.01),
+                              q_learner.QSettings(gamma=0.99, double_dqn=True, clip_norm=0.05),
+                              SPEC)
+
+
+def _compare(name, build, model_of, train_of, split_axes, signature, data_of, gather=False):
+    """split_axes None: the learner splits its steps itself (PPO's minibatch steps)."""
+    single = build()
+    with STRATEGY.scope():
+        mirrored = build()
+    model_of(mirrored).set_weights(model_of(single).get_weights())
+    if hasattr(mirrored, 'update_target'):
+        mirrored.update_target()
+    if split_axes is None:
+        replicated = train_of(mirrored)
+    else:
+        replicated = distribute.replicated(STRATEGY, train_of(mirrored), split_axes, signature,
+                                           gather=gather)
+    for update in range(UPDATES):
+        data = data_of(update)
+        train_of(single)(*data)
+        replicated(*data)
+    difference = max(float(np.abs(a - b).max()) for a, b in
+                     zip(model_of(single).get_weights(), model_of(mirrored).get_weights()))
+    moved = max(float(np.abs(a - b).max()) for a, b in
+                zip(model_of(single).get_weights(), model_of(build()).get_weights()))
+    replicas = max(float(np.abs(v.values[0].numpy() - v.values[1].numpy()).max())
+                   for v in model_of(mirrored).trainable_variables)
+    iterations = int(mirrored.optimizer.iterations.numpy())
+    return name, {'difference': difference, 'moved': moved, 'replicas': replicas,
+                  'iterations': iterations}
+
+
+def main():
+    rollout_signature = actor_critic.rollout_signature(SPEC, T)
+    batch_signature = [SPEC, tf.TensorSpec((None,), tf.int32), tf.TensorSpec((None,), tf.float32),
+                       SPEC, tf.TensorSpec((None,), tf.float32)]
+    results = dict([
+        _compare('a2c', _a2c, lambda learner: learner.model,
+                 lambda learner: learner._train_on_rollout, (1, 1, 1, 1), rollout_signature,
+                 _rollout),
+        _compare('ppo', _ppo, lambda learner: learner.model,
+                 lambda learner: learner.train_on_rollout, None, rollout_signature, _rollout),
+        _compare('dqn', _dqn, lambda learner: learner.online,
+                 lambda learner: learner._train_step, (0, 0, 0, 0, 0), batch_signature,
+                 _transitions, gather=True),
+    ])
+    results['devices'] = [device.name for device in tf.config.list_logical_devices('CPU')]
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""Synchronous updates on 2 replicas (tf.distribute.MirroredStrategy over 2 logical CPU devices):
+A2C, PPO and DQN updates on two half-batches equal one device's updates on the whole batch, and
+the replicas hold identical variables; plus the split and the errors."""
+import json
+import os
+import subprocess
+import sys
+
+import common  # noqa: F401
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import app
+from common import distribute
+
+
+def test_two_replicas_on_half_batches_update_as_one_device_on_the_whole_batch():
+    """3 updates each (PPO: 2 epochs of 2 minibatches per update), gradients clipped by global
+    norm after the all-reduce; a fresh process, as logical devices must be made first."""
+    result = subprocess.run(
+        [sys.executable, os.path.join(os.path.dirname(__file__), 'mirrored_updates.py')],
+        env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True, text=True,
+        timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found['devices'] == ['/device:CPU:0', '/device:CPU:1']
+    for algorithm, updates in (('a2c', 3), ('ppo', 3 * 2 * 2), ('dqn', 3)):
+        measured = found[algorithm]
+        assert measured['moved'] > 1e-4, algorithm  # the updates changed the parameters ...
+        assert measured['difference'] < 1e-6, (algorithm, measured)  # ... as on one device
+        assert measured['replicas'] == 0.0, algorithm  # identical copies
+        assert measured['iterations'] == updates, algorithm
+
+
+def test_each_replica_gets_its_equal_share_along_the_axis():
+    rollout = tf.reshape(tf.range(2 * 6), (2, 6))
+    shares = [distribute.split_for_replica(rollout, 1, replica, 3).numpy() for replica in range(3)]
+    np.testing.assert_array_equal(np.concatenate(shares, axis=1), rollout.numpy())
+    np.testing.assert_array_equal(shares[1], [[2, 3], [8, 9]])
+
+
+def test_no_strategy_leaves_gradients_and_functions_alone():
+    gradients = [tf.constant([1.0, 2.0])]
+    assert distribute.mean_across_replicas(gradients) is gradients
+    assert distribute.make_strategy('none', 1) is None
+    assert distribute.current_strategy() is None
+
+
+def test_bad_strategy_and_late_logical_devices_are_named():
+    with pytest.raises(ValueError, match="strategy='ring'; allowed: none, mirrored"):
+        distribute.make_strategy('ring', 2)
+    tf.constant(1.0)  # TensorFlow has made its devices in this process
+    with pytest.raises(RuntimeError, match='cannot make 2 logical CPU devices: TensorFlow '
+                                           'already made its devices'):
+        distribute.use_logical_cpus(2)
