@@ -6,6 +6,8 @@ environments, over the bench's worker count (one per CPU by default):
   accel/a2c, accel/ppo: full training (sample + update) with gin/accel/a2c_pong.gin and
       gin/accel/ppo_pong.gin; PPO's horizon is set so the batch stays 2,048 (section 4.2's
       scaled form);
+  accel/a2c/mirrored2: accel/a2c with DistributeConfig 'mirrored' over 2 replicas (logical CPU
+      devices where there are no 2 GPUs), the overhead of the multi-device machinery;
   accel/a2c/learn, accel/ppo/learn: the optimization phase alone, again and again on one
       rollout the sampler collected (steps of that rollout per second): with env/process/stooke
       it bounds what any synchronous sampler-then-learner can reach on the machine,
@@ -69,7 +71,7 @@ def sampling_rate(settings, sampler):
 def training_rate(settings, preset, extra=()):
     """Environment steps per second of full training with a preset (sample, then update)."""
     config = _configure(settings, preset, 'synchronized', extra)
-    learner = learners.build_learner(config)
+    learner = learners.build_learner(config, learners.make_strategy(config))
     with learners.open_pool(config, seed=0) as pool:
         runner = on_policy.OnPolicyRunner(
             samplers.make_sampler(config.sampler, pool, config.horizon), learner)
@@ -192,6 +194,11 @@ ROWS = {
     'accel/a2c': lambda settings: training_rate(settings, 'a2c_pong'),
     'accel/ppo': lambda settings: training_rate(
         settings, 'ppo_pong', [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}"]),
+    # Section 4.2's synchronous multi-device A2C on 2 replicas (logical CPU devices here, each
+    # with half the simulators): on one machine's CPU it measures the machinery's overhead.
+    'accel/a2c/mirrored2': lambda settings: training_rate(
+        settings, 'a2c_pong', ["DistributeConfig.strategy = 'mirrored'",
+                               'DistributeConfig.num_replicas = 2']),
     'accel/a2c/learn': lambda settings: learning_only_rate(settings, 'a2c_pong'),
     'accel/ppo/learn': lambda settings: learning_only_rate(
         settings, 'ppo_pong', [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}"]),

@@ -22,6 +22,8 @@ Q_ALGORITHMS = ('dqn', 'cat_dqn', 'rainbow')
 ASYNC_ALGORITHMS = ('a3c', 'appo')
 # The update rule each asynchronous algorithm applies to the central store.
 ASYNC_OPTIMIZERS = {'a3c': 'rmsprop', 'appo': 'adam'}
+# Synchronous on several devices (DistributeConfig 'mirrored', section 4.2) so far.
+MIRRORED_ALGORITHMS = ('a2c', 'ppo')
 OPTIMIZERS = ('rmsprop', 'adam')
 LEARNING_RATE_SCALINGS = ('sqrt', 'none')
 
@@ -70,6 +72,9 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     pull_every_steps: int = 64          # APPO: sampling steps between pulls (section 4.2)
     # The Q-value family: @QValueConfig() (replay, training intensity, variants).
     q_values: Any = None
+    # Several devices (section 4.2): a common.config.DistributeConfig; None until configure()
+    # sets the one DistributeConfig's bindings make.
+    distribute: Any = None
 
     @property
     def num_envs(self):
@@ -120,6 +125,8 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
             self._validate_async()
         if self.algorithm in Q_ALGORITHMS:
             self._validate_q_values()
+        if self.distribute is not None:
+            self._validate_distribute()
         if self.algorithm in ('ppo', 'appo'):
             require(self.gae_lambda is not None,
                     f"AccelConfig.algorithm={self.algorithm!r} needs gae_lambda (a float in "
@@ -127,6 +134,20 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
             require(self.steps_per_update % self.minibatches == 0,
                     f'AccelConfig.minibatches={self.minibatches} must divide the batch, '
                     f'num_envs * horizon = {self.steps_per_update}')
+
+    def _validate_distribute(self):
+        distribute = self.distribute
+        distribute.validate(self.num_envs, 'AccelConfig')
+        if distribute.strategy == 'none':
+            return
+        app.require(self.algorithm in MIRRORED_ALGORITHMS,
+                    f"DistributeConfig.strategy={distribute.strategy!r} is built for algorithm "
+                    f"{' and '.join(MIRRORED_ALGORITHMS)}, not {self.algorithm!r}")
+        if self.algorithm == 'ppo':
+            minibatch = self.steps_per_update // self.minibatches
+            app.require(minibatch % distribute.num_replicas == 0,
+                        f'AccelConfig: PPO minibatches of {minibatch} do not split evenly over '
+                        f'DistributeConfig.num_replicas={distribute.num_replicas}')
 
     def _validate_async(self):
         algorithm = self.algorithm

@@ -3,6 +3,7 @@
 its sampler steps."""
 from accel_tf import ppo
 from common import actor_critic
+from common import distribute as distribute_lib
 from common import networks
 from common import optim
 from common import samplers
@@ -34,8 +35,24 @@ def gradient_steps_per_update(config):
     return config.epochs * config.minibatches if config.algorithm in ('ppo', 'appo') else 1
 
 
-def build_learner(config):
-    """An ActorCriticLearner (A2C, A3C) or a PPOLearner (PPO, APPO) with config's network and optimizer."""
+def make_strategy(config):
+    """The tf.distribute strategy of config.distribute (None: one device); call it before
+    anything runs a TensorFlow op, as logical CPU devices must be made first."""
+    distribute = config.distribute
+    if distribute is None or distribute.strategy == 'none':
+        return None
+    strategy = distribute_lib.make_strategy(distribute.strategy, distribute.num_replicas)
+    devices = ', '.join(strategy.extended.worker_devices)
+    print(f'{distribute.strategy}: {distribute.num_replicas} replicas on {devices}', flush=True)
+    return strategy
+
+
+def build_learner(config, strategy=None):
+    """An ActorCriticLearner (A2C, A3C) or a PPOLearner (PPO, APPO) with config's network and
+    optimizer, under strategy's scope if given (its updates then run on every replica)."""
+    if strategy is not None:
+        with strategy.scope():
+            return build_learner(config)
     model = networks.actor_critic_for(config.env_config, config.network, config.initializer,
                                       config.seed, torso_kwargs=config.torso_kwargs)
     total_updates = (config.total_steps // config.steps_per_update

@@ -22,6 +22,8 @@ def configure(gin_files, gin_bindings):
     """Parses and validates the config; raises ConfigError before anything starts."""
     app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
     config = config_lib.AccelConfig()
+    if config.distribute is None:
+        config.distribute = common_config.DistributeConfig()
     config.validate()
     try:
         pools.validate_pool_config(config.env_config, config.num_envs, config.num_workers,
@@ -46,7 +48,7 @@ def train(config, run_dir, make_pool=learners.open_pool, on_first_pool=None):
 
     if config.algorithm in config_lib.Q_ALGORITHMS:
         return q_family.train(config, run_dir, q_family.build_q_learner(config), pool_for)
-    learner = learners.build_learner(config)
+    learner = learners.build_learner(config, learners.make_strategy(config))
     return on_policy.train(config, run_dir, learner, pool_for, config.sampler, config.horizon,
                            config.num_envs)
 

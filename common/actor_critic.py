@@ -12,6 +12,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from common import distribute
 from common import interval_means
 from common import losses
 from common import optim
@@ -106,7 +107,10 @@ class ActorCriticLearner(PolicyLearner):
                                           input_signature=sequence_signature(observation_spec))
         if t_max is not None:
             signature = rollout_signature(observation_spec, t_max)
-            self.train_on_rollout = tf.function(self._train_on_rollout, input_signature=signature)
+            # Built under a tf.distribute scope: every replica trains on its share of the
+            # rollout's environments (axis 1), as one update (common/distribute.py).
+            self.train_on_rollout = distribute.replicated(
+                distribute.current_strategy(), self._train_on_rollout, (1, 1, 1, 1), signature)
             self.flat_rollout_gradients = tf.function(self._flat_rollout_gradients,
                                                       input_signature=signature)
 
@@ -138,7 +142,7 @@ class ActorCriticLearner(PolicyLearner):
     def _apply(self, gradients, loss):
         stats = optim.apply_actor_critic_gradients(
             self.optimizer, gradients, self.model.trainable_variables, loss,
-            self.settings.clip_norm)
+            self.settings.clip_norm, self.settings.reduction)
         self.update_means.add(stats)
         return stats
 

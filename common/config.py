@@ -9,7 +9,11 @@ ranges.
 import dataclasses
 from typing import Any
 
+import gin
+
 from common import app
+
+STRATEGIES = ('none', 'mirrored')
 
 
 @dataclasses.dataclass
@@ -86,6 +90,32 @@ class RMSPropConfig:
                              epsilon_inside_sqrt=self.rmsprop_epsilon_inside_sqrt,
                              initial_mean_square=self.rmsprop_initial_mean_square,
                              centered=self.rmsprop_centered)
+
+
+@gin.configurable
+@dataclasses.dataclass
+class DistributeConfig:
+    """Several devices for one run (Stooke & Abbeel 2018, section 4.2): 'mirrored' splits every
+    batch over num_replicas replicas (GPUs, or logical CPU devices where there are fewer),
+    averages their gradients and applies one update to every replica's copy
+    (common/distribute.py); 'none': one device."""
+    strategy: str = 'none'
+    num_replicas: int = 1
+
+    def validate(self, num_envs, owner):
+        """Raises app.ConfigError naming the first bad value; num_envs: the run's simulators,
+        split evenly over the replicas."""
+        app.require_field_types('DistributeConfig', self)
+        app.require(self.strategy in STRATEGIES,
+                    f'DistributeConfig.strategy={self.strategy!r}; allowed: {STRATEGIES}')
+        app.require(self.num_replicas >= 1,
+                    f'DistributeConfig.num_replicas must be >= 1, got {self.num_replicas}')
+        app.require(self.strategy == 'mirrored' or self.num_replicas == 1,
+                    f"DistributeConfig.num_replicas={self.num_replicas} needs strategy="
+                    f"'mirrored', got {self.strategy!r}")
+        app.require(num_envs % self.num_replicas == 0,
+                    f'{owner}: {num_envs} simulators do not split evenly over '
+                    f'DistributeConfig.num_replicas={self.num_replicas}')
 
 
 def renamed_bindings(owner):

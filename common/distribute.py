@@ -9,7 +9,7 @@ function on every replica with its share of the inputs. A machine without accele
 the same code over logical CPU devices (use_logical_cpus), which is how the tests run it."""
 import tensorflow as tf
 
-STRATEGIES = ('none', 'mirrored')
+from common.config import STRATEGIES
 
 
 def use_logical_cpus(count):
@@ -51,13 +51,15 @@ def _replica_context():
     return tf.distribute.get_replica_context()
 
 
-def mean_across_replicas(gradients):
-    """The gradients averaged over the replicas (all-reduce); unchanged outside a replica
-    context, or with one replica."""
+def mean_across_replicas(gradients, reduction='mean'):
+    """The gradients averaged over the replicas (all-reduce), or summed for a loss that sums
+    over its batch (reduction 'sum'); unchanged outside a replica context, or with one
+    replica."""
     context = _replica_context()
     if context is None or context.num_replicas_in_sync == 1:
         return gradients
-    return context.all_reduce(tf.distribute.ReduceOp.MEAN, gradients)
+    operation = tf.distribute.ReduceOp.SUM if reduction == 'sum' else tf.distribute.ReduceOp.MEAN
+    return context.all_reduce(operation, gradients)
 
 
 def apply_to_every_replica(make_apply_fn, gradients, variables, slots):

@@ -179,12 +179,14 @@ class LinearSchedule:
         return self.initial + fraction * (self.final - self.initial)
 
 
-def apply_actor_critic_gradients(optimizer, gradients, variables, loss, clip_norm):
+def apply_actor_critic_gradients(optimizer, gradients, variables, loss, clip_norm,
+                                 reduction='mean'):
     """Clips gradients to clip_norm by global norm (0: no clipping), applies them, and returns
     the statistics both actor-critic papers log: loss terms, the global norm before clipping and
     the learning rate of this update. Under a tf.distribute strategy the gradients are first
-    averaged over the replicas (common/distribute.py), so the clipping sees the whole batch's."""
-    gradients = distribute.mean_across_replicas(gradients)
+    averaged over the replicas (summed for a loss summed over its batch: reduction 'sum';
+    common/distribute.py), so the clipping sees the whole batch's."""
+    gradients = distribute.mean_across_replicas(gradients, reduction)
     global_norm = tf.linalg.global_norm(gradients)
     if clip_norm > 0:
         gradients, _ = tf.clip_by_global_norm(gradients, clip_norm, use_norm=global_norm)

@@ -25,6 +25,9 @@ CARTPOLE_BINDINGS = [
 ]
 
 
+MIRRORED = ["DistributeConfig.strategy = 'mirrored'", 'DistributeConfig.num_replicas = 2']
+
+
 def _run(args, cwd):
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
     return subprocess.run([sys.executable, '-m', 'accel_tf.main'] + args, cwd=cwd, env=env,
@@ -104,6 +107,15 @@ def test_ppo_presets_hold_the_papers_values():
     (["AccelConfig.algorithm = 'a3c'"], "algorithm='a3c' updates the central store with "
                                         "'rmsprop' only"),
     (["AccelConfig.algorithm = 'appo'"], 'anneal_learning_rate=True; not available'),
+    (['DistributeConfig.num_replicas = 2'], "num_replicas=2 needs strategy='mirrored'"),
+    (["DistributeConfig.strategy = 'ring'"], "DistributeConfig.strategy='ring'; allowed"),
+    (MIRRORED + ['DistributeConfig.num_replicas = 3'],
+     '8 simulators do not split evenly over DistributeConfig.num_replicas=3'),
+    (MIRRORED + ['AccelConfig.minibatches = 2048'],
+     'PPO minibatches of 1 do not split evenly over DistributeConfig.num_replicas=2'),
+    (MIRRORED + ["AccelConfig.algorithm = 'a3c'", "AccelConfig.optimizer = 'rmsprop'",
+                 'AccelConfig.anneal_learning_rate = False', 'AccelConfig.anneal_ratio_clip = False'],
+     "strategy='mirrored' is built for algorithm a2c and ppo, not 'a3c'"),
     (["AccelConfig.algorithm = 'appo'", 'AccelConfig.anneal_learning_rate = False',
       'AccelConfig.anneal_ratio_clip = False', 'AccelConfig.local_steps_per_sync = 3'],
      'local_steps_per_sync=3 must divide the gradient steps per batch'),
@@ -125,10 +137,20 @@ def test_bad_config_stops_the_command_before_anything_starts(tmp_path):
     assert not (tmp_path / 'run').exists()
 
 
-@pytest.mark.parametrize('gin_file', ['gin/accel/a2c_pong.gin', 'gin/accel/ppo_pong.gin'])
-def test_run_writes_the_run_directory_resumes_and_evaluates(tmp_path, gin_file):
-    first = _run(_flags(CARTPOLE_BINDINGS, gin_file), cwd=tmp_path)
+@pytest.mark.parametrize('gin_file, extra', [
+    ('gin/accel/a2c_pong.gin', []), ('gin/accel/ppo_pong.gin', []),
+    # Section 4.2 on 2 logical CPU devices, 2 of the 4 simulators each.
+    ('gin/accel/a2c_pong.gin', MIRRORED)])
+def test_run_writes_the_run_directory_resumes_and_evaluates(tmp_path, gin_file, extra):
+    first = _run(_flags(CARTPOLE_BINDINGS + extra, gin_file), cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
+    if extra:
+        assert 'mirrored: 2 replicas on /job:localhost/replica:0/task:0/device:CPU:0, ' \
+            '/job:localhost/replica:0/task:0/device:CPU:1' in first.stdout, first.stdout
+        # The learning rate of the global batch (App. A.3's rule: 4 simulators, not 2).
+        rate = float(_csv_rows(tmp_path / 'runs' / os.listdir(tmp_path / 'runs')[0] /
+                               'metrics.csv')[-1]['learning_rate'])
+        assert rate == pytest.approx(7e-4 * (4 / 16) ** 0.5, rel=1e-5)
     (run_dir,) = [tmp_path / 'runs' / name for name in os.listdir(tmp_path / 'runs')]
     assert run_dir.name.startswith('accel-CartPole-v1-')
     assert {'operative_config.gin', 'metrics.csv', 'episodes.csv', 'checkpoints',
@@ -137,7 +159,7 @@ def test_run_writes_the_run_directory_resumes_and_evaluates(tmp_path, gin_file):
     assert int(rows[-1]['env_steps']) == 320
     assert {'steps_per_sec', 'updates_per_sec', 'env_share', 'entropy'} <= set(rows[-1])
     updates = int(rows[-1]['updates'])
-    longer = _run(_flags(CARTPOLE_BINDINGS + ['AccelConfig.total_steps = 640'], gin_file) +
+    longer = _run(_flags(CARTPOLE_BINDINGS + extra + ['AccelConfig.total_steps = 640'], gin_file) +
                   [f'--run_dir={run_dir}'], cwd=tmp_path)
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert 'resuming from' in longer.stdout and 'at step 320' in longer.stdout
