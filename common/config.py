@@ -13,7 +13,7 @@ import gin
 
 from common import app
 
-STRATEGIES = ('none', 'mirrored')
+STRATEGIES = ('none', 'mirrored', 'multi_worker')
 
 
 @dataclasses.dataclass

@@ -6,7 +6,16 @@ The learners stay single-device code: they average their gradients across replic
 mean_across_replicas before clipping (a no-op outside a replica context), and common.optim's
 optimizers apply one update to every replica's copy. replicated() runs a learner's train
 function on every replica with its share of the inputs. A machine without accelerators runs
-the same code over logical CPU devices (use_logical_cpus), which is how the tests run it."""
+the same code over logical CPU devices (use_logical_cpus), which is how the tests run it.
+
+'multi_worker' is the same over several processes or machines
+(tf.distribute.MultiWorkerMirroredStrategy, configured by TF_CONFIG: set_cluster): each worker
+feeds its own data to its own replicas, the gradients are all-reduced across all of them (RING
+collectives on CPUs, NCCL on GPUs), and a worker that dies makes the others' next all-reduce
+fail with an UnavailableError once its heartbeats stop (about 10 s), not hang."""
+import json
+import os
+
 import tensorflow as tf
 
 from common.config import STRATEGIES
@@ -32,6 +41,8 @@ def make_strategy(kind, num_replicas):
         raise ValueError(f'strategy={kind!r}; allowed: {", ".join(STRATEGIES)}')
     if kind == 'none':
         return None
+    if kind == 'multi_worker':
+        return _multi_worker_strategy()
     gpus = tf.config.list_physical_devices('GPU')
     if len(gpus) >= num_replicas:
         devices = [f'/gpu:{index}' for index in range(num_replicas)]
@@ -42,6 +53,65 @@ def make_strategy(kind, num_replicas):
         devices = [device.name for device in tf.config.list_logical_devices('CPU')]
         devices = devices[:num_replicas]
     return tf.distribute.MirroredStrategy(devices)
+
+
+def set_cluster(workers, task_index):
+    """Sets TF_CONFIG for worker task_index of the cluster workers ('host:port' each), as
+    MultiWorkerMirroredStrategy reads it; worker 0 is the chief."""
+    if not workers:
+        raise ValueError('cluster: give at least one worker as host:port')
+    for worker in workers:
+        host, _, port = worker.rpartition(':')
+        if not host or not port.isdigit():
+            raise ValueError(f'cluster worker {worker!r} is not host:port')
+    if not 0 <= task_index < len(workers):
+        raise ValueError(f'task_index={task_index}; allowed: 0 to {len(workers) - 1} for '
+                         f'{len(workers)} workers')
+    os.environ['TF_CONFIG'] = json.dumps({'cluster': {'worker': list(workers)},
+                                          'task': {'type': 'worker', 'index': task_index}})
+
+
+def _multi_worker_strategy():
+    if 'TF_CONFIG' not in os.environ:
+        raise ValueError("strategy='multi_worker' needs TF_CONFIG (or --cluster and "
+                         '--task_index) naming the workers')
+    implementation = (tf.distribute.experimental.CommunicationImplementation.NCCL
+                      if tf.config.list_physical_devices('GPU') else
+                      tf.distribute.experimental.CommunicationImplementation.RING)
+    return tf.distribute.MultiWorkerMirroredStrategy(
+        communication_options=tf.distribute.experimental.CommunicationOptions(
+            implementation=implementation))
+
+
+def is_chief(strategy):
+    """True unless strategy is a multi-worker one and this process is not its worker 0 (the
+    one that writes checkpoints and metrics)."""
+    resolver = getattr(strategy, 'cluster_resolver', None)
+    if resolver is None or not resolver.cluster_spec().as_dict():
+        return True
+    return resolver.task_type in ('chief', None) or (resolver.task_type == 'worker'
+                                                     and resolver.task_id == 0)
+
+
+def broadcast_from_chief(strategy, variables):
+    """Every worker's variables set to the chief's (a resumed run restores the chief's
+    checkpoint, then this): an all-reduce sum of the chief's values and the others' zeros."""
+    chief = tf.constant(1.0 if is_chief(strategy) else 0.0, tf.float64)
+
+    def chief_values():
+        return [tf.distribute.get_replica_context().all_reduce(
+            tf.distribute.ReduceOp.SUM, tf.cast(variable, tf.float64) * chief) for variable in
+            variables]
+
+    @tf.function
+    def broadcast():
+        values = strategy.run(chief_values)
+        for variable, value in zip(variables, values):
+            strategy.extended.update(
+                variable, lambda local, new: local.assign(tf.cast(new, local.dtype)),
+                args=(value,), group=True)
+
+    broadcast()
 
 
 def _replica_context():
@@ -99,13 +169,18 @@ def split_for_replica(tensor, axis, replica_id, num_replicas):
 
 def run_split(strategy, train_fn, inputs, split_axes, gather=False):
     """train_fn on every replica of strategy with its share of each input (split along
-    split_axes[i]; the sizes must divide evenly), called in a cross-replica context (in a
+    split_axes[i] over this worker's replicas; the sizes must divide evenly), called in a
+    cross-replica context (in a
     tf.function, also inside its loops); returns train_fn's outputs averaged over the replicas,
     or with gather, the replicas' outputs laid end to end (per-sample values such as TD
     errors). A synchronization (mean_across_replicas) inside a loop of train_fn is not
     supported by tf.distribute: loop around run_split instead."""
+    local_replicas = len(strategy.extended.worker_devices)
+
     def shares(context):
-        replica, count = context.replica_id_in_sync_group, context.num_replicas_in_sync
+        # This worker's inputs over its own replicas (with one worker, over all of them).
+        replica = context.replica_id_in_sync_group % local_replicas
+        count = local_replicas
         return tuple(split_for_replica(tensor, axis, replica, count)
                      for tensor, axis in zip(inputs, split_axes))
 

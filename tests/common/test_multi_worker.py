@@ -1,0 +1,96 @@
+"""Several machines' code path on localhost: two worker processes under
+tf.distribute.MultiWorkerMirroredStrategy, each training on its own half of every batch, end with
+identical variables equal to one process's on the whole batches; a worker that dies makes the
+other fail within a bounded time instead of hanging."""
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from common import app
+from common import distribute
+
+SCRIPT = os.path.join(os.path.dirname(__file__), 'multi_worker_updates.py')
+ENV = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+
+
+def _free_ports(count):
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(('localhost', 0))
+            sockets.append(sock)
+    except OSError as error:
+        pytest.skip(f'no free localhost port to bind: {error}')
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ','.join(str(port) for port in ports)
+
+
+def _start_workers(tmp_path, extra=()):
+    ports = _free_ports(2)
+    return [subprocess.Popen([sys.executable, SCRIPT, str(index), ports,
+                              str(tmp_path / f'worker{index}.npz')] + list(extra),
+                             env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for index in range(2)]
+
+
+def _finish(workers, timeout):
+    outputs = []
+    try:
+        for worker in workers:
+            outputs.append(worker.communicate(timeout=timeout))
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+    return outputs
+
+
+def _weights(path):
+    with np.load(path) as saved:
+        return [saved[f'arr_{index}'] for index in range(len(saved.files) - 1)], \
+            int(saved['iterations'])
+
+
+def test_two_workers_on_half_batches_end_equal_to_one_process_on_the_whole(tmp_path):
+    """3 updates of A2C (gradients clipped after the all-reduce); worker 1 starts from
+    perturbed weights, which the chief's broadcast replaces."""
+    workers = _start_workers(tmp_path)
+    single = subprocess.run([sys.executable, SCRIPT, 'single', str(tmp_path / 'single.npz')],
+                            env=ENV, capture_output=True, text=True, timeout=240)
+    outputs = _finish(workers, timeout=240)
+    assert single.returncode == 0, single.stderr[-3000:]
+    for worker, (_, stderr) in zip(workers, outputs):
+        assert worker.returncode == 0, stderr[-3000:]
+    reference, updates = _weights(tmp_path / 'single.npz')
+    for index in range(2):
+        weights, iterations = _weights(tmp_path / f'worker{index}.npz')
+        assert iterations == updates == 3
+        for got, want in zip(weights, reference):
+            np.testing.assert_allclose(got, want, atol=1e-6)
+    first, second = (_weights(tmp_path / f'worker{index}.npz')[0] for index in range(2))
+    assert all(np.array_equal(a, b) for a, b in zip(first, second))  # identical copies
+
+
+def test_a_dead_worker_makes_the_other_fail_within_bounded_time(tmp_path):
+    started = time.monotonic()
+    workers = _start_workers(tmp_path, ['1'])  # worker 1 exits after one update
+    outputs = _finish(workers, timeout=120)
+    assert workers[1].returncode == 0
+    assert workers[0].returncode == 1, outputs[0][1][-3000:]
+    assert 'worker 0: UnavailableError' in outputs[0][0], outputs[0]
+    assert time.monotonic() - started < 120
+
+
+def test_bad_clusters_are_named():
+    with pytest.raises(ValueError, match="cluster worker 'localhost' is not host:port"):
+        distribute.set_cluster(['localhost'], 0)
+    with pytest.raises(ValueError, match='task_index=2; allowed: 0 to 1 for 2 workers'):
+        distribute.set_cluster(['a:1', 'b:2'], 2)
