@@ -140,6 +140,10 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         distribute.validate(self.num_envs, 'AccelConfig')
         if distribute.strategy == 'none':
             return
+        app.require(distribute.strategy == 'mirrored',
+                    f"DistributeConfig.strategy={distribute.strategy!r}: not available from "
+                    "accel_tf.main yet (only 'none' and 'mirrored'; the multi-worker pieces are "
+                    "in common/distribute.py)")
         app.require(self.algorithm in MIRRORED_ALGORITHMS,
                     f"DistributeConfig.strategy={distribute.strategy!r} is built for algorithm "
                     f"{' and '.join(MIRRORED_ALGORITHMS)}, not {self.algorithm!r}")

@@ -98,7 +98,8 @@ class DistributeConfig:
     """Several devices for one run (Stooke & Abbeel 2018, section 4.2): 'mirrored' splits every
     batch over num_replicas replicas (GPUs, or logical CPU devices where there are fewer),
     averages their gradients and applies one update to every replica's copy
-    (common/distribute.py); 'none': one device."""
+    (common/distribute.py); 'multi_worker': the same over the processes TF_CONFIG names, each
+    with its own data; 'none': one device."""
     strategy: str = 'none'
     num_replicas: int = 1
 

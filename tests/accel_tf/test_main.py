@@ -109,6 +109,8 @@ def test_ppo_presets_hold_the_papers_values():
     (["AccelConfig.algorithm = 'appo'"], 'anneal_learning_rate=True; not available'),
     (['DistributeConfig.num_replicas = 2'], "num_replicas=2 needs strategy='mirrored'"),
     (["DistributeConfig.strategy = 'ring'"], "DistributeConfig.strategy='ring'; allowed"),
+    (["DistributeConfig.strategy = 'multi_worker'"],
+     "DistributeConfig.strategy='multi_worker': not available from accel_tf.main yet"),
     (MIRRORED + ['DistributeConfig.num_replicas = 3'],
      '8 simulators do not split evenly over DistributeConfig.num_replicas=3'),
     (MIRRORED + ['AccelConfig.minibatches = 2048'],
