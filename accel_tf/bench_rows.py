@@ -8,6 +8,8 @@ environments, over the bench's worker count (one per CPU by default):
       scaled form);
   accel/a2c/mirrored2: accel/a2c with DistributeConfig 'mirrored' over 2 replicas (logical CPU
       devices where there are no 2 GPUs), the overhead of the multi-device machinery;
+  accel/a2c/multi_worker2: accel/a2c by 2 worker processes on localhost (DistributeConfig
+      'multi_worker'), half the simulators each (accel_tf/multi_worker_bench.py);
   accel/a2c/learn, accel/ppo/learn: the optimization phase alone, again and again on one
       rollout the sampler collected (steps of that rollout per second): with env/process/stooke
       it bounds what any synchronous sampler-then-learner can reach on the machine,
@@ -28,6 +30,10 @@ environments, over the bench's worker count (one per CPU by default):
       tf-agents trains each epoch on the whole batch, one gradient step, where accel/ppo takes
       4 minibatch steps).
 """
+import json
+import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -36,27 +42,32 @@ from accel_tf import async_units
 from accel_tf import learners
 from accel_tf import main as accel_main
 from accel_tf import q_family
+from common import app
 from common import async_learners
+from common import cluster
+from common import distribute
 from common import on_policy
 from common import samplers
 from common import timing
 
 PPO_BATCH = 2048
 ASYNC_LEARNERS = 2
+MULTI_WORKERS = 2
 
 
-def _configure(settings, preset, sampler, extra=()):
+def configure_row(settings, preset, sampler, extra=()):
     num_workers = settings['num_workers']
     bindings = [f"AtariConfig.game = '{settings['game']}'",
                 f"AccelConfig.sampler = '{sampler}'",
                 f'AccelConfig.num_workers = {num_workers}',
                 f"AccelConfig.envs_per_worker = {settings['num_envs'] // num_workers}"]
-    return accel_main.configure([f'gin/accel/{preset}.gin'], bindings + list(extra))
+    return accel_main.configure([os.path.join(app.PROJECT_ROOT, f'gin/accel/{preset}.gin')],
+                               bindings + list(extra))
 
 
 def sampling_rate(settings, sampler):
     """Environment steps per second of one sampler with the A3C-Net choosing every action."""
-    config = _configure(settings, 'a2c_pong', sampler)
+    config = configure_row(settings, 'a2c_pong', sampler)
     learner = learners.build_learner(config)
     with learners.open_pool(config, seed=0) as pool:
         sampler_object = samplers.make_sampler(sampler, pool, config.horizon)
@@ -70,8 +81,8 @@ def sampling_rate(settings, sampler):
 
 def training_rate(settings, preset, extra=()):
     """Environment steps per second of full training with a preset (sample, then update)."""
-    config = _configure(settings, preset, 'synchronized', extra)
-    learner = learners.build_learner(config, learners.make_strategy(config))
+    config = configure_row(settings, preset, 'synchronized', extra)
+    learner = learners.build_learner(config, distribute.strategy_of(config.distribute))
     with learners.open_pool(config, seed=0) as pool:
         runner = on_policy.OnPolicyRunner(
             samplers.make_sampler(config.sampler, pool, config.horizon), learner)
@@ -82,7 +93,7 @@ def training_rate(settings, preset, extra=()):
 def learning_only_rate(settings, preset, extra=()):
     """Environment steps per second of the optimization phase alone: train_on_rollout called
     again and again on one rollout of real frames (the parameters move; the work does not)."""
-    config = _configure(settings, preset, 'synchronized', extra)
+    config = configure_row(settings, preset, 'synchronized', extra)
     learner = learners.build_learner(config)
     with learners.open_pool(config, seed=0) as pool:
         sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
@@ -109,7 +120,7 @@ def q_training_rate(settings, preset, batch_size, extra=()):
     horizon = -(-batch_size // (Q_TRAINING_INTENSITY * num_envs))
     updates = Q_TRAINING_INTENSITY * num_envs * horizon // batch_size
     min_replay_steps = max(batch_size, 4096)
-    config = _configure(settings, preset, 'synchronized', [
+    config = configure_row(settings, preset, 'synchronized', [
         f'AccelConfig.horizon = {horizon}', f'QValueConfig.batch_size = {batch_size}',
         f'QValueConfig.updates_per_phase = {updates}',
         f'QValueConfig.replay_capacity = {Q_REPLAY_CAPACITY}',
@@ -130,7 +141,7 @@ def async_rate(settings, preset, extra=()):
     environments split between them, each over the bench's worker count) on one central store,
     counted from their reports once each has reported twice (traced) and warmed up."""
     unit_settings = dict(settings, num_envs=settings['num_envs'] // ASYNC_LEARNERS)
-    config = _configure(unit_settings, preset, 'synchronized',
+    config = configure_row(unit_settings, preset, 'synchronized',
                         [f'AccelConfig.num_learners = {ASYNC_LEARNERS}'] + list(extra))
     variables = learners.build_learner(config).model.trainable_variables
     size = sum(int(np.prod(variable.shape)) for variable in variables)
@@ -155,11 +166,36 @@ def async_rate(settings, preset, extra=()):
         store.close()
 
 
+def multi_worker_rate(settings, timeout_seconds=600):
+    """accel/a2c/multi_worker2: starts its two workers (accel_tf/multi_worker_bench.py) on free
+    localhost ports and returns the chief's measurement; RuntimeError with a worker's last lines
+    if either fails."""
+    addresses = ','.join(f'localhost:{port}' for port in cluster.free_ports(MULTI_WORKERS))
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    workers = [subprocess.Popen(
+        [sys.executable, '-m', 'accel_tf.multi_worker_bench', f'--cluster={addresses}',
+         f'--task_index={index}', f'--settings={json.dumps(settings)}'], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for index in range(MULTI_WORKERS)]
+    try:
+        outputs = [worker.communicate(timeout=timeout_seconds) for worker in workers]
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+    for index, (worker, (_, stderr)) in enumerate(zip(workers, outputs)):
+        if worker.returncode != 0:
+            raise RuntimeError(f'multi-worker bench: worker {index} exited with '
+                               f'{worker.returncode}:\n' + '\n'.join(stderr.splitlines()[-15:]))
+    return json.loads(outputs[0][0].strip().splitlines()[-1])
+
+
 def tf_agents_ppo_rate(settings):
     """Environment steps per second of tf-agents' PPO agent and driver with ppo_pong.gin's
     values on the bench's environments (imported here: tf-agents loads only for this row)."""
     from accel_tf import peer_tf_agents  # pylint: disable=import-outside-toplevel
-    config = _configure(settings, 'ppo_pong', 'synchronized',
+    config = configure_row(settings, 'ppo_pong', 'synchronized',
                         [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}"])
     with learners.open_pool(config, seed=0) as pool:
         peer = peer_tf_agents.TFAgentsPPO(
@@ -199,6 +235,8 @@ ROWS = {
     'accel/a2c/mirrored2': lambda settings: training_rate(
         settings, 'a2c_pong', ["DistributeConfig.strategy = 'mirrored'",
                                'DistributeConfig.num_replicas = 2']),
+    # The same over 2 worker processes (several machines' code path on localhost).
+    'accel/a2c/multi_worker2': multi_worker_rate,
     'accel/a2c/learn': lambda settings: learning_only_rate(settings, 'a2c_pong'),
     'accel/ppo/learn': lambda settings: learning_only_rate(
         settings, 'ppo_pong', [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}"]),

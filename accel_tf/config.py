@@ -22,8 +22,10 @@ Q_ALGORITHMS = ('dqn', 'cat_dqn', 'rainbow')
 ASYNC_ALGORITHMS = ('a3c', 'appo')
 # The update rule each asynchronous algorithm applies to the central store.
 ASYNC_OPTIMIZERS = {'a3c': 'rmsprop', 'appo': 'adam'}
-# Synchronous on several devices (DistributeConfig 'mirrored', section 4.2) so far.
-MIRRORED_ALGORITHMS = ('a2c', 'ppo')
+# Synchronous on several devices (DistributeConfig 'mirrored', section 4.2) and on several
+# machines ('multi_worker') so far.
+MIRRORED_ALGORITHMS = ('a2c', 'ppo') + Q_ALGORITHMS
+MULTI_WORKER_ALGORITHMS = ('a2c', 'ppo')
 OPTIMIZERS = ('rmsprop', 'adam')
 LEARNING_RATE_SCALINGS = ('sqrt', 'none')
 
@@ -140,18 +142,33 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         distribute.validate(self.num_envs, 'AccelConfig')
         if distribute.strategy == 'none':
             return
-        app.require(distribute.strategy == 'mirrored',
-                    f"DistributeConfig.strategy={distribute.strategy!r}: not available from "
-                    "accel_tf.main yet (only 'none' and 'mirrored'; the multi-worker pieces are "
-                    "in common/distribute.py)")
-        app.require(self.algorithm in MIRRORED_ALGORITHMS,
+        built_for = (MULTI_WORKER_ALGORITHMS if distribute.strategy == 'multi_worker' else
+                     MIRRORED_ALGORITHMS)
+        app.require(self.algorithm in built_for,
                     f"DistributeConfig.strategy={distribute.strategy!r} is built for algorithm "
-                    f"{' and '.join(MIRRORED_ALGORITHMS)}, not {self.algorithm!r}")
+                    f"{', '.join(built_for)}, not {self.algorithm!r}")
         if self.algorithm == 'ppo':
             minibatch = self.steps_per_update // self.minibatches
             app.require(minibatch % distribute.num_replicas == 0,
                         f'AccelConfig: PPO minibatches of {minibatch} do not split evenly over '
                         f'DistributeConfig.num_replicas={distribute.num_replicas}')
+        if self.algorithm in Q_ALGORITHMS and isinstance(self.q_values, q_config.QValueConfig):
+            batch_size = self.q_values.batch_size
+            app.require(batch_size % distribute.num_replicas == 0,
+                        f'QValueConfig.batch_size={batch_size} does not split evenly over '
+                        f'DistributeConfig.num_replicas={distribute.num_replicas}')
+
+    def validate_cluster(self, num_cluster_workers):
+        """Raises ConfigError unless the run's simulators and environment processes split
+        evenly over a multi-worker cluster's workers (each runs its share with its own sampler)
+        and PPO's minibatches over their local batches."""
+        config_lib.require_cluster_split(self.owner, num_cluster_workers,
+                                         num_workers=self.num_workers, num_envs=self.num_envs)
+        if self.algorithm == 'ppo':
+            local_batch = self.steps_per_update // num_cluster_workers
+            app.require(local_batch % self.minibatches == 0,
+                        f'AccelConfig.minibatches={self.minibatches} must divide each of the '
+                        f'{num_cluster_workers} workers\' batch of {local_batch}')
 
     def _validate_async(self):
         algorithm = self.algorithm

@@ -3,7 +3,6 @@
 its sampler steps."""
 from accel_tf import ppo
 from common import actor_critic
-from common import distribute as distribute_lib
 from common import networks
 from common import optim
 from common import samplers
@@ -33,18 +32,6 @@ def make_optimizer(config, total_updates):
 def gradient_steps_per_update(config):
     """Gradient steps in one optimization phase: 1 for A2C, epochs x minibatches for PPO."""
     return config.epochs * config.minibatches if config.algorithm in ('ppo', 'appo') else 1
-
-
-def make_strategy(config):
-    """The tf.distribute strategy of config.distribute (None: one device); call it before
-    anything runs a TensorFlow op, as logical CPU devices must be made first."""
-    distribute = config.distribute
-    if distribute is None or distribute.strategy == 'none':
-        return None
-    strategy = distribute_lib.make_strategy(distribute.strategy, distribute.num_replicas)
-    devices = ', '.join(strategy.extended.worker_devices)
-    print(f'{distribute.strategy}: {distribute.num_replicas} replicas on {devices}', flush=True)
-    return strategy
 
 
 def build_learner(config, strategy=None):

@@ -1,5 +1,9 @@
-"""Trains A2C, PPO, A3C or APPO on the accelerated-methods samplers:
-`python -m accel_tf.main --gin_file=gin/accel/ppo_pong.gin [--gin_bindings=...]`."""
+"""Trains A2C, PPO, A3C, APPO or the Q-value family on the accelerated-methods samplers:
+`python -m accel_tf.main --gin_file=gin/accel/ppo_pong.gin [--gin_bindings=...]`; on several
+machines, the same command on each with `--cluster=host1:port,host2:port --task_index=i` and
+DistributeConfig.strategy = 'multi_worker'."""
+import dataclasses
+
 from absl import flags
 
 from accel_tf import async_units
@@ -7,8 +11,11 @@ from accel_tf import config as config_lib
 from accel_tf import learners
 from accel_tf import q_family
 from common import app
+from common import cluster as cluster_lib
 from common import config as common_config
+from common import distribute
 from common import evaluate
+from common import multi_worker
 from common import on_policy
 from common import samplers
 from common.envs import pools
@@ -40,24 +47,33 @@ def train(config, run_dir, make_pool=learners.open_pool, on_first_pool=None):
         if on_first_pool is not None:
             on_first_pool()
         return async_units.train(config, run_dir)
+    strategy = distribute.strategy_of(config.distribute)
+    # A multi-worker run's worker samples its share of the simulators.
+    workers = multi_worker.WorkerShare.of(strategy).num_workers
+    config_share = dataclasses.replace(config, num_workers=config.num_workers // workers)
+
     def pool_for(seed):
-        pool = make_pool(config, seed)
+        pool = make_pool(config_share, seed)
         if on_first_pool is not None:
             on_first_pool()
         return pool
 
     if config.algorithm in config_lib.Q_ALGORITHMS:
-        return q_family.train(config, run_dir, q_family.build_q_learner(config), pool_for)
-    learner = learners.build_learner(config, learners.make_strategy(config))
+        return q_family.train(config, run_dir, q_family.build_q_learner(config, strategy),
+                              pool_for)
+    learner = learners.build_learner(config, strategy)
     return on_policy.train(config, run_dir, learner, pool_for, config.sampler, config.horizon,
-                           config.num_envs)
+                           config.num_envs, strategy)
 
 
 def main():
     config = configure(FLAGS.gin_file, FLAGS.gin_bindings)
-    run_dir = app.start_run_dir(PAPER, config.env_config, algorithm=config.algorithm,
-                                network=config.network)
-    train(config, run_dir, on_first_pool=lambda: app.write_operative_config(run_dir))
+    found = cluster_lib.configure(config, FLAGS.cluster, FLAGS.task_index)
+    with multi_worker.run_dir_of(found, lambda: app.start_run_dir(
+            PAPER, config.env_config, algorithm=config.algorithm,
+            network=config.network)) as (run_dir, is_chief):
+        train(config, run_dir, on_first_pool=(lambda: app.write_operative_config(run_dir))
+              if is_chief else None)
 
 
 def load_policy(run_dir, greedy=False):

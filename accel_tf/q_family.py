@@ -22,8 +22,12 @@ from common import tracker as tracker_lib
 Q_COLUMNS = ('env_share', 'act_share', 'learn_share', 'epsilon', 'replay_ratio', 'replay_size')
 
 
-def build_q_learner(config):
-    """The Q-learner of config (AccelConfig with q_values): network, variants, optimizer."""
+def build_q_learner(config, strategy=None):
+    """The Q-learner of config (AccelConfig with q_values): network, variants, optimizer;
+    under strategy's scope if given (every minibatch then split over its replicas)."""
+    if strategy is not None:
+        with strategy.scope():
+            return build_q_learner(config)
     q_values = config.q_values
     env_config = config.env_config
     num_actions = env_config.num_actions()

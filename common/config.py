@@ -119,6 +119,15 @@ class DistributeConfig:
                     f'DistributeConfig.num_replicas={self.num_replicas}')
 
 
+def require_cluster_split(owner, num_cluster_workers, **totals):
+    """Raises app.ConfigError naming the first of a run's counts (simulators, environment
+    processes) that does not split evenly over a multi-worker cluster's workers."""
+    for name, total in totals.items():
+        app.require(total % num_cluster_workers == 0,
+                    f'{owner}.{name}={total} does not split evenly over the '
+                    f'{num_cluster_workers} workers of the cluster')
+
+
 def renamed_bindings(owner):
     """RMSProp bindings that moved into a paper's config: old name -> what to bind instead."""
     return {f'RMSProp.{old}': f'bind {owner}.{new} instead' for old, new in (

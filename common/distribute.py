@@ -12,13 +12,19 @@ the same code over logical CPU devices (use_logical_cpus), which is how the test
 (tf.distribute.MultiWorkerMirroredStrategy, configured by TF_CONFIG: set_cluster): each worker
 feeds its own data to its own replicas, the gradients are all-reduced across all of them (RING
 collectives on CPUs, NCCL on GPUs), and a worker that dies makes the others' next all-reduce
-fail with an UnavailableError once its heartbeats stop (about 10 s), not hang."""
-import json
+fail with an UnavailableError once its heartbeats stop (about 10 s), not hang (PEER_FAILURES).
+The cluster itself is set before TensorFlow starts (common/cluster.py)."""
 import os
 
 import tensorflow as tf
 
+from common import cluster as cluster_lib
 from common.config import STRATEGIES
+
+# What the collectives of a multi-worker run raise once a peer worker is gone (its heartbeats
+# stopped, its channel closed, the group aborted).
+PEER_FAILURES = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
+                 tf.errors.CancelledError, tf.errors.AbortedError)
 
 
 def use_logical_cpus(count):
@@ -55,24 +61,25 @@ def make_strategy(kind, num_replicas):
     return tf.distribute.MirroredStrategy(devices)
 
 
-def set_cluster(workers, task_index):
-    """Sets TF_CONFIG for worker task_index of the cluster workers ('host:port' each), as
-    MultiWorkerMirroredStrategy reads it; worker 0 is the chief."""
-    if not workers:
-        raise ValueError('cluster: give at least one worker as host:port')
-    for worker in workers:
-        host, _, port = worker.rpartition(':')
-        if not host or not port.isdigit():
-            raise ValueError(f'cluster worker {worker!r} is not host:port')
-    if not 0 <= task_index < len(workers):
-        raise ValueError(f'task_index={task_index}; allowed: 0 to {len(workers) - 1} for '
-                         f'{len(workers)} workers')
-    os.environ['TF_CONFIG'] = json.dumps({'cluster': {'worker': list(workers)},
-                                          'task': {'type': 'worker', 'index': task_index}})
+def strategy_of(distribute_config):
+    """The strategy of a paper's DistributeConfig (None for 'none' or no config), saying in one
+    line where its replicas are; call it before anything runs a TensorFlow op, as logical CPU
+    devices and the multi-worker runtime must be made first."""
+    if distribute_config is None or distribute_config.strategy == 'none':
+        return None
+    strategy = make_strategy(distribute_config.strategy, distribute_config.num_replicas)
+    devices = ', '.join(strategy.extended.worker_devices)
+    if distribute_config.strategy == 'multi_worker':
+        workers, index = worker_count_and_index(strategy)
+        print(f'multi_worker: worker {index} of {workers}, replicas on {devices}', flush=True)
+    else:
+        print(f'{distribute_config.strategy}: {distribute_config.num_replicas} replicas on '
+              f'{devices}', flush=True)
+    return strategy
 
 
 def _multi_worker_strategy():
-    if 'TF_CONFIG' not in os.environ:
+    if cluster_lib.TF_CONFIG not in os.environ:
         raise ValueError("strategy='multi_worker' needs TF_CONFIG (or --cluster and "
                          '--task_index) naming the workers')
     implementation = (tf.distribute.experimental.CommunicationImplementation.NCCL
@@ -81,6 +88,15 @@ def _multi_worker_strategy():
     return tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(
             implementation=implementation))
+
+
+def worker_count_and_index(strategy):
+    """(workers in the cluster, this worker's index) of a multi-worker strategy; (1, 0) for any
+    other (one process)."""
+    resolver = getattr(strategy, 'cluster_resolver', None)
+    if resolver is None or not resolver.cluster_spec().as_dict():
+        return 1, 0
+    return resolver.cluster_spec().num_tasks('worker'), int(resolver.task_id or 0)
 
 
 def is_chief(strategy):
@@ -95,7 +111,9 @@ def is_chief(strategy):
 
 def broadcast_from_chief(strategy, variables):
     """Every worker's variables set to the chief's (a resumed run restores the chief's
-    checkpoint, then this): an all-reduce sum of the chief's values and the others' zeros."""
+    checkpoint, then this): an all-reduce sum of the chief's values and the others' zeros, in
+    float64 (exact for integer counters below 2**53). variables: the strategy's own (mirrored
+    copies, all updated) or plain ones (the run's counters)."""
     chief = tf.constant(1.0 if is_chief(strategy) else 0.0, tf.float64)
 
     def chief_values():
@@ -107,9 +125,13 @@ def broadcast_from_chief(strategy, variables):
     def broadcast():
         values = strategy.run(chief_values)
         for variable, value in zip(variables, values):
-            strategy.extended.update(
-                variable, lambda local, new: local.assign(tf.cast(new, local.dtype)),
-                args=(value,), group=True)
+            if isinstance(variable, tf.distribute.DistributedValues):
+                strategy.extended.update(
+                    variable, lambda local, new: local.assign(tf.cast(new, local.dtype)),
+                    args=(value,), group=True)
+            else:
+                local = strategy.experimental_local_results(value)[0]
+                variable.assign(tf.cast(local, variable.dtype))
 
     broadcast()
 

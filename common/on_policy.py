@@ -7,6 +7,7 @@ terminals) -> stats, update_means, model, optimizer and generator.
 """
 import time
 
+from common import multi_worker
 from common import samplers
 from common import tracker as tracker_lib
 
@@ -50,15 +51,26 @@ def trackables(learner):
             'generator': learner.generator}
 
 
-def train(config, run_dir, learner, open_pool, sampler_kind, horizon, num_envs):
+def train(config, run_dir, learner, open_pool, sampler_kind, horizon, num_envs, strategy=None):
     """Runs until config.total_steps (RunConfig fields), resuming from run_dir's checkpoint.
 
     open_pool(seed) opens the environment pool (a context manager) for a sampler of
     sampler_kind; each iteration is horizon steps of num_envs environments and one update call.
+    strategy: the tf.distribute strategy the learner was built under, if any; with a
+    multi-worker one, num_envs is the whole run's, open_pool opens this worker's share of them
+    (seeded apart), and the run starts from the chief's state (common/multi_worker.py).
     """
     tracker = tracker_lib.tracker_for(run_dir, config,
                                       PHASE_COLUMNS + learner.update_means.names,
                                       trackables(learner))
+    share = multi_worker.WorkerShare.of(strategy)
+    if share.num_workers > 1:
+        multi_worker.start_from_chief(strategy, learner, tracker, config.seed)
+        learner.train_on_rollout = multi_worker.ending_on_lost_peers(learner.train_on_rollout,
+                                                                    share.is_chief)
+        open_share = open_pool
+        open_pool = lambda seed: open_share(  # noqa: E731
+            share.env_seed(seed, num_envs // share.num_workers))
     steps_per_update = num_envs * horizon
 
     def loop(pool):

@@ -52,22 +52,34 @@ class QLearner(tf.Module):
         batch_signature = [
             observation_spec, tf.TensorSpec((None,), tf.int32), tf.TensorSpec((None,), tf.float32),
             observation_spec, tf.TensorSpec((None,), tf.float32)]
-        self.train_step = tf.function(self._train_step, input_signature=batch_signature)
-        self.train_steps = tf.function(self._train_steps, input_signature=[
-            tf.TensorSpec((None,) + tuple(spec.shape), spec.dtype) for spec in batch_signature])
-        traced = [self.online_greedy, self.target_greedy, self.train_step, self.train_steps]
-        if settings.importance_weighted:
-            self.weighted_train_step = tf.function(
-                self._train_step,
-                input_signature=batch_signature + [tf.TensorSpec((None,), tf.float32)])
-            traced.append(self.weighted_train_step)
+        stack_signature = [tf.TensorSpec((None,) + tuple(spec.shape), spec.dtype)
+                           for spec in batch_signature]
+        weighted_signature = batch_signature + [tf.TensorSpec((None,), tf.float32)]
+        strategy = distribute.current_strategy()
+        if strategy is not None:
+            # Built under a tf.distribute scope: every minibatch is split over the replicas
+            # (distribute.run_split), their TD errors laid end to end again; the acting
+            # functions run on the first replica's copy.
+            self.train_step = distribute.replicated(strategy, self._train_step, (0,) * 5,
+                                                    batch_signature, gather=True)
+            self.train_steps = tf.function(
+                lambda *stack: self._replicated_train_steps(strategy, stack),
+                input_signature=stack_signature)
+            self.weighted_train_step = distribute.replicated(
+                strategy, self._train_step, (0,) * 6, weighted_signature, gather=True)
+            traced = [self.online_greedy, self.target_greedy]
+        else:
+            self.train_step = tf.function(self._train_step, input_signature=batch_signature)
+            self.train_steps = tf.function(self._train_steps, input_signature=stack_signature)
+            self.weighted_train_step = tf.function(self._train_step,
+                                                   input_signature=weighted_signature)
+            traced = [self.online_greedy, self.target_greedy, self.train_step, self.train_steps]
+            if settings.importance_weighted:
+                traced.append(self.weighted_train_step)
         self.update_target()
-        if distribute.current_strategy() is not None:
-            # Built under a tf.distribute scope: the updates run through distribute.run_split
-            # (in replica contexts), so only the acting functions can be traced here.
-            traced = traced[:2]
-        # Trace everything here, in one thread: Keras models are not safe to trace from several
-        # threads at once (a trainer thread and acting threads).
+        # Trace here, in one thread: Keras models are not safe to trace from several threads at
+        # once (a trainer thread and acting threads). (Under a strategy, the update functions
+        # trace on first use.)
         for function in traced:
             function.get_concrete_function()
 
@@ -120,6 +132,18 @@ class QLearner(tf.Module):
             td_errors = td_errors.write(index, self._train_step(
                 observations[index], actions[index], rewards[index], next_observations[index],
                 terminals[index]))
+        return td_errors.stack()
+
+
+    def _replicated_train_steps(self, strategy, stack):
+        """_train_steps on several replicas: the graph loop around one split update per
+        minibatch (a synchronization cannot sit inside a loop of the replicas' function)."""
+        num_batches = tf.shape(stack[1])[0]
+        td_errors = tf.TensorArray(tf.float32, size=num_batches)
+        for index in tf.range(num_batches):
+            td_errors = td_errors.write(index, distribute.run_split(
+                strategy, self._train_step, [field[index] for field in stack], (0,) * 5,
+                gather=True))
         return td_errors.stack()
 
 

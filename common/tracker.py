@@ -29,10 +29,8 @@ class RunTracker:
         self.checkpointer = checkpoint_lib.Checkpointer(
             run_dir, counters=self.counters, **(trackables or {}))
         self.restored_from = self.checkpointer.restore()
-        self.env_steps = int(self.counters.env_steps.numpy())
-        self.episodes = int(self.counters.episodes.numpy())
-        self.clock = metrics.Clock(float(self.counters.elapsed_seconds.numpy()))
         self.episode_stats = metrics.EpisodeStats()
+        self.adopt_counters()
         if self.restored_from:
             self._reload_recent_scores()
         logger_kwargs = {} if stream is None else {'stream': stream}
@@ -40,8 +38,15 @@ class RunTracker:
         self._interval_start = time.perf_counter()
         self._interval_steps = 0
         self._interval_updates = 0
-        self._next_checkpoint = (self.env_steps // checkpoint_every_steps + 1) * \
-            checkpoint_every_steps
+
+    def adopt_counters(self):
+        """Continues from the counters' values: restored from a checkpoint, or (a multi-worker
+        run's other workers) broadcast from the chief's."""
+        self.env_steps = int(self.counters.env_steps.numpy())
+        self.episodes = int(self.counters.episodes.numpy())
+        self.clock = metrics.Clock(float(self.counters.elapsed_seconds.numpy()))
+        self._next_checkpoint = (self.env_steps // self.checkpoint_every_steps + 1) * \
+            self.checkpoint_every_steps
 
     def _reload_recent_scores(self):
         """Seeds the score window from episodes.csv, so score_mean_100 continues on resume."""

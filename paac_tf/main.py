@@ -2,8 +2,10 @@
 from absl import flags
 
 from common import app
+from common import cluster
 from common import config as config_lib
 from common import evaluate
+from common import multi_worker
 from common import samplers
 from common.envs import pools
 from paac_tf import paac
@@ -18,6 +20,8 @@ def configure(gin_files, gin_bindings):
     """Parses and validates the config; raises ConfigError before anything starts."""
     app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
     config = paac.PAACConfig()
+    if config.distribute is None:
+        config.distribute = config_lib.DistributeConfig()
     config.validate()
     try:
         pools.validate_pool_config(config.env_config, config.num_envs, config.num_workers,
@@ -34,18 +38,20 @@ def make_pool(env_config, num_envs, seed, num_workers, num_groups=1):
 
 def main():
     config = configure(FLAGS.gin_file, FLAGS.gin_bindings)
-    run_dir = app.start_run_dir(PAPER, config.env_config, network=config.network)
-    learner_config_written = False
+    found = cluster.configure(config, FLAGS.cluster, FLAGS.task_index)
+    with multi_worker.run_dir_of(found, lambda: app.start_run_dir(
+            PAPER, config.env_config, network=config.network)) as (run_dir, is_chief):
+        config_written = not is_chief  # only the chief writes the run directory
 
-    def make_pool_and_record_config(*args, **kwargs):
-        nonlocal learner_config_written
-        pool = make_pool(*args, **kwargs)
-        if not learner_config_written:
-            app.write_operative_config(run_dir)
-            learner_config_written = True
-        return pool
+        def make_pool_and_record_config(*args, **kwargs):
+            nonlocal config_written
+            pool = make_pool(*args, **kwargs)
+            if not config_written:
+                app.write_operative_config(run_dir)
+                config_written = True
+            return pool
 
-    paac.train(config, run_dir, make_pool_and_record_config)
+        paac.train(config, run_dir, make_pool_and_record_config)
 
 
 def load_policy(run_dir, greedy=False):

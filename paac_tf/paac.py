@@ -13,6 +13,8 @@ import gin
 from common import actor_critic
 from common import app
 from common import config as config_lib
+from common import distribute
+from common import multi_worker
 from common import networks
 from common import on_policy
 from common import optim
@@ -48,6 +50,9 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     loss_scale: float = 5.0
     value_loss_coef: float = 0.25
     clip_norm: float = 40.0            # global-norm gradient clipping; 0 disables
+    # Several devices or machines (Stooke & Abbeel 2018, section 4.2: PAAC's update at scale):
+    # a common.config.DistributeConfig; None until main.configure() sets the bindings' one.
+    distribute: Any = None
 
     def validate(self):
         """Raises ConfigError naming the first value of the wrong type or out of range."""
@@ -69,14 +74,26 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         self.require_non_negative(('final_learning_rate', 'clip_norm', 'entropy_coef',
                                    'value_loss_coef'))
         self.require_positive(('loss_scale',))
+        if self.distribute is not None:
+            self.distribute.validate(self.num_envs, self.owner)
+
+    def validate_cluster(self, num_cluster_workers):
+        """Raises ConfigError unless the simulators and worker processes split evenly over a
+        multi-worker cluster's workers (each samples its share)."""
+        config_lib.require_cluster_split(self.owner, num_cluster_workers,
+                                         num_workers=self.num_workers, num_envs=self.num_envs)
 
     @property
     def steps_per_update(self):
         return self.num_envs * self.t_max
 
 
-def build_learner(config):
-    """The actor-critic learner with PAAC's network, RMSProp schedule and loss."""
+def build_learner(config, strategy=None):
+    """The actor-critic learner with PAAC's network, RMSProp schedule and loss; under strategy's
+    scope if given (its updates then run on every replica)."""
+    if strategy is not None:
+        with strategy.scope():
+            return build_learner(config)
     model = networks.actor_critic_for(config.env_config, config.network, config.initializer,
                                       config.seed)
     anneal_updates = max(1, (config.anneal_steps or config.total_steps) // config.steps_per_update)
@@ -92,13 +109,16 @@ def build_learner(config):
 
 
 def train(config, run_dir, make_pool):
-    """Runs PAAC until config.total_steps, resuming from run_dir's checkpoint if there is one.
+    """Runs PAAC until config.total_steps, resuming from run_dir's checkpoint if there is one;
+    on config.distribute's devices or machines (each worker of a cluster samples its share).
 
     make_pool(env_config, num_envs, seed, num_workers, num_groups) builds the environment pool.
     """
+    strategy = distribute.strategy_of(config.distribute)
+    workers = multi_worker.WorkerShare.of(strategy).num_workers
     return on_policy.train(
-        config, run_dir, build_learner(config),
-        lambda seed: make_pool(config.env_config, config.num_envs, seed=seed,
-                               num_workers=config.num_workers,
+        config, run_dir, build_learner(config, strategy),
+        lambda seed: make_pool(config.env_config, config.num_envs // workers, seed=seed,
+                               num_workers=config.num_workers // workers,
                                num_groups=samplers.num_groups(config.sampler)),
-        config.sampler, config.t_max, config.num_envs)
+        config.sampler, config.t_max, config.num_envs, strategy)

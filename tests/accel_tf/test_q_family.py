@@ -173,8 +173,13 @@ def test_rainbow_runs_resumes_and_evaluates_through_the_entry_point(tmp_path):
     assert [int(row['env_steps']) for row in _rows(run_dir / 'eval.csv')] == [800, 1600, 1920]
 
 
-def test_asynchronous_dqn_holds_its_replay_ratio_through_the_entry_point(tmp_path):
-    """Section 5.3's asynchronous form: a trainer thread trains while the sampler samples. With
+@pytest.mark.parametrize('devices', [
+    [], ["DistributeConfig.strategy = 'mirrored'", 'DistributeConfig.num_replicas = 2',
+         'AccelConfig.log_every_seconds = 2.0']],  # slower here: intervals of >= 10 phases
+    ids=['one_device', 'mirrored2'])
+def test_asynchronous_dqn_holds_its_replay_ratio_through_the_entry_point(tmp_path, devices):
+    """Section 5.3's asynchronous form: a trainer thread trains while the sampler samples (on
+    one device, or with each minibatch split over 2 replicas, section 4.2). With
     64 updates of 64 per 16 sampled steps the trainer is several times slower than the sampler
     (a free-running sampler measured 128-208 of the 256 configured here); every logged
     interval of 10 phases or more after replay's warm-up trains 256 transitions per sampled one
@@ -185,7 +190,7 @@ def test_asynchronous_dqn_holds_its_replay_ratio_through_the_entry_point(tmp_pat
                                     'QValueConfig.min_replay_steps = 512',
                                     'QValueConfig.eval_every_steps = 0',
                                     'QValueConfig.asynchronous = True',
-                                    'AccelConfig.log_every_seconds = 0.5']
+                                    'AccelConfig.log_every_seconds = 0.5'] + devices
     result = _run('accel_tf.main', _entry_flags('dqn_pong', bindings), tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = _rows(tmp_path / 'run' / 'metrics.csv')

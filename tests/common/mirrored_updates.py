@@ -1,7 +1,7 @@
 """Run by tests/common/test_distribute.py in a fresh process (logical CPU devices must be made
-before TensorFlow makes its devices): A2C, PPO and DQN updates on 2 replicas, each with half the
-batch, against one device with the whole batch; prints one JSON line of the largest
-differences."""
+before TensorFlow makes its devices): A2C, PPO, DQN and PAAC (its own learner, as
+paac_tf.main builds it) updates on 2 replicas, each with half the batch, against one device with
+the whole batch; prints one JSON line of the largest differences."""
 import json
 import sys
 
@@ -18,6 +18,8 @@ from common import actor_critic  # noqa: E402
 from common import networks  # noqa: E402
 from common import optim  # noqa: E402
 from common import q_learner  # noqa: E402
+from common.envs import gym as gym_envs  # noqa: E402
+from paac_tf import paac  # noqa: E402
 
 SPEC = tf.TensorSpec((None, 4), tf.float32)
 T, N = 5, 4  # a rollout of 4 environments: 2 per replica
@@ -37,6 +39,17 @@ def _transitions(seed, size=8):
             rng.integers(0, 2, size).astype(np.int32), rng.normal(size=size).astype(np.float32),
             rng.normal(size=(size, 4)).astype(np.float32),
             (rng.random(size) < 0.3).astype(np.float32))
+
+
+def _stacked_transitions(seed, minibatches=2):
+    """K = 2 minibatches stacked, as QLearner.train_steps takes them (one update each)."""
+    return tuple(np.stack(fields) for fields in zip(*[_transitions(seed * minibatches + index)
+                                                      for index in range(minibatches)]))
+
+
+def _weighted_transitions(seed):
+    weights = np.random.default_rng(seed + 100).uniform(0.2, 1.0, 8).astype(np.float32)
+    return _transitions(seed) + (weights,)
 
 
 def _actor_critic_model():
@@ -70,12 +83,19 @@ def _ppo():
     return ppo.PPOLearner(_actor_critic_model(), optim.Adam(0.01), settings, SPEC, T, seed=0)
 
 
-def _dqn():
+def _dqn(importance_weighted=False):
     make = lambda: networks.make_q_network(  # noqa: E731
         2, (4,), np.float32, network='mlp', torso_kwargs={'hidden_sizes': (16,)})
     return q_learner.QLearner(make, 2, q_learner.centered_rmsprop(0.01, 0.95, 0.01),
-                              q_learner.QSettings(gamma=0.99, double_dqn=True, clip_norm=0.05),
+                              q_learner.QSettings(gamma=0.99, double_dqn=True, clip_norm=0.05,
+                                                  importance_weighted=importance_weighted),
                               SPEC)
+
+
+def _paac():
+    return paac.build_learner(paac.PAACConfig(
+        env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', num_envs=N, num_workers=2,
+        t_max=T, learning_rate=0.01, total_steps=1000))
 
 
 def _compare(name, build, model_of, train_of, split_axes, signature, data_of, gather=False):
@@ -91,10 +111,14 @@ def _compare(name, build, model_of, train_of, split_axes, signature, data_of, ga
     else:
         replicated = distribute.replicated(STRATEGY, train_of(mirrored), split_axes, signature,
                                            gather=gather)
+    outputs = 0.0  # per-sample outputs (TD errors): the largest difference, in order
     for update in range(UPDATES):
         data = data_of(update)
-        train_of(single)(*data)
-        replicated(*data)
+        single_output = train_of(single)(*data)
+        mirrored_output = replicated(*data)
+        if isinstance(single_output, tf.Tensor):
+            outputs = max(outputs, float(np.abs(single_output.numpy()
+                                                - mirrored_output.numpy()).max()))
     difference = max(float(np.abs(a - b).max()) for a, b in
                      zip(model_of(single).get_weights(), model_of(mirrored).get_weights()))
     moved = max(float(np.abs(a - b).max()) for a, b in
@@ -103,22 +127,26 @@ def _compare(name, build, model_of, train_of, split_axes, signature, data_of, ga
                    for v in model_of(mirrored).trainable_variables)
     iterations = int(mirrored.optimizer.iterations.numpy())
     return name, {'difference': difference, 'moved': moved, 'replicas': replicas,
-                  'iterations': iterations}
+                  'iterations': iterations, 'outputs': outputs}
 
 
 def main():
     rollout_signature = actor_critic.rollout_signature(SPEC, T)
-    batch_signature = [SPEC, tf.TensorSpec((None,), tf.int32), tf.TensorSpec((None,), tf.float32),
-                       SPEC, tf.TensorSpec((None,), tf.float32)]
     results = dict([
         _compare('a2c', _a2c, lambda learner: learner.model,
                  lambda learner: learner._train_on_rollout, (1, 1, 1, 1), rollout_signature,
                  _rollout),
         _compare('ppo', _ppo, lambda learner: learner.model,
                  lambda learner: learner.train_on_rollout, None, rollout_signature, _rollout),
+        # The learner's own functions, built under the strategy's scope: K minibatches per
+        # call (the replay runners' train_steps) and prioritized replay's weighted update.
         _compare('dqn', _dqn, lambda learner: learner.online,
-                 lambda learner: learner._train_step, (0, 0, 0, 0, 0), batch_signature,
-                 _transitions, gather=True),
+                 lambda learner: learner.train_steps, None, None, _stacked_transitions),
+        _compare('dqn_weighted', lambda: _dqn(importance_weighted=True),
+                 lambda learner: learner.online, lambda learner: learner.weighted_train_step,
+                 None, None, _weighted_transitions),
+        _compare('paac', _paac, lambda learner: learner.model,
+                 lambda learner: learner.train_on_rollout, None, rollout_signature, _rollout),
     ])
     results['devices'] = [device.name for device in tf.config.list_logical_devices('CPU')]
     print(json.dumps(results))

@@ -11,15 +11,17 @@ import time
 
 import numpy as np
 
-from common import distribute
+from common import cluster
 
 SINGLE = sys.argv[1] == 'single'
 if not SINGLE:
     TASK_INDEX = int(sys.argv[1])
-    distribute.set_cluster([f'localhost:{port}' for port in sys.argv[2].split(',')], TASK_INDEX)
+    cluster.set_cluster([f'localhost:{port}' for port in sys.argv[2].split(',')], TASK_INDEX)
 
 import common  # noqa: E402,F401
 import tensorflow as tf  # noqa: E402
+
+from common import distribute  # noqa: E402
 
 STRATEGY = None if SINGLE else distribute.make_strategy('multi_worker', 2)
 

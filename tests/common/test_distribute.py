@@ -16,8 +16,9 @@ from common import distribute
 
 
 def test_two_replicas_on_half_batches_update_as_one_device_on_the_whole_batch():
-    """3 updates each (PPO: 2 epochs of 2 minibatches per update), gradients clipped by global
-    norm after the all-reduce; a fresh process, as logical devices must be made first."""
+    """3 updates each (PPO: 2 epochs of 2 minibatches per update; DQN: 2 minibatches per call),
+    gradients clipped by global norm after the all-reduce; a fresh process, as logical devices
+    must be made first."""
     result = subprocess.run(
         [sys.executable, os.path.join(os.path.dirname(__file__), 'mirrored_updates.py')],
         env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True, text=True,
@@ -25,12 +26,14 @@ def test_two_replicas_on_half_batches_update_as_one_device_on_the_whole_batch():
     assert result.returncode == 0, result.stderr[-3000:]
     found = json.loads(result.stdout.strip().splitlines()[-1])
     assert found['devices'] == ['/device:CPU:0', '/device:CPU:1']
-    for algorithm, updates in (('a2c', 3), ('ppo', 3 * 2 * 2), ('dqn', 3)):
+    for algorithm, updates in (('a2c', 3), ('ppo', 3 * 2 * 2), ('dqn', 3 * 2),
+                               ('dqn_weighted', 3), ('paac', 3)):
         measured = found[algorithm]
         assert measured['moved'] > 1e-4, algorithm  # the updates changed the parameters ...
         assert measured['difference'] < 1e-6, (algorithm, measured)  # ... as on one device
         assert measured['replicas'] == 0.0, algorithm  # identical copies
         assert measured['iterations'] == updates, algorithm
+        assert measured['outputs'] < 1e-5, (algorithm, measured)  # TD errors, in batch order
 
 
 def test_each_replica_gets_its_equal_share_along_the_axis():

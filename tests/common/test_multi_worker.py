@@ -3,7 +3,6 @@ tf.distribute.MultiWorkerMirroredStrategy, each training on its own half of ever
 identical variables equal to one process's on the whole batches; a worker that dies makes the
 other fail within a bounded time instead of hanging."""
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,25 +11,17 @@ import numpy as np
 import pytest
 
 from common import app
-from common import distribute
+from common import cluster
 
 SCRIPT = os.path.join(os.path.dirname(__file__), 'multi_worker_updates.py')
 ENV = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
 
 
 def _free_ports(count):
-    sockets = []
     try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(('localhost', 0))
-            sockets.append(sock)
+        return ','.join(str(port) for port in cluster.free_ports(count))
     except OSError as error:
         pytest.skip(f'no free localhost port to bind: {error}')
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ','.join(str(port) for port in ports)
 
 
 def _start_workers(tmp_path, extra=()):
@@ -91,6 +82,29 @@ def test_a_dead_worker_makes_the_other_fail_within_bounded_time(tmp_path):
 
 def test_bad_clusters_are_named():
     with pytest.raises(ValueError, match="cluster worker 'localhost' is not host:port"):
-        distribute.set_cluster(['localhost'], 0)
+        cluster.set_cluster(['localhost'], 0)
     with pytest.raises(ValueError, match='task_index=2; allowed: 0 to 1 for 2 workers'):
-        distribute.set_cluster(['a:1', 'b:2'], 2)
+        cluster.set_cluster(['a:1', 'b:2'], 2)
+
+
+def test_tf_config_is_read_and_checked(monkeypatch):
+    monkeypatch.setenv('TF_CONFIG', '')  # restored (or removed) after the test
+    assert cluster.from_environment() is None
+    cluster.set_cluster(['a:1', 'b:2'], 1)
+    assert cluster.from_environment() == (['a:1', 'b:2'], 1)
+    monkeypatch.setenv('TF_CONFIG', '{"cluster": {"worker": ["a:1"], "ps": ["b:2"]}, '
+                                    '"task": {"type": "worker", "index": 0}}')
+    with pytest.raises(ValueError, match="only workers are supported"):
+        cluster.from_environment()
+    monkeypatch.setenv('TF_CONFIG', 'workers a and b')
+    with pytest.raises(ValueError, match="TF_CONFIG='workers a and b' is not"):
+        cluster.from_environment()
+    monkeypatch.setenv('TF_CONFIG', '')
+    assert cluster.resolve('none') is None
+    with pytest.raises(ValueError, match="--cluster and --task_index need DistributeConfig"):
+        cluster.resolve('mirrored', ['a:1'], 0)
+    with pytest.raises(ValueError, match="needs --cluster and --task_index"):
+        cluster.resolve('multi_worker')
+    with pytest.raises(ValueError, match="give both --cluster"):
+        cluster.resolve('multi_worker', ['a:1', 'b:2'])
+    assert cluster.resolve('multi_worker', ['a:1', 'b:2'], 1) == (['a:1', 'b:2'], 1)

@@ -1,0 +1,146 @@
+"""`python -m accel_tf.main` (and `paac_tf.main`) on several machines, as two worker processes on
+localhost (DistributeConfig 'multi_worker', --cluster and --task_index): one run directory
+written by the chief, the run's steps counted whole, a resume that starts every worker from the
+chief's checkpoint, and a killed worker ending the chief's run with a checkpoint and one line."""
+import csv
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from accel_tf import main as accel_main
+from common import app
+from common import cluster
+
+BINDINGS = [
+    'AccelConfig.env_config = @GymConfig()',
+    "GymConfig.env_id = 'CartPole-v1'",
+    "AccelConfig.network = 'mlp'",
+    'AccelConfig.num_workers = 2',        # one environment process on each machine ...
+    'AccelConfig.envs_per_worker = 2',    # ... of 2 simulators: 4 in the run
+    'AccelConfig.horizon = 8',            # 32 steps of the run per update
+    'AccelConfig.checkpoint_every_steps = 160',
+    'AccelConfig.log_every_seconds = 0.01',
+    "DistributeConfig.strategy = 'multi_worker'",
+]
+PRESET = os.path.join(app.PROJECT_ROOT, 'gin/accel/a2c_pong.gin')
+PAAC_BINDINGS = [
+    'PAACConfig.env_config = @GymConfig()',
+    "GymConfig.env_id = 'CartPole-v1'",
+    "PAACConfig.network = 'mlp'",
+    'PAACConfig.num_envs = 4',
+    'PAACConfig.num_workers = 2',
+    'PAACConfig.checkpoint_every_steps = 200',
+    'PAACConfig.log_every_seconds = 0.01',
+    "DistributeConfig.strategy = 'multi_worker'",
+]
+ENTRY_POINTS = {  # module: (preset, bindings, total steps binding)
+    'accel_tf.main': (PRESET, BINDINGS, 'AccelConfig.total_steps'),
+    'paac_tf.main': (os.path.join(app.PROJECT_ROOT, 'gin/paac/paper.gin'), PAAC_BINDINGS,
+                     'PAACConfig.total_steps'),
+}
+
+
+def _start_workers(tmp_path, total_steps, module='accel_tf.main'):
+    try:
+        ports = cluster.free_ports(2)
+    except OSError as error:
+        pytest.skip(f'no free localhost port to bind: {error}')
+    scratch = tmp_path / 'scratch'
+    scratch.mkdir(exist_ok=True)
+    # The non-chief's temporary run files go under scratch, to see that none are left.
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT, TMPDIR=str(scratch))
+    preset, bindings, total_steps_binding = ENTRY_POINTS[module]
+    flags = [f'--gin_file={preset}', '--run_dir=run',
+             f'--cluster={",".join(f"localhost:{port}" for port in ports)}'] + [
+        f'--gin_bindings={binding}' for binding in
+        bindings + [f'{total_steps_binding} = {total_steps}']]
+    return [subprocess.Popen([sys.executable, '-m', module, f'--task_index={index}']
+                             + flags, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for index in range(2)]
+
+
+def _finish(workers, timeout=240):
+    try:
+        return [worker.communicate(timeout=timeout) for worker in workers]
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+
+
+def _metrics(tmp_path):
+    path = tmp_path / 'run' / 'metrics.csv'
+    if not path.exists():
+        return []
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))
+
+
+def test_two_workers_write_one_run_directory_and_resume_from_the_chief(tmp_path):
+    workers = _start_workers(tmp_path, 320)
+    outputs = _finish(workers)
+    for worker, (_, stderr) in zip(workers, outputs):
+        assert worker.returncode == 0, stderr[-3000:]
+    assert 'multi_worker: worker 0 of 2' in outputs[0][0], outputs[0][0]
+    assert 'the chief (localhost:' in outputs[1][0] and 'writes the run directory' in \
+        outputs[1][0], outputs[1][0]
+    run_dir = tmp_path / 'run'
+    assert {'metrics.csv', 'episodes.csv', 'checkpoints', 'operative_config.gin'} <= \
+        set(os.listdir(run_dir))
+    assert 'ckpt-320.index' in os.listdir(run_dir / 'checkpoints')
+    rows = _metrics(tmp_path)
+    # Each update is the whole run's 4 x 8 steps, though each worker stepped 2 simulators.
+    assert int(rows[-1]['env_steps']) == 320 and int(rows[-1]['updates']) == 10
+    assert os.listdir(tmp_path / 'scratch') == []
+
+    workers = _start_workers(tmp_path, 640)
+    outputs = _finish(workers)
+    for worker, (_, stderr) in zip(workers, outputs):
+        assert worker.returncode == 0, stderr[-3000:]
+    assert 'at step 320' in outputs[0][0], outputs[0][0]
+    assert "worker 1 of 2: starting at step 320 with the chief's parameters" in outputs[1][0], \
+        outputs[1][0]
+    rows = _metrics(tmp_path)
+    assert int(rows[-1]['env_steps']) == 640 and int(rows[-1]['updates']) == 20
+    assert 'ckpt-640.index' in os.listdir(run_dir / 'checkpoints')
+    assert os.listdir(tmp_path / 'scratch') == []
+
+
+def test_a_killed_worker_ends_the_chiefs_run_with_a_checkpoint_and_one_line(tmp_path,
+                                                                           process_tree):
+    """PAAC here: the same runner as A2C's, through its own entry point."""
+    workers = _start_workers(tmp_path, 100_000_000, 'paac_tf.main')
+    try:
+        assert process_tree.wait_for(lambda: any(int(row['env_steps']) > 0
+                                                 for row in _metrics(tmp_path)))
+        trees = [process_tree.descendants(worker.pid) for worker in workers]
+        os.kill(workers[1].pid, signal.SIGKILL)
+        stdout, stderr = workers[0].communicate(timeout=60)
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+    assert workers[0].returncode == 1, stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if line.startswith('error:')]
+    assert len(errors) == 1, stderr[-3000:]
+    assert 'a peer worker of this multi-worker run is gone' in errors[0], errors[0]
+    assert 'saved' in errors[0] and 'rerun the same command' in errors[0], errors[0]
+    assert any(name.endswith('.index') for name in os.listdir(tmp_path / 'run' / 'checkpoints'))
+    assert process_tree.wait_for(lambda: not process_tree.alive(trees[0] + trees[1]), 10)
+
+
+def test_cluster_flags_are_checked_before_anything_starts(monkeypatch):
+    monkeypatch.setenv('TF_CONFIG', '')
+    config = accel_main.configure([PRESET], BINDINGS)
+    with pytest.raises(app.ConfigError, match="'multi_worker' needs --cluster and --task_index"):
+        cluster.configure(config)
+    with pytest.raises(app.ConfigError, match='num_workers=2 does not split evenly over the 3 '
+                                              'workers'):
+        cluster.configure(config, ['a:1', 'b:2', 'c:3'], 0)
+    assert cluster.configure(config, ['a:1', 'b:2'], 1) == (['a:1', 'b:2'], 1)
+    config = accel_main.configure([PRESET], BINDINGS[:-1])
+    with pytest.raises(app.ConfigError, match='--cluster and --task_index need'):
+        cluster.configure(config, ['a:1', 'b:2'], 1)
