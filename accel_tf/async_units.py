@@ -162,4 +162,5 @@ def train(config, run_dir):
     model = learners.build_learner(config).model
     stats = A3C_STATS if config.algorithm == 'a3c' else APPO_STATS
     return async_learners.train(config, run_dir, model, open_unit, config.num_learners,
-                                config.num_chunks, slot_initial_values(config), stats)
+                                config.num_chunks, slot_initial_values(config), stats,
+                                on_learner_death=config.on_learner_death)

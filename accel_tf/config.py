@@ -72,6 +72,9 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     num_chunks: int = 3                 # store chunks, a lock each (section 5.1, footnote 2)
     local_steps_per_sync: int = 1       # APPO: local Adam steps per synchronization (App. B)
     pull_every_steps: int = 64          # APPO: sampling steps between pulls (section 4.2)
+    # A learner process that dies: 'stop' the run (a checkpoint, one line) or 'continue' with
+    # the others (the store frees its locks and rolls back its half-written chunk).
+    on_learner_death: str = 'stop'
     # The Q-value family: @QValueConfig() (replay, training intensity, variants).
     q_values: Any = None
     # Several devices (section 4.2): a common.config.DistributeConfig; None until configure()
@@ -172,6 +175,7 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
 
     def _validate_async(self):
         algorithm = self.algorithm
+        self.require_choice('on_learner_death', config_lib.ON_LEARNER_DEATH)
         optimizer = ASYNC_OPTIMIZERS[algorithm]
         app.require(self.optimizer == optimizer,
                     f"AccelConfig.optimizer={self.optimizer!r}; algorithm={algorithm!r} "

@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from common import parameter_store
+from common.config import ON_LEARNER_DEATH
 from common import processes
 from common import tracker as tracker_lib
 
@@ -44,6 +45,14 @@ def assign_flat(variables, flat):
         start += size
 
 
+def use_own_gpu(index):
+    """Learner index computes on GPU index (modulo the GPUs; section 4.3: a learner per device);
+    on a machine without GPUs, on the CPU. Call before the process runs a TensorFlow op."""
+    gpus = tf.config.list_physical_devices('GPU')
+    if gpus:
+        tf.config.set_visible_devices(gpus[index % len(gpus)], 'GPU')
+
+
 def _learner_main(index, open_unit, config, handle, seed, reports, stop_event, parent_pid):
     """A learner process: runs its unit until stop_event; a failure is reported in one line
     (then exit status 1) for the main process to end the run with."""
@@ -51,6 +60,7 @@ def _learner_main(index, open_unit, config, handle, seed, reports, stop_event, p
     # Ended by the main process (a learner slower than JOIN_SECONDS to stop): close the pool.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     processes.exit_when_orphaned(parent_pid, POLL_SECONDS)
+    use_own_gpu(index)
     store = parameter_store.ParameterStore.attach(handle)
     try:
         with open_unit(config, store, seed, index) as unit:
@@ -68,13 +78,19 @@ def _learner_main(index, open_unit, config, handle, seed, reports, stop_event, p
 
 class LearnerProcesses:
     """num_learners processes running open_unit's units on the store of handle; close() (or
-    leaving the with block) stops and ends them all."""
+    leaving the with block) stops and ends them all. A learner that fails or dies ends the run
+    (on_death 'stop'), or is left out with a message while others remain ('continue'; the
+    store frees the locks it held: common/parameter_store.py)."""
 
-    def __init__(self, open_unit, config, handle, num_learners, seed):
+    def __init__(self, open_unit, config, handle, num_learners, seed, on_death='stop'):
+        if on_death not in ON_LEARNER_DEATH:
+            raise ValueError(f'on_death={on_death!r}; allowed: {", ".join(ON_LEARNER_DEATH)}')
         context = multiprocessing.get_context('spawn')
         self.reports = context.Queue()
         self.stop_event = context.Event()
         self.processes = []
+        self.on_death = on_death
+        self.lost = set()  # indices of the learners left out
         self._closed = False
         try:
             for index in range(num_learners):
@@ -90,8 +106,9 @@ class LearnerProcesses:
             raise
 
     def take_reports(self, wait_seconds=REPORT_WAIT_SECONDS):
-        """The reports in the queue (waiting up to wait_seconds for the first); a learner's
-        failure raises WorkerDiedError naming it, as does a learner that died silently."""
+        """The reports in the queue (waiting up to wait_seconds for the first). A learner's
+        failure, or a learner that died silently, raises WorkerDiedError naming it, unless
+        on_death is 'continue' and other learners remain: then it is left out with a line."""
         reports = []
         try:
             reports.append(self.reports.get(timeout=wait_seconds))
@@ -100,13 +117,21 @@ class LearnerProcesses:
         except queue_lib.Empty:
             pass
         for index, steps, detail, _ in reports:
-            if steps is None:
-                raise processes.WorkerDiedError(f'learner {index} failed: {detail}')
+            if steps is None and index not in self.lost:
+                self._lose(index, f'learner {index} failed: {detail}')
         for index, process in enumerate(self.processes):
-            if not process.is_alive():
-                raise processes.WorkerDiedError(
-                    f'learner {index} (pid {process.pid}) died with exit code {process.exitcode}')
-        return reports
+            if index not in self.lost and not process.is_alive():
+                self._lose(index, f'learner {index} (pid {process.pid}) died with exit code '
+                                  f'{process.exitcode}')
+        return [report for report in reports if report[1] is not None]
+
+    def _lose(self, index, message):
+        remaining = len(self.processes) - len(self.lost) - 1
+        if self.on_death == 'stop' or remaining == 0:
+            raise processes.WorkerDiedError(message)
+        self.lost.add(index)
+        print(f'{message}; going on with {remaining} learner{"s" if remaining > 1 else ""} '
+              "(on_learner_death = 'continue')", flush=True)
 
     def close(self):
         if self._closed:
@@ -198,10 +223,11 @@ class _Session:
 
 
 def train(config, run_dir, model, open_unit, num_learners, num_chunks, slot_initial_values,
-          stat_names):
+          stat_names, on_learner_death='stop'):
     """Runs num_learners units of open_unit on a central store of model's parameters (and the
     slots of slot_initial_values) until config.total_steps (RunConfig fields), logging the mean
-    of each of stat_names over the units' reports, resuming from run_dir's checkpoint."""
+    of each of stat_names over the units' reports, resuming from run_dir's checkpoint.
+    on_learner_death: LearnerProcesses' on_death."""
     variables = model.trainable_variables
     size = sum(int(np.prod(variable.shape)) for variable in variables)
     state = CentralState(size, slot_initial_values)
@@ -213,7 +239,8 @@ def train(config, run_dir, model, open_unit, num_learners, num_chunks, slot_init
         try:
             # A resumed run continues with fresh environments, seeded apart from the first.
             learners = LearnerProcesses(open_unit, config, store.handle, num_learners,
-                                        seed=config.seed + tracker.env_steps)
+                                        seed=config.seed + tracker.env_steps,
+                                        on_death=on_learner_death)
         except BaseException:
             store.close()
             raise

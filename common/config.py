@@ -14,6 +14,8 @@ import gin
 from common import app
 
 STRATEGIES = ('none', 'mirrored', 'multi_worker')
+# What an asynchronous run does when one of its learner processes dies (common/async_learners).
+ON_LEARNER_DEATH = ('stop', 'continue')
 
 
 @dataclasses.dataclass

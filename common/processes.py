@@ -31,6 +31,23 @@ def release_shared_memory(shm, unlink=True):
             pass
 
 
+def pid_alive(pid):
+    """Whether process pid runs (a zombie, killed but not yet reaped, counts as dead)."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rsplit(')', 1)[1].split()[0] not in ('Z', 'X')
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc here: ask the kernel
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
 def exit_when_orphaned(parent_pid: int, poll_seconds: float) -> threading.Thread:
     """Starts a daemon thread that ends this process at once when parent_pid is gone.
 

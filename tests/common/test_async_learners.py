@@ -94,3 +94,82 @@ def test_a_learner_slow_to_stop_is_ended_and_closes_its_unit(tmp_path):
     assert 'exit code 1' in result.stdout, result.stdout  # SIGTERM -> sys.exit(1), not -15
     seconds = float(result.stdout.split('closed in ')[1].split(' s')[0])
     assert seconds < 30, result.stdout  # ended after JOIN_SECONDS, not after the 60 s round
+
+
+DYING_UNIT_MODULE = textwrap.dedent('''
+    import os
+    import time
+
+
+    class Unit:
+        """Learner 1 dies (SIGKILL-like: no report) on its third round; learner 0 goes on."""
+
+        def __init__(self, index):
+            self.index = index
+            self.rounds = 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc_info):
+            pass
+
+        def iterate(self):
+            self.rounds += 1
+            time.sleep(0.01)
+            if self.index == 1 and self.rounds == 3:
+                os._exit(9)
+            return 1, [], {'updates': 1.0, 'policy_lag': 0.0}
+
+
+    def open_unit(config, store, seed, index):
+        return Unit(index)
+''')
+
+DYING_LEARNER_SCRIPT = textwrap.dedent('''
+    import sys
+    import time
+
+    from common import async_learners
+    from common import parameter_store
+    from common import processes
+    from dying_unit import open_unit
+
+    store = parameter_store.ParameterStore.create(4)
+    try:
+        with async_learners.LearnerProcesses(open_unit, None, store.handle, num_learners=2,
+                                             seed=0, on_death=sys.argv[1]) as learners:
+            after_loss = 0  # learner 0's reports once learner 1 is left out
+            deadline = time.monotonic() + 60
+            try:
+                while after_loss < 20 and time.monotonic() < deadline:
+                    for index, _, _, _ in learners.take_reports():
+                        after_loss += bool(learners.lost) and index == 0
+            except processes.WorkerDiedError as error:
+                print(f'stopped: {error}')
+            print(f'reports after the loss {after_loss} lost {sorted(learners.lost)}')
+    finally:
+        store.close()
+''')
+
+
+def _run_dying_learners(tmp_path, on_death):
+    (tmp_path / 'dying_unit.py').write_text(DYING_UNIT_MODULE)
+    script = tmp_path / 'dying_learners.py'
+    script.write_text(DYING_LEARNER_SCRIPT)
+    result = subprocess.run(
+        [sys.executable, str(script), on_death], cwd=REPO, capture_output=True, text=True,
+        timeout=180, env=dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, str(tmp_path)])))
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def test_a_dead_learner_stops_the_run_or_is_left_out_as_configured(tmp_path):
+    stopped = _run_dying_learners(tmp_path, 'stop')
+    assert 'stopped: learner 1 (pid' in stopped and 'died with exit code 9' in stopped, stopped
+    going_on = _run_dying_learners(tmp_path, 'continue')
+    assert "learner 1 (pid" in going_on and "going on with 1 learner (on_learner_death = " \
+        "'continue')" in going_on, going_on
+    assert 'stopped' not in going_on
+    assert going_on.strip().endswith('lost [1]'), going_on
+    assert 'reports after the loss 20' in going_on, going_on  # learner 0 went on

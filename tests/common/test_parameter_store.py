@@ -1,7 +1,10 @@
 """The central parameter store: updates from several processes all land and are all counted,
-a reader never sees a chunk half-written, and the segment goes with its owner."""
+a reader never sees a chunk half-written, a learner killed mid-update leaves whole chunks and
+free locks, and the segment goes with its owner."""
 import multiprocessing
 import os
+import signal
+import threading
 import time
 
 import numpy as np
@@ -42,6 +45,23 @@ def _slow_uniform_writes(handle, count):
         store.close()
 
 
+def _killed_mid_update(handle, halfway):
+    """Writes 7 into chunk 0, then into the first half of chunk 1, and waits there (holding
+    chunk 1's lock) to be killed."""
+    store = ParameterStore.attach(handle)
+
+    def update(chunk, parameters, slots):
+        if chunk.start == 0:
+            parameters[:] = 7.0
+            return
+        parameters[:len(parameters) // 2] = 7.0
+        slots['mean_square'][:] = 7.0
+        halfway.set()
+        time.sleep(300)
+
+    store.apply(update)
+
+
 def _start(target, *args):
     process = multiprocessing.get_context('spawn').Process(target=target, args=args)
     processes.start_process(process)
@@ -76,6 +96,37 @@ def test_a_reader_never_sees_a_chunk_half_written():
         assert writer.exitcode == 0 and pulls > 5 and store.updates == 20
         np.testing.assert_array_equal(store.pull(), 20.0)
     finally:
+        store.close()
+
+
+def test_a_learner_killed_mid_update_leaves_whole_chunks_and_free_locks():
+    store = ParameterStore.create(SIZE, slots=('mean_square',), num_chunks=CHUNKS)
+    store.parameters[:] = 1.0
+    halfway = multiprocessing.get_context('spawn').Event()
+    writer = _start(_killed_mid_update, store.handle, halfway)
+    try:
+        assert halfway.wait(120)
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.join(timeout=10)
+        # The pull waits on chunk 1's lock, finds its holder dead and frees it (in a thread:
+        # without that, it would wait for ever).
+        pulled = []
+        reader = threading.Thread(target=lambda: pulled.append(store.pull()), daemon=True)
+        reader.start()
+        reader.join(timeout=10)
+        assert pulled, 'the dead learner\'s lock was never freed'
+        parameters = pulled[0]
+        first, second = store.chunks[:2]
+        assert np.all(parameters[first] == 7.0)  # the chunk the learner finished stays
+        assert np.all(parameters[second.start:] == 1.0)  # the half-written one rolled back
+        assert np.all(store.slots['mean_square'][second] == 0.0)
+        assert store.recoveries == 1 and store.updates == 0  # the update never counted
+        store.apply(lambda chunk, parameters, slots: parameters.__iadd__(1.0))  # locks free
+        np.testing.assert_array_equal(store.pull()[second.start:], 2.0)
+        assert store.updates == 1
+    finally:
+        if writer.is_alive():
+            writer.kill()
         store.close()
 
 
