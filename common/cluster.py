@@ -21,6 +21,12 @@ flags.DEFINE_integer('task_index', None, "This machine's place in --cluster (0: 
 def set_cluster(workers, task_index):
     """Sets TF_CONFIG for worker task_index of the cluster workers ('host:port' each); worker 0
     is the chief. ValueError naming a bad worker or index."""
+    _check(workers, task_index)
+    os.environ[TF_CONFIG] = json.dumps({'cluster': {'worker': list(workers)},
+                                        'task': {'type': 'worker', 'index': task_index}})
+
+
+def _check(workers, task_index):
     if not workers:
         raise ValueError('cluster: give at least one worker as host:port')
     for worker in workers:
@@ -30,8 +36,6 @@ def set_cluster(workers, task_index):
     if not 0 <= task_index < len(workers):
         raise ValueError(f'task_index={task_index}; allowed: 0 to {len(workers) - 1} for '
                          f'{len(workers)} workers')
-    os.environ[TF_CONFIG] = json.dumps({'cluster': {'worker': list(workers)},
-                                        'task': {'type': 'worker', 'index': task_index}})
 
 
 def from_environment():
@@ -51,7 +55,7 @@ def from_environment():
     if others or task_type != 'worker':
         raise ValueError(f'TF_CONFIG: only workers are supported (worker 0 is the chief), got '
                          f'task type {task_type!r} and jobs {sorted(cluster)}')
-    set_cluster(workers, task_index)  # validates the addresses and the index
+    _check(workers, task_index)  # left as the user wrote it (other keys, e.g. rpc_layer, stay)
     return list(workers), task_index
 
 

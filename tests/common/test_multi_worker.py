@@ -92,6 +92,11 @@ def test_tf_config_is_read_and_checked(monkeypatch):
     assert cluster.from_environment() is None
     cluster.set_cluster(['a:1', 'b:2'], 1)
     assert cluster.from_environment() == (['a:1', 'b:2'], 1)
+    own = ('{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 0}, '
+           '"rpc_layer": "grpc"}')
+    monkeypatch.setenv('TF_CONFIG', own)
+    assert cluster.from_environment() == (['a:1', 'b:2'], 0)
+    assert os.environ['TF_CONFIG'] == own  # read, not rewritten
     monkeypatch.setenv('TF_CONFIG', '{"cluster": {"worker": ["a:1"], "ps": ["b:2"]}, '
                                     '"task": {"type": "worker", "index": 0}}')
     with pytest.raises(ValueError, match="only workers are supported"):
