@@ -108,9 +108,6 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         app.require_positive_ints(self.owner, self, (
             'num_workers', 'envs_per_worker', 'horizon', 'learning_rate_base_envs', 'epochs',
             'minibatches'))
-        require(samplers.num_groups(self.sampler) == 1 or self.num_workers % 2 == 0,
-                f"AccelConfig.sampler='alternating' needs an even num_workers (two groups), "
-                f'got {self.num_workers}')
         self.require_choice('network', networks.NETWORK_NAMES)
         self.require_choice('initializer', networks.INITIALIZERS)
         self.require_choice('optimizer', OPTIMIZERS)
@@ -132,6 +129,8 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
             self._validate_q_values()
         if self.distribute is not None:
             self._validate_distribute()
+        config_lib.require_sampler_groups(self.owner, self.sampler, self.num_workers,
+                                          self.distribute)
         if self.algorithm in ('ppo', 'appo'):
             require(self.gae_lambda is not None,
                     f"AccelConfig.algorithm={self.algorithm!r} needs gae_lambda (a float in "

@@ -3,17 +3,18 @@
 its sampler steps."""
 from accel_tf import ppo
 from common import actor_critic
+from common import config as config_lib
 from common import networks
 from common import optim
-from common import samplers
 from common.envs import pools
 
 
 def open_pool(config, seed):
-    """The worker processes of config's sampler (two groups for the alternating one)."""
+    """The worker processes of config's sampler (two groups for the alternating one), for each
+    replica of a one-machine mirrored run."""
     return pools.make_pool(config.env_config, config.num_envs, seed=seed,
                            num_workers=config.num_workers,
-                           num_groups=samplers.num_groups(config.sampler),
+                           num_groups=config_lib.sampler_groups(config.sampler, config.distribute),
                            pin_cpus=config.pin_cpus)
 
 

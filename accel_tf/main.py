@@ -17,7 +17,6 @@ from common import distribute
 from common import evaluate
 from common import multi_worker
 from common import on_policy
-from common import samplers
 from common.envs import pools
 
 FLAGS = flags.FLAGS
@@ -34,7 +33,8 @@ def configure(gin_files, gin_bindings):
     config.validate()
     try:
         pools.validate_pool_config(config.env_config, config.num_envs, config.num_workers,
-                                   num_groups=samplers.num_groups(config.sampler),
+                                   num_groups=common_config.sampler_groups(config.sampler,
+                                                                           config.distribute),
                                    pin_cpus=config.pin_cpus)
     except ValueError as error:
         raise app.ConfigError(f'make_pool: {error}')

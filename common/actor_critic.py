@@ -79,7 +79,9 @@ class PolicyLearner(tf.Module):
         self.optimizer.build(self.model.trainable_variables)
         self.generator = tf.random.Generator.from_seed(seed)
         self.update_means = interval_means.IntervalMeans(update_stats)
-        self.act = tf.function(self._act, input_signature=[observation_spec])
+        # Built under a one-machine strategy: each replica acts for its own sampler groups.
+        self.act = distribute.acting(distribute.current_strategy(), self._act,
+                                     [observation_spec])
         self.greedy_act = tf.function(self._greedy_act, input_signature=[observation_spec])
 
     def _act(self, observations):

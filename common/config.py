@@ -12,6 +12,7 @@ from typing import Any
 import gin
 
 from common import app
+from common import samplers
 
 STRATEGIES = ('none', 'mirrored', 'multi_worker')
 # What an asynchronous run does when one of its learner processes dies (common/async_learners).
@@ -119,6 +120,35 @@ class DistributeConfig:
         app.require(num_envs % self.num_replicas == 0,
                     f'{owner}: {num_envs} simulators do not split evenly over '
                     f'DistributeConfig.num_replicas={self.num_replicas}')
+
+
+def sampler_replicas(distribute_config):
+    """Replicas that sample apart, each with its own sampler groups: a one-machine mirrored
+    run's (every worker of a multi-worker run samples its share with one set of groups)."""
+    if distribute_config is None or distribute_config.strategy != 'mirrored':
+        return 1
+    return distribute_config.num_replicas
+
+
+def sampler_groups(sampler, distribute_config):
+    """The environment pool's worker groups for sampler kind sampler under distribute_config."""
+    return samplers.num_groups(sampler, sampler_replicas(distribute_config))
+
+
+def require_sampler_groups(owner, sampler, num_workers, distribute_config):
+    """Raises app.ConfigError unless num_workers environment processes split evenly into the
+    sampler's groups (two for 'alternating') of every replica that samples apart."""
+    groups = sampler_groups(sampler, distribute_config)
+    if num_workers % groups == 0:
+        return
+    replicas = sampler_replicas(distribute_config)
+    if replicas == 1:
+        raise app.ConfigError(f"{owner}.sampler={sampler!r} needs an even num_workers (two "
+                              f'groups), got {num_workers}')
+    raise app.ConfigError(
+        f'{owner}.num_workers={num_workers} does not split into {groups} sampler groups '
+        f'({groups // replicas} per replica of DistributeConfig.num_replicas={replicas}, each '
+        f'replica sampling its own simulators)')
 
 
 def require_cluster_split(owner, num_cluster_workers, **totals):

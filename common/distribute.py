@@ -180,7 +180,9 @@ def apply_to_every_replica(make_apply_fn, gradients, variables, slots):
 
 
 def split_for_replica(tensor, axis, replica_id, num_replicas):
-    """Replica replica_id's equal share of tensor along axis."""
+    """Replica replica_id's equal share of tensor along axis (whose size must divide evenly)."""
+    tf.debugging.assert_equal(tf.shape(tensor)[axis] % num_replicas, 0, message=(
+        f'a batch split over {num_replicas} replicas along axis {axis} must divide evenly'))
     size = tf.shape(tensor)[axis] // num_replicas
     begin = [0] * len(tensor.shape)
     sizes = [-1] * len(tensor.shape)
@@ -221,6 +223,29 @@ def replicated(strategy, train_fn, split_axes, input_signature, gather=False):
         return tf.function(train_fn, input_signature=input_signature)
     return tf.function(lambda *inputs: run_split(strategy, train_fn, inputs, split_axes, gather),
                        input_signature=input_signature)
+
+
+def acting(strategy, act_fn, input_signature):
+    """act_fn(observations) as a tf.function; under a one-machine strategy with several
+    replicas, a batch that splits evenly runs on every replica, each with its own equal block
+    of the observations and its own random stream, the actions laid end to end again: replica r
+    acts for its own sampler groups' simulators (common/samplers.py). Any other batch (an
+    evaluation's) runs on the first replica's copy; a multi-worker run's workers act on their
+    local copy."""
+    on_one_copy = tf.function(act_fn, input_signature=input_signature)
+    if (strategy is None or strategy.num_replicas_in_sync == 1
+            or worker_count_and_index(strategy)[0] > 1):
+        return on_one_copy
+    num_replicas = strategy.num_replicas_in_sync
+    on_every_replica = replicated(strategy, act_fn, (0,), input_signature, gather=True)
+
+    def act(observations):
+        if len(observations) % num_replicas:
+            return on_one_copy(observations)
+        return on_every_replica(observations)
+
+    act.on_every_replica = on_every_replica
+    return act
 
 
 def current_strategy():

@@ -45,8 +45,10 @@ class QLearner(tf.Module):
         self.optimizer = optimizer
         self.optimizer.build(self.online.trainable_variables)
         self.update_means = interval_means.IntervalMeans(('loss',))
-        self.online_greedy = tf.function(lambda obs: self._greedy(self.online, obs),
-                                         input_signature=[observation_spec])
+        strategy = distribute.current_strategy()
+        # Under a one-machine strategy each replica acts for its own sampler groups.
+        self.online_greedy = distribute.acting(strategy, lambda obs: self._greedy(self.online, obs),
+                                               [observation_spec])
         self.target_greedy = tf.function(lambda obs: self._greedy(self.target, obs),
                                          input_signature=[observation_spec])
         batch_signature = [
@@ -55,11 +57,9 @@ class QLearner(tf.Module):
         stack_signature = [tf.TensorSpec((None,) + tuple(spec.shape), spec.dtype)
                            for spec in batch_signature]
         weighted_signature = batch_signature + [tf.TensorSpec((None,), tf.float32)]
-        strategy = distribute.current_strategy()
         if strategy is not None:
             # Built under a tf.distribute scope: every minibatch is split over the replicas
-            # (distribute.run_split), their TD errors laid end to end again; the acting
-            # functions run on the first replica's copy.
+            # (distribute.run_split), their TD errors laid end to end again.
             self.train_step = distribute.replicated(strategy, self._train_step, (0,) * 5,
                                                     batch_signature, gather=True)
             self.train_steps = tf.function(
@@ -67,7 +67,8 @@ class QLearner(tf.Module):
                 input_signature=stack_signature)
             self.weighted_train_step = distribute.replicated(
                 strategy, self._train_step, (0,) * 6, weighted_signature, gather=True)
-            traced = [self.online_greedy, self.target_greedy]
+            traced = [getattr(self.online_greedy, 'on_every_replica', self.online_greedy),
+                      self.target_greedy]
         else:
             self.train_step = tf.function(self._train_step, input_signature=batch_signature)
             self.train_steps = tf.function(self._train_steps, input_signature=stack_signature)
@@ -104,8 +105,8 @@ class QLearner(tf.Module):
                 next_q_online=next_q_online, weights=weights)
         next_q_target = self.target(next_observations)
         return losses.dqn_loss(self.online(observations), actions, rewards, terminals,
-                               next_q_target, gamma, next_q_online=next_q_online, huber_delta=settings.huber_delta,
-                               weights=weights)
+                               next_q_target, gamma, next_q_online=next_q_online,
+                               huber_delta=settings.huber_delta, weights=weights)
 
     def _train_step(self, observations, actions, rewards, next_observations, terminals,
                     weights=None):

@@ -9,6 +9,12 @@ same data; only the schedule differs:
 - 'alternating': the pool's two groups of worker processes take turns: while one group steps,
   the policy runs on the other group's observations (Stooke & Abbeel, section 4.1, Figure 1).
   It needs a ProcessPool with num_groups=2; it pays off when inference runs on an accelerator.
+
+With several replicas on one machine (DistributeConfig 'mirrored'), each replica has its own
+sampler groups ("we organize multiple GPUs by repeating the template", section 4.1): the pool
+holds the sampler's groups for every replica, replica r's simulators form the r-th of equal
+blocks of the environment axis, and the policy (a replicated act) runs each replica's block on
+that replica.
 """
 import time
 
@@ -90,37 +96,48 @@ class SynchronizedSampler:
 
 
 class AlternatingSampler(SynchronizedSampler):
-    """The two groups of a ProcessPool(num_groups=2) alternate between stepping and acting."""
+    """Two phases of the groups of a ProcessPool alternate between stepping and acting: the
+    even groups and the odd ones (with several replicas, group 2r + p is replica r's group of
+    phase p, so each phase holds every replica's share in replica order)."""
 
     def __init__(self, pool, t_max):
-        if getattr(pool, 'num_groups', 1) != 2:
-            raise ValueError(f'the alternating sampler needs a ProcessPool with num_groups=2, '
-                             f'got {type(pool).__name__} with '
-                             f'num_groups={getattr(pool, "num_groups", 1)}')
+        groups = getattr(pool, 'num_groups', 1)
+        if groups < 2 or groups % 2:
+            raise ValueError(f'the alternating sampler needs a ProcessPool with num_groups=2 '
+                             f'(or 2 per replica), got {type(pool).__name__} with '
+                             f'num_groups={groups}')
         super().__init__(pool, t_max)
-        half = pool.num_envs // 2
-        self._halves = (slice(0, half), slice(half, None))
+        envs_per_group = pool.num_envs // groups
+        self._group_envs = [slice(group * envs_per_group, (group + 1) * envs_per_group)
+                            for group in range(groups)]
+        self._phase_groups = (range(0, groups, 2), range(1, groups, 2))
+        # One group per phase: a slice, no copy; else the phase's groups in order.
+        self._phase_envs = tuple(
+            self._group_envs[phase[0]] if len(phase) == 1 else
+            np.concatenate([np.arange(pool.num_envs)[self._group_envs[group]] for group in phase])
+            for phase in self._phase_groups)
 
     def _fill(self, policy, episodes):
-        first, second = self._halves
         t_max = self.rollout.t_max
-        self._act_and_send(policy, 0, 0, first)
+        self._act_and_send(policy, 0, 0)
         for step in range(t_max):
-            self._act_and_send(policy, step, 1, second)
-            self._receive(step, 0, first, episodes)
+            self._act_and_send(policy, step, 1)
+            self._receive(step, 0, episodes)
             if step + 1 < t_max:
-                self._act_and_send(policy, step + 1, 0, first)
-            self._receive(step, 1, second, episodes)
+                self._act_and_send(policy, step + 1, 0)
+            self._receive(step, 1, episodes)
 
-    def _act_and_send(self, policy, step, group, envs):
-        self._act(policy, step, envs)
-        self.pool.step_async(self.rollout.actions[step, envs], group)
+    def _act_and_send(self, policy, step, phase):
+        self._act(policy, step, self._phase_envs[phase])
+        for group in self._phase_groups[phase]:
+            self.pool.step_async(self.rollout.actions[step, self._group_envs[group]], group)
 
-    def _receive(self, step, group, envs, episodes):
-        start = time.perf_counter()
-        result = self.pool.step_wait(group)
-        self.phase_seconds['env'] += time.perf_counter() - start
-        self._store(step, envs, result, episodes)
+    def _receive(self, step, phase, episodes):
+        for group in self._phase_groups[phase]:
+            start = time.perf_counter()
+            result = self.pool.step_wait(group)
+            self.phase_seconds['env'] += time.perf_counter() - start
+            self._store(step, self._group_envs[group], result, episodes)
 
 
 def make_sampler(kind, pool, t_max):
@@ -130,6 +147,6 @@ def make_sampler(kind, pool, t_max):
     return (AlternatingSampler if kind == 'alternating' else SynchronizedSampler)(pool, t_max)
 
 
-def num_groups(kind):
-    """The pool groups a sampler of this kind needs."""
-    return 2 if kind == 'alternating' else 1
+def num_groups(kind, num_replicas=1):
+    """The pool groups a sampler of this kind needs, for num_replicas replicas sampling apart."""
+    return (2 if kind == 'alternating' else 1) * num_replicas

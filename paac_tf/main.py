@@ -6,7 +6,6 @@ from common import cluster
 from common import config as config_lib
 from common import evaluate
 from common import multi_worker
-from common import samplers
 from common.envs import pools
 from paac_tf import paac
 
@@ -25,7 +24,8 @@ def configure(gin_files, gin_bindings):
     config.validate()
     try:
         pools.validate_pool_config(config.env_config, config.num_envs, config.num_workers,
-                                   num_groups=samplers.num_groups(config.sampler))
+                                   num_groups=config_lib.sampler_groups(config.sampler,
+                                                                        config.distribute))
     except ValueError as error:
         raise app.ConfigError(f'make_pool: {error}')
     return config

@@ -61,9 +61,6 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         require = app.require
         app.require_positive_ints(self.owner, self, ('num_envs', 'num_workers', 't_max'))
         self.require_choice('sampler', samplers.SAMPLERS)
-        require(samplers.num_groups(self.sampler) == 1 or self.num_workers % 2 == 0,
-                f"PAACConfig.sampler='alternating' needs an even num_workers, "
-                f'got {self.num_workers}')
         require(self.num_envs % self.num_workers == 0,
                 f'PAACConfig.num_envs={self.num_envs} must be divisible by '
                 f'num_workers={self.num_workers}')
@@ -76,6 +73,8 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         self.require_positive(('loss_scale',))
         if self.distribute is not None:
             self.distribute.validate(self.num_envs, self.owner)
+        config_lib.require_sampler_groups(self.owner, self.sampler, self.num_workers,
+                                          self.distribute)
 
     def validate_cluster(self, num_cluster_workers):
         """Raises ConfigError unless the simulators and worker processes split evenly over a
@@ -120,5 +119,6 @@ def train(config, run_dir, make_pool):
         config, run_dir, build_learner(config, strategy),
         lambda seed: make_pool(config.env_config, config.num_envs // workers, seed=seed,
                                num_workers=config.num_workers // workers,
-                               num_groups=samplers.num_groups(config.sampler)),
+                               num_groups=config_lib.sampler_groups(config.sampler,
+                                                                    config.distribute)),
         config.sampler, config.t_max, config.num_envs, strategy)

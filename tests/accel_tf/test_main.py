@@ -115,6 +115,11 @@ def test_ppo_presets_hold_the_papers_values():
      "strategy='multi_worker' is built for algorithm a2c, ppo, not 'a3c'"),
     (MIRRORED + ['DistributeConfig.num_replicas = 3'],
      '8 simulators do not split evenly over DistributeConfig.num_replicas=3'),
+    # Each replica samples its own simulators with the sampler's groups (2 for alternating).
+    (MIRRORED + ["AccelConfig.sampler = 'alternating'", 'AccelConfig.num_workers = 2',
+                 'AccelConfig.envs_per_worker = 4'],
+     'AccelConfig.num_workers=2 does not split into 4 sampler groups (2 per replica of '
+     'DistributeConfig.num_replicas=2'),
     (MIRRORED + ['AccelConfig.minibatches = 2048'],
      'PPO minibatches of 1 do not split evenly over DistributeConfig.num_replicas=2'),
     (MIRRORED + ["AccelConfig.algorithm = 'a3c'", "AccelConfig.optimizer = 'rmsprop'",

@@ -61,3 +61,21 @@ def test_renamed_bindings_point_at_the_config():
     assert renamed['RMSProp.initial_mean_square'] == (
         'bind ToyConfig.rmsprop_initial_mean_square instead')
     gin.clear_config()
+
+
+def test_each_mirrored_replica_gets_the_sampler_groups_of_its_own():
+    mirrored = config_lib.DistributeConfig(strategy='mirrored', num_replicas=2)
+    groups = {(sampler, name): config_lib.sampler_groups(sampler, distribute_config)
+              for sampler in ('synchronized', 'alternating')
+              for name, distribute_config in (('none', None), ('mirrored', mirrored), (
+                  'multi_worker', config_lib.DistributeConfig(strategy='multi_worker')))}
+    assert groups == {('synchronized', 'none'): 1, ('alternating', 'none'): 2,
+                      ('synchronized', 'mirrored'): 2, ('alternating', 'mirrored'): 4,
+                      ('synchronized', 'multi_worker'): 1, ('alternating', 'multi_worker'): 2}
+    config_lib.require_sampler_groups('PAACConfig', 'alternating', 8, mirrored)
+    with pytest.raises(app.ConfigError, match=r"PAACConfig.sampler='alternating' needs an even "
+                                              r'num_workers \(two groups\), got 3'):
+        config_lib.require_sampler_groups('PAACConfig', 'alternating', 3, None)
+    with pytest.raises(app.ConfigError, match=r'PAACConfig.num_workers=6 does not split into 4 '
+                                              r'sampler groups \(2 per replica'):
+        config_lib.require_sampler_groups('PAACConfig', 'alternating', 6, mirrored)

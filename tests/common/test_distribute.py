@@ -36,6 +36,23 @@ def test_two_replicas_on_half_batches_update_as_one_device_on_the_whole_batch():
         assert measured['outputs'] < 1e-5, (algorithm, measured)  # TD errors, in batch order
 
 
+def test_each_replica_acts_for_its_own_sampler_groups():
+    """Stooke & Abbeel's template repeated per replica: the pool holds the sampler's groups for
+    each replica, and replica r's copy acts for the r-th block of simulators (its own groups),
+    for both samplers; identical copies draw from different streams; an uneven batch is refused
+    rather than silently cut."""
+    result = subprocess.run(
+        [sys.executable, os.path.join(os.path.dirname(__file__), 'mirrored_sampling.py')],
+        env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True, text=True,
+        timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found['streams_differ'] and found['stream_actions'] == [0, 1]
+    for kind, groups in (('synchronized', 2), ('alternating', 4)):
+        assert found[kind] == {'groups': groups, 'first_block': [0], 'second_block': [1]}, kind
+    assert found['uneven'] == [0] and found['uneven_split'] is True
+
+
 def test_each_replica_gets_its_equal_share_along_the_axis():
     rollout = tf.reshape(tf.range(2 * 6), (2, 6))
     shares = [distribute.split_for_replica(rollout, 1, replica, 3).numpy() for replica in range(3)]
