@@ -25,7 +25,7 @@ ASYNC_OPTIMIZERS = {'a3c': 'rmsprop', 'appo': 'adam'}
 # Synchronous on several devices (DistributeConfig 'mirrored', section 4.2) and on several
 # machines ('multi_worker') so far.
 MIRRORED_ALGORITHMS = ('a2c', 'ppo') + Q_ALGORITHMS
-MULTI_WORKER_ALGORITHMS = ('a2c', 'ppo')
+MULTI_WORKER_ALGORITHMS = ('a2c', 'ppo') + Q_ALGORITHMS
 OPTIMIZERS = ('rmsprop', 'adam')
 LEARNING_RATE_SCALINGS = ('sqrt', 'none')
 
@@ -155,6 +155,9 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
                         f'AccelConfig: PPO minibatches of {minibatch} do not split evenly over '
                         f'DistributeConfig.num_replicas={distribute.num_replicas}')
         if self.algorithm in Q_ALGORITHMS and isinstance(self.q_values, q_config.QValueConfig):
+            app.require(distribute.strategy != 'multi_worker' or not self.q_values.asynchronous,
+                        "QValueConfig.asynchronous=True is not built for DistributeConfig."
+                        "strategy='multi_worker'; bind QValueConfig.asynchronous = False")
             batch_size = self.q_values.batch_size
             app.require(batch_size % distribute.num_replicas == 0,
                         f'QValueConfig.batch_size={batch_size} does not split evenly over '
@@ -163,9 +166,13 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     def validate_cluster(self, num_cluster_workers):
         """Raises ConfigError unless the run's simulators and environment processes split
         evenly over a multi-worker cluster's workers (each runs its share with its own sampler)
-        and PPO's minibatches over their local batches."""
+        and PPO's minibatches, or the Q-value family's replay minibatches, over their local
+        batches."""
         config_lib.require_cluster_split(self.owner, num_cluster_workers,
                                          num_workers=self.num_workers, num_envs=self.num_envs)
+        if self.algorithm in Q_ALGORITHMS:
+            config_lib.require_cluster_split('QValueConfig', num_cluster_workers,
+                                             batch_size=self.q_values.batch_size)
         if self.algorithm == 'ppo':
             local_batch = self.steps_per_update // num_cluster_workers
             app.require(local_batch % self.minibatches == 0,

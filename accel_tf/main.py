@@ -60,7 +60,7 @@ def train(config, run_dir, make_pool=learners.open_pool, on_first_pool=None):
 
     if config.algorithm in config_lib.Q_ALGORITHMS:
         return q_family.train(config, run_dir, q_family.build_q_learner(config, strategy),
-                              pool_for)
+                              pool_for, strategy)
     learner = learners.build_learner(config, strategy)
     return on_policy.train(config, run_dir, learner, pool_for, config.sampler, config.horizon,
                            config.num_envs, strategy)

@@ -11,6 +11,7 @@ import tensorflow as tf
 from accel_tf import learners
 from common import concurrent_off_policy
 from common import evaluate
+from common import multi_worker
 from common import networks
 from common import off_policy
 from common import prioritized_replay
@@ -60,8 +61,9 @@ def settings_for(config):
         beta_anneal_steps=config.total_steps)
 
 
-def make_runner(config, sampler, learner, replay, seed):
-    """The synchronous or the concurrent off-policy runner of config, as a context manager."""
+def make_runner(config, sampler, learner, replay, seed, workers=1):
+    """The synchronous or the concurrent off-policy runner of config, as a context manager;
+    workers: a multi-worker run's (this runner samples one worker's share)."""
     q_values = config.q_values
     settings = settings_for(config)
     if q_values.asynchronous:
@@ -69,18 +71,20 @@ def make_runner(config, sampler, learner, replay, seed):
             sampler, learner, replay, settings, seed=seed, replay_input=q_values.replay_input,
             lead_phases=q_values.async_lead_phases)
     runner = off_policy.OffPolicyRunner(sampler, learner, replay, settings, seed=seed,
-                                        replay_input=q_values.replay_input)
+                                        replay_input=q_values.replay_input, workers=workers)
     return contextlib.closing(runner)
 
 
-def make_replay(config, seed):
+def make_replay(config, seed, workers=1):
     """Replay organized by simulator (section 5.2: the 1M capacity split over the simulators),
-    n-step, prioritized if configured."""
+    n-step, prioritized if configured; in a multi-worker run, each worker's share of the
+    capacity for its share of the simulators."""
     q_values = config.q_values
     env_config = config.env_config
     memory = replay_lib.ReplayMemory(
-        q_values.replay_capacity, env_config.observation_shape, env_config.observation_dtype,
-        getattr(env_config, 'stack', 1), num_streams=config.num_envs, seed=seed,
+        q_values.replay_capacity // workers, env_config.observation_shape,
+        env_config.observation_dtype, getattr(env_config, 'stack', 1),
+        num_streams=config.num_envs // workers, seed=seed,
         n_step=q_values.n_step, gamma=config.gamma)
     if not q_values.prioritized:
         return memory
@@ -110,17 +114,29 @@ def evaluate_now(config, learner, run_dir, env_steps, trained_seconds):
     return row
 
 
-def train(config, run_dir, learner, open_pool):
+def train(config, run_dir, learner, open_pool, strategy=None):
     """Runs until config.total_steps, resuming networks, optimizer and counters from run_dir's
-    checkpoint; replay is not checkpointed (a resumed run refills it)."""
+    checkpoint; replay is not checkpointed (a resumed run refills it). With a multi-worker
+    strategy, open_pool(seed) opens this worker's share of the simulators; each worker fills its
+    own replay and trains on its share of every minibatch, starting from the chief's state
+    (common/multi_worker.py); only the chief evaluates."""
     tracker = tracker_lib.tracker_for(
         run_dir, config, Q_COLUMNS + learner.update_means.names,
         {'online': learner.online, 'target': learner.target, 'optimizer': learner.optimizer})
+    share = multi_worker.WorkerShare.of(strategy)
+    if share.num_workers > 1:
+        multi_worker.start_from_chief(strategy, list(learner.online.variables)
+                                      + list(learner.target.variables)
+                                      + list(learner.optimizer.variables), tracker)
+        for name in ('train_steps', 'weighted_train_step'):
+            setattr(learner, name, multi_worker.ending_on_lost_peers(getattr(learner, name),
+                                                                    share.is_chief))
 
     def loop(pool):
-        seed = config.seed + tracker.env_steps
+        seed = share.action_seed(config.seed, tracker.env_steps)
         sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
-        with make_runner(config, sampler, learner, make_replay(config, seed), seed) as runner:
+        with make_runner(config, sampler, learner, make_replay(config, seed, share.num_workers),
+                         seed, share.num_workers) as runner:
             run_phases(runner)
 
     def run_phases(runner):
@@ -131,7 +147,8 @@ def train(config, run_dir, learner, open_pool):
             episodes, updates = runner.iterate(previous)
             tracker.add_steps(config.steps_per_update, updates=updates)
             tracker.add_episodes(episodes)
-            evaluating = every and tracker.env_steps // every > previous // every
+            evaluating = (share.is_chief and every
+                          and tracker.env_steps // every > previous // every)
             if tracker.done or tracker.checkpoint_due() or evaluating:
                 # Settled weights and counts for the last line, a checkpoint or an evaluation.
                 runner.wait_for_training()
@@ -149,5 +166,7 @@ def train(config, run_dir, learner, open_pool):
                 evaluate_now(config, learner, run_dir, tracker.env_steps,
                              tracker.clock.elapsed())
 
-    return tracker_lib.run_training(tracker, lambda: open_pool(config.seed + tracker.env_steps),
-                                    loop, resume_note=' (replay memory is refilled)')
+    local_envs = config.num_envs // share.num_workers
+    return tracker_lib.run_training(
+        tracker, lambda: open_pool(share.env_seed(config.seed + tracker.env_steps, local_envs)),
+        loop, resume_note=' (replay memory is refilled)')

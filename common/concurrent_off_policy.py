@@ -43,7 +43,7 @@ class ConcurrentOffPolicyRunner(off_policy.OffPolicyRunner):
         self.epsilon = off_policy.linear_epsilon(self.settings, env_steps)
         episodes = self.sampler.collect(self._policy)
         self._store(self.sampler.rollout)
-        trainable = len(self.memory) >= self.settings.min_replay_steps
+        trainable = self.replay_ready()
         with self.progress:
             self.owed.append((env_steps, env_steps + self.sampler.rollout.actions.size,
                               trainable))
@@ -75,7 +75,7 @@ class ConcurrentOffPolicyRunner(off_policy.OffPolicyRunner):
                 with self.progress:
                     self.owed.popleft()
                     self.updates_done += updates
-                    self.trained += updates * self.settings.batch_size
+                    self.trained += updates * self.local_batch_size
                     self.progress.notify_all()
         except BaseException as error:  # pylint: disable=broad-except
             with self.progress:

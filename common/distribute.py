@@ -196,8 +196,8 @@ def run_split(strategy, train_fn, inputs, split_axes, gather=False):
     split_axes[i] over this worker's replicas; the sizes must divide evenly), called in a
     cross-replica context (in a
     tf.function, also inside its loops); returns train_fn's outputs averaged over the replicas,
-    or with gather, the replicas' outputs laid end to end (per-sample values such as TD
-    errors). A synchronization (mean_across_replicas) inside a loop of train_fn is not
+    or with gather, this worker's replicas' outputs laid end to end (per-sample values of its
+    inputs, such as TD errors). A synchronization (mean_across_replicas) inside a loop of train_fn is not
     supported by tf.distribute: loop around run_split instead."""
     local_replicas = len(strategy.extended.worker_devices)
 
@@ -210,8 +210,9 @@ def run_split(strategy, train_fn, inputs, split_axes, gather=False):
 
     outputs = strategy.run(train_fn,
                            args=strategy.experimental_distribute_values_from_function(shares))
-    if gather:
-        return tf.nest.map_structure(lambda value: strategy.gather(value, axis=0), outputs)
+    if gather:  # this worker's replicas' outputs, for this worker's inputs
+        return tf.nest.map_structure(
+            lambda value: tf.concat(strategy.experimental_local_results(value), axis=0), outputs)
     return tf.nest.map_structure(
         lambda value: strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None), outputs)
 

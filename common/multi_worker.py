@@ -1,6 +1,6 @@
 """What a multi-worker run (DistributeConfig 'multi_worker', several machines) adds to the
-on-policy runner: every worker samples its own share of the simulators with its own seeds,
-starts from the chief's restored state, and a lost peer ends the run with one line.
+on-policy and off-policy runners: every worker samples its own share of the simulators with its
+own seeds, starts from the chief's restored state, and a lost peer ends the run with one line.
 
 The gradients are all-reduced across the workers (common/distribute.py), so every worker
 trains on the whole run's batch and holds identical parameters; the environment steps are
@@ -50,23 +50,21 @@ def _lost_peer(error):
             f'{text[0][:160] if text else ""}); every worker must be restarted')
 
 
-def start_from_chief(strategy, learner, tracker, seed):
-    """Sets every worker's model, optimizer state and run counters to the chief's (restored
-    from its checkpoint, or freshly initialized), then reseeds this worker's action sampling.
-    A peer lost here ends the run with app.RunError."""
-    learner.optimizer.build(learner.model.trainable_variables)  # its slots, before the copy
-    variables = (list(learner.model.variables) + list(learner.optimizer.variables)
-                 + list(tracker.counters.variables))
+def start_from_chief(strategy, variables, tracker):
+    """Sets every worker's variables (a learner's networks and built optimizer state) and run
+    counters to the chief's (restored from its checkpoint, or freshly initialized); returns this
+    worker's WorkerShare. A peer lost here ends the run with app.RunError."""
     try:
-        distribute.broadcast_from_chief(strategy, variables)
+        distribute.broadcast_from_chief(strategy, list(variables)
+                                        + list(tracker.counters.variables))
     except distribute.PEER_FAILURES as error:
         raise app.RunError(_lost_peer(error)) from error
     tracker.adopt_counters()
     share = WorkerShare.of(strategy)
-    learner.generator.reset_from_seed(share.action_seed(seed, tracker.env_steps))
     if not share.is_chief:
         print(f'worker {share.task_index} of {share.num_workers}: starting at step '
               f'{tracker.env_steps:,} with the chief\'s parameters', flush=True)
+    return share
 
 
 def ending_on_lost_peers(train_fn, is_chief):

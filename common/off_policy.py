@@ -44,9 +44,15 @@ class OffPolicyRunner:
     """iterate(env_steps) is one rollout of every simulator into replay, then up to
     updates_per_phase updates of the learner (a common.q_learner.QLearner); replay is a
     ReplayMemory with one stream per simulator, or a PrioritizedReplay over one. replay_input
-    picks how minibatches leave replay (common.replay_feed: 'direct' or 'tf_data')."""
+    picks how minibatches leave replay (common.replay_feed: 'direct' or 'tf_data').
 
-    def __init__(self, sampler, learner, replay, settings, seed=0, replay_input='direct'):
+    workers > 1: this runner samples one worker's share of a multi-worker run (common/
+    multi_worker.py): its replay holds its own simulators' steps, each update trains on
+    batch_size / workers of them (the all-reduced gradients make the whole batch), and
+    env_steps, min_replay_steps and target_period count the whole run's steps."""
+
+    def __init__(self, sampler, learner, replay, settings, seed=0, replay_input='direct',
+                 workers=1):
         self.sampler = sampler
         self.learner = learner
         self.replay = replay
@@ -59,13 +65,15 @@ class OffPolicyRunner:
                              f'simulators; it needs one per simulator')
         self.memory = memory
         self.feed = replay_feed.make_feed(replay_input, replay, settings.updates_per_phase,
-                                          settings.batch_size)
+                                          settings.batch_size // workers)
         self.rng = np.random.default_rng(seed)
         # The first step each simulator stores starts an episode (as far as replay can tell).
         self.episode_starts = np.ones(num_envs, bool)
         self.epsilon = settings.initial_epsilon
         self.learn_seconds = 0.0
-        self.trained = 0   # transitions trained on (batch_size per update)
+        self.workers = workers
+        self.local_batch_size = settings.batch_size // workers
+        self.trained = 0   # transitions trained on here (local_batch_size per update)
         self.sampled = 0   # transitions stored
 
     def _policy(self, observations):
@@ -80,17 +88,21 @@ class OffPolicyRunner:
         self.epsilon = linear_epsilon(settings, env_steps)
         episodes = self.sampler.collect(self._policy)
         self._store(self.sampler.rollout)
-        rollout_steps = self.sampler.rollout.actions.size
+        run_steps = self.sampler.rollout.actions.size * self.workers
         updates = 0
         start = time.perf_counter()
-        if len(self.memory) >= settings.min_replay_steps:
+        if self.replay_ready():
             updates = self._train(env_steps)
-            self.trained += updates * settings.batch_size
+            self.trained += updates * self.local_batch_size
         self.learn_seconds += time.perf_counter() - start
-        done_steps = env_steps + rollout_steps
+        done_steps = env_steps + run_steps
         if done_steps // settings.target_period > env_steps // settings.target_period:
             self.learner.update_target()
         return episodes, updates
+
+    def replay_ready(self):
+        """Whether the run's replay (every worker's alike) holds min_replay_steps steps."""
+        return len(self.memory) * self.workers >= self.settings.min_replay_steps
 
     def _store(self, rollout):
         """Each simulator's steps into its stream: newest frames, actions, rewards, terminals,

@@ -65,7 +65,10 @@ def train(config, run_dir, learner, open_pool, sampler_kind, horizon, num_envs, 
                                       trackables(learner))
     share = multi_worker.WorkerShare.of(strategy)
     if share.num_workers > 1:
-        multi_worker.start_from_chief(strategy, learner, tracker, config.seed)
+        learner.optimizer.build(learner.model.trainable_variables)  # its slots, before the copy
+        multi_worker.start_from_chief(
+            strategy, list(learner.model.variables) + list(learner.optimizer.variables), tracker)
+        learner.generator.reset_from_seed(share.action_seed(config.seed, tracker.env_steps))
         learner.train_on_rollout = multi_worker.ending_on_lost_peers(learner.train_on_rollout,
                                                                     share.is_chief)
         open_share = open_pool

@@ -112,7 +112,11 @@ def test_ppo_presets_hold_the_papers_values():
     (["DistributeConfig.strategy = 'multi_worker'", "AccelConfig.algorithm = 'a3c'",
       "AccelConfig.optimizer = 'rmsprop'", 'AccelConfig.anneal_learning_rate = False',
       'AccelConfig.anneal_ratio_clip = False'],
-     "strategy='multi_worker' is built for algorithm a2c, ppo, not 'a3c'"),
+     "strategy='multi_worker' is built for algorithm a2c, ppo, dqn, cat_dqn, rainbow, not "
+     "'a3c'"),
+    (["DistributeConfig.strategy = 'multi_worker'", "AccelConfig.algorithm = 'dqn'",
+      'AccelConfig.q_values = @QValueConfig()', 'QValueConfig.asynchronous = True'],
+     "QValueConfig.asynchronous=True is not built for DistributeConfig.strategy='multi_worker'"),
     (MIRRORED + ['DistributeConfig.num_replicas = 3'],
      '8 simulators do not split evenly over DistributeConfig.num_replicas=3'),
     # Each replica samples its own simulators with the sampler's groups (2 for alternating).

@@ -36,8 +36,28 @@ PAAC_BINDINGS = [
     'PAACConfig.log_every_seconds = 0.01',
     "DistributeConfig.strategy = 'multi_worker'",
 ]
-ENTRY_POINTS = {  # module: (preset, bindings, total steps binding)
+RAINBOW_BINDINGS = BINDINGS[:3] + [
+    "AccelConfig.torso_kwargs = {'hidden_sizes': (64, 64), 'activation': 'relu'}",
+    'AccelConfig.num_workers = 2',        # one environment process on each machine ...
+    'AccelConfig.envs_per_worker = 2',    # ... of 2 simulators: 4 in the run
+    'AccelConfig.horizon = 4',            # 16 steps of the run per phase
+    'QValueConfig.batch_size = 64',       # 32 from each worker's own replay
+    'QValueConfig.updates_per_phase = 16',
+    'QValueConfig.min_replay_steps = 512',
+    'QValueConfig.replay_capacity = 50000',
+    'QValueConfig.target_period = 500',
+    'QValueConfig.epsilon_decay_steps = 10000',
+    'QValueConfig.eval_every_steps = 800',
+    'QValueConfig.eval_max_steps = 600',
+    'QValueConfig.eval_envs = 2',
+    'AccelConfig.checkpoint_every_steps = 800',
+    'AccelConfig.log_every_seconds = 0.01',
+    "DistributeConfig.strategy = 'multi_worker'",
+]
+ENTRY_POINTS = {  # entry point (or 'rainbow': accel_tf.main): (preset, bindings, total steps)
     'accel_tf.main': (PRESET, BINDINGS, 'AccelConfig.total_steps'),
+    'rainbow': (os.path.join(app.PROJECT_ROOT, 'gin/accel/rainbow_pong.gin'), RAINBOW_BINDINGS,
+                'AccelConfig.total_steps'),
     'paac_tf.main': (os.path.join(app.PROJECT_ROOT, 'gin/paac/paper.gin'), PAAC_BINDINGS,
                      'PAACConfig.total_steps'),
 }
@@ -53,6 +73,7 @@ def _start_workers(tmp_path, total_steps, module='accel_tf.main'):
     # The non-chief's temporary run files go under scratch, to see that none are left.
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT, TMPDIR=str(scratch))
     preset, bindings, total_steps_binding = ENTRY_POINTS[module]
+    module = 'accel_tf.main' if module == 'rainbow' else module
     flags = [f'--gin_file={preset}', '--run_dir=run',
              f'--cluster={",".join(f"localhost:{port}" for port in ports)}'] + [
         f'--gin_bindings={binding}' for binding in
@@ -106,6 +127,28 @@ def test_two_workers_write_one_run_directory_and_resume_from_the_chief(tmp_path)
     rows = _metrics(tmp_path)
     assert int(rows[-1]['env_steps']) == 640 and int(rows[-1]['updates']) == 20
     assert 'ckpt-640.index' in os.listdir(run_dir / 'checkpoints')
+    assert os.listdir(tmp_path / 'scratch') == []
+
+
+def test_rainbow_on_two_workers_fills_one_replay_each_and_trains_in_step(tmp_path):
+    """The Q-value family on several machines: each worker stores its own 2 simulators' steps
+    in its own prioritized replay and trains on 32 of every 64-transition minibatch; the run
+    counts steps, warm-up and updates as one machine with all 4 simulators would, and only the
+    chief evaluates."""
+    workers = _start_workers(tmp_path, 1600, 'rainbow')
+    outputs = _finish(workers)
+    for worker, (_, stderr) in zip(workers, outputs):
+        assert worker.returncode == 0, stderr[-3000:]
+    rows = _metrics(tmp_path)
+    assert int(rows[-1]['env_steps']) == 1600
+    # The run's replay holds 512 steps after its 32nd phase (256 in each worker's), which
+    # trains: phases 32-100, 16 updates each, as in one process.
+    assert int(rows[-1]['updates']) == (100 - 32 + 1) * 16
+    # Each worker: 16 updates of 32 per 8 sampled steps, the configured ratio 64.
+    assert float(rows[-1]['replay_ratio']) == pytest.approx(64.0)
+    with open(tmp_path / 'run' / 'eval.csv', newline='') as f:
+        assert [int(row['env_steps']) for row in csv.DictReader(f)] == [800, 1600]
+    assert 'eval at step 800' in outputs[0][0] and 'eval at step' not in outputs[1][0]
     assert os.listdir(tmp_path / 'scratch') == []
 
 
