@@ -15,16 +15,22 @@ from common import app
 from common import distribute
 
 
+def _fresh_process_json(script):
+    """The JSON line a script of this directory prints, run in a fresh process (logical devices
+    must be made before TensorFlow makes its devices)."""
+    result = subprocess.run(
+        [sys.executable, os.path.join(os.path.dirname(__file__), script)],
+        env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True, text=True,
+        timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
 def test_two_replicas_on_half_batches_update_as_one_device_on_the_whole_batch():
     """3 updates each (PPO: 2 epochs of 2 minibatches per update; DQN: 2 minibatches per call),
     gradients clipped by global norm after the all-reduce; a fresh process, as logical devices
     must be made first."""
-    result = subprocess.run(
-        [sys.executable, os.path.join(os.path.dirname(__file__), 'mirrored_updates.py')],
-        env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True, text=True,
-        timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    found = json.loads(result.stdout.strip().splitlines()[-1])
+    found = _fresh_process_json('mirrored_updates.py')
     assert found['devices'] == ['/device:CPU:0', '/device:CPU:1']
     for algorithm, updates in (('a2c', 3), ('ppo', 3 * 2 * 2), ('dqn', 3 * 2),
                                ('dqn_weighted', 3), ('paac', 3)):
@@ -39,14 +45,9 @@ def test_two_replicas_on_half_batches_update_as_one_device_on_the_whole_batch():
 def test_each_replica_acts_for_its_own_sampler_groups():
     """Stooke & Abbeel's template repeated per replica: the pool holds the sampler's groups for
     each replica, and replica r's copy acts for the r-th block of simulators (its own groups),
-    for both samplers; identical copies draw from different streams; an uneven batch is refused
-    rather than silently cut."""
-    result = subprocess.run(
-        [sys.executable, os.path.join(os.path.dirname(__file__), 'mirrored_sampling.py')],
-        env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True, text=True,
-        timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    found = json.loads(result.stdout.strip().splitlines()[-1])
+    for both samplers; identical copies draw from different streams; a batch that does not split
+    acts on the first copy, and a split of it is refused rather than silently cut."""
+    found = _fresh_process_json('mirrored_sampling.py')
     assert found['streams_differ'] and found['stream_actions'] == [0, 1]
     for kind, groups in (('synchronized', 2), ('alternating', 4)):
         assert found[kind] == {'groups': groups, 'first_block': [0], 'second_block': [1]}, kind
