@@ -29,5 +29,7 @@ setuptools.setup(
                                                'ga3c_tf', 'ga3c_tf.*', 'dqn_tf', 'dqn_tf.*',
                                                'accel_tf', 'accel_tf.*']),
     install_requires=INSTALL_REQUIRES,
-    extras_require={'test': ['pytest==9.0.3']},
+    # pytest-xdist: the suite runs on 2 workers (README's test command); one alone leaves a
+    # core idle while tests wait on subprocesses' start-up and endings.
+    extras_require={'test': ['pytest==9.0.3', 'pytest-xdist==3.6.1']},
 )

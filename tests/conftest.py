@@ -77,6 +77,39 @@ class ProcessTree:
         import os  # pylint: disable=import-outside-toplevel
         return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
 
+    @staticmethod
+    def mapped_shm():
+        """The shared-memory segments some live process maps."""
+        import os  # pylint: disable=import-outside-toplevel
+        mapped = set()
+        for name in os.listdir('/proc'):
+            if name.isdigit():
+                try:
+                    with open(f'/proc/{name}/maps') as f:
+                        mapped.update(line.split('/dev/shm/', 1)[1].split()[0]
+                                      for line in f if '/dev/shm/' in line)
+                except OSError:
+                    pass
+        return mapped
+
+    @classmethod
+    def leaked_shm(cls, before, seconds=15.0):
+        """The segments that appeared since before (a shm_entries() set) and that no live process
+        maps, still so after a bounded wait: what a run left behind. A segment that another
+        test's live processes hold is theirs, so the tests can run in parallel (pytest -n)."""
+        import time  # pylint: disable=import-outside-toplevel
+
+        def unmapped():
+            return (cls.shm_entries() - before) - cls.mapped_shm()
+
+        deadline = time.monotonic() + seconds
+        leaked = unmapped()
+        while leaked and time.monotonic() < deadline:
+            time.sleep(0.2)
+            # Still there and still unmapped: one being made or removed this instant is not.
+            leaked &= unmapped()
+        return leaked
+
 
 @pytest.fixture
 def process_tree():

@@ -75,7 +75,7 @@ def test_run_logs_policy_lag_resumes_and_evaluates(tmp_path, algorithm, process_
         text=True, timeout=120)
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]
     assert int(_csv_rows(tmp_path / 'run' / 'eval.csv')[0]['episodes']) == 2
-    assert process_tree.shm_entries() <= shm_before
+    assert not process_tree.leaked_shm(shm_before)
 
 
 def _learner_pids(main_pid, process_tree):

@@ -201,13 +201,9 @@ def test_a_run_dir_of_another_algorithm_is_refused(tmp_path):
     assert len(errors) == 1 and "algorithm: 'ppo' there, 'a2c' here" in errors[0]
 
 
-def _shm_entries():
-    return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
-
-
 @pytest.mark.parametrize('sampler', ['synchronized', 'alternating'])
-def test_pong_runs_through_each_sampler_and_leaves_nothing_behind(tmp_path, sampler):
-    shm_before = _shm_entries()
+def test_pong_runs_through_each_sampler_and_leaves_nothing_behind(tmp_path, sampler, process_tree):
+    shm_before = process_tree.shm_entries()
     result = _run(_flags([f"AccelConfig.sampler = '{sampler}'", 'AccelConfig.envs_per_worker = 2',
                           'AccelConfig.horizon = 8', 'AccelConfig.total_steps = 64',
                           'AccelConfig.minibatches = 2', 'AccelConfig.epochs = 1',
@@ -215,7 +211,7 @@ def test_pong_runs_through_each_sampler_and_leaves_nothing_behind(tmp_path, samp
                   cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert int(_csv_rows(tmp_path / 'run' / 'metrics.csv')[-1]['env_steps']) == 64
-    assert _shm_entries() <= shm_before
+    assert not process_tree.leaked_shm(shm_before)
 
 
 def test_bench_rows_sample_with_inference_through_both_samplers():
@@ -297,11 +293,11 @@ def test_q_bench_rows_hold_training_intensity_8_once_replay_can_train(monkeypatc
     assert len(calls) + 1 - owed <= updates <= len(calls) + 1
 
 
-def test_async_bench_rows_count_both_learners_steps():
+def test_async_bench_rows_count_both_learners_steps(process_tree):
     from accel_tf import bench_rows
     settings = {'seconds': 1.0, 'warmup_seconds': 0.0, 'num_envs': 8, 'game': 'pong',
                 'num_workers': 2}
-    shm_before = _shm_entries()
+    shm_before = process_tree.shm_entries()
     # accel/appo's function, with a short horizon and one epoch of 2 minibatches.
     rows = {'accel/a3c': bench_rows.ROWS['accel/a3c'],
             'accel/appo': lambda settings: bench_rows.async_rate(settings, 'appo_pong', [
@@ -314,4 +310,4 @@ def test_async_bench_rows_count_both_learners_steps():
         assert result['min'] <= result['median'] <= result['max']
         assert gin.query_parameter('AccelConfig.num_learners') == 2
         assert gin.query_parameter('AccelConfig.envs_per_worker') == 2  # 8 over 2 x 2 workers
-    assert _shm_entries() <= shm_before
+    assert not process_tree.leaked_shm(shm_before)

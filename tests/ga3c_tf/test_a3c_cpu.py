@@ -15,10 +15,6 @@ from ga3c_tf import config as config_lib
 from ga3c_tf import learner as learner_lib
 
 
-def _shm_entries():
-    return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
-
-
 @pytest.mark.parametrize('inside', [True, False])
 def test_shared_rmsprop_places_epsilon_as_configured(inside):
     """TF1's placement (inside the sqrt, the default) or tf.keras' (outside), as the learner's
@@ -39,7 +35,7 @@ def test_shared_rmsprop_places_epsilon_as_configured(inside):
         shared.close(unlink=True)
 
 
-def test_server_starts_from_the_state_and_writes_it_back():
+def test_server_starts_from_the_state_and_writes_it_back(process_tree):
     config = config_lib.GA3CConfig(env_config=gym_envs.GymConfig('CartPole-v1'),
                                     network='mlp', num_agents=1, dynamic_settings=False)
     config.validate()
@@ -50,7 +46,7 @@ def test_server_starts_from_the_state_and_writes_it_back():
     saved_mean_square = np.linspace(0.0, 1.0, size, dtype=np.float32)
     state.mean_square.assign(saved_mean_square)
     state.updates.assign(np.int64(41))
-    before = _shm_entries()
+    before = process_tree.shm_entries()
     with a3c_cpu.A3CServer(config, learner) as fresh:
         np.testing.assert_array_equal(fresh.shared.mean_square, np.ones(size))
     with a3c_cpu.A3CServer(config, learner, state=state, start_steps=500) as server:
@@ -69,5 +65,5 @@ def test_server_starts_from_the_state_and_writes_it_back():
         np.testing.assert_array_equal(
             async_learners.flat_values(learner.model.trainable_variables),
             server.shared.parameters)
-    assert _shm_entries() == before
+    assert not process_tree.leaked_shm(before)
     assert isinstance(state.trackables()['rmsprop_mean_square'], tf.Variable)

@@ -184,10 +184,6 @@ def test_a3c_cpu_resumes_with_its_schedule_updates_and_rmsprop_statistics(tmp_pa
     assert [int(row['updates']) for row in rows] == sorted(int(row['updates']) for row in rows)
 
 
-def _shm_entries():
-    return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
-
-
 def _agent_pids(pid):
     """The spawned agent processes of pid (not multiprocessing's resource tracker)."""
     found = subprocess.run(['pgrep', '-P', str(pid)], capture_output=True, text=True)
@@ -203,7 +199,7 @@ def _agent_pids(pid):
     return agents
 
 
-def _all_gone(pids, seconds=5.0):
+def _all_gone(pids, seconds=15.0):
     deadline = time.monotonic() + seconds
     while any(os.path.exists(f'/proc/{pid}') for pid in pids):
         if time.monotonic() > deadline:
@@ -212,8 +208,8 @@ def _all_gone(pids, seconds=5.0):
     return True
 
 
-def test_pong_ctrl_c_ends_cleanly_and_leaves_nothing_behind(tmp_path):
-    shm_before = _shm_entries()
+def test_pong_ctrl_c_ends_cleanly_and_leaves_nothing_behind(tmp_path, process_tree):
+    shm_before = process_tree.shm_entries()
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
     process = subprocess.Popen(
         [sys.executable, '-m', 'ga3c_tf.main'] + _flags(
@@ -236,7 +232,7 @@ def test_pong_ctrl_c_ends_cleanly_and_leaves_nothing_behind(tmp_path):
     assert process.returncode == 130, stderr[-3000:]
     assert 'interrupted at step' in stdout
     assert _all_gone(agents)
-    assert _shm_entries() <= shm_before
+    assert not process_tree.leaked_shm(shm_before)
 
 
 def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path):
@@ -259,8 +255,8 @@ def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path):
     assert _all_gone(agents)
 
 
-def test_agents_exit_by_themselves_when_the_main_process_is_killed(tmp_path):
-    shm_before = _shm_entries()
+def test_agents_exit_by_themselves_when_the_main_process_is_killed(tmp_path, process_tree):
+    shm_before = process_tree.shm_entries()
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
     process = subprocess.Popen(
         [sys.executable, '-m', 'ga3c_tf.main'] + _flags(
@@ -278,7 +274,5 @@ def test_agents_exit_by_themselves_when_the_main_process_is_killed(tmp_path):
     process.kill()
     process.communicate(timeout=30)
     assert _all_gone(agents, seconds=15)
-    deadline = time.monotonic() + 15  # the resource tracker removes the shared memory
-    while not _shm_entries() <= shm_before and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _shm_entries() <= shm_before
+    # The resource tracker removes the shared memory (leaked_shm waits up to 15 s).
+    assert not process_tree.leaked_shm(shm_before)

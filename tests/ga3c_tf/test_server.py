@@ -40,10 +40,6 @@ def _wait_for(condition, seconds=60.0):
     return True
 
 
-def _shm_entries():
-    return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
-
-
 def test_an_experience_item_marks_its_end_and_bootstrap_value():
     observations = np.zeros((3, 4), np.float32)
     item = agent.sequence_item(observations, np.int32([0, 1, 0]), np.float32([1.0, 0.0, 2.0]),
@@ -56,8 +52,8 @@ def test_an_experience_item_marks_its_end_and_bootstrap_value():
     assert all(len(field) == 3 for field in item)
 
 
-def test_server_runs_changes_settings_live_and_leaves_nothing_behind():
-    shm_before = _shm_entries()
+def test_server_runs_changes_settings_live_and_leaves_nothing_behind(process_tree):
+    shm_before = process_tree.shm_entries()
     config = _config()
     learner = learner_lib.build_learner(config)
     server = server_lib.GA3CServer(config, learner, seed=3)
@@ -89,7 +85,7 @@ def test_server_runs_changes_settings_live_and_leaves_nothing_behind():
         server.close()
     for pid in all_pids:
         assert not os.path.exists(f'/proc/{pid}') or _is_zombie_free(pid)
-    assert _shm_entries() <= shm_before
+    assert not process_tree.leaked_shm(shm_before)
 
 
 def _is_zombie_free(pid):
