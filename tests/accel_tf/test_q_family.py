@@ -21,6 +21,12 @@ from common import samplers
 from common.envs import gym as gym_envs
 from common.envs import pools
 
+# Ctrl-C's exit status: 130, or death by SIGINT (-2; the shell shows 130 for both), which
+# CPython chooses at exit when the interrupt once surfaced inside code it ran through
+# PyRun_String (its _Py_UnhandledKeyboardInterrupt flag), though the run caught it, saved
+# and printed 'interrupted'. Seen once under two parallel test workers.
+INTERRUPTED_STATUSES = (130, -2)
+
 CARTPOLE = gym_envs.GymConfig('CartPole-v1')
 CARTPOLE_BINDINGS = [
     'AccelConfig.env_config = @GymConfig()',
@@ -229,8 +235,8 @@ def test_ctrl_c_stops_asynchronous_dqn_with_a_checkpoint_and_nothing_left(tmp_pa
     finally:
         if run.poll() is None:
             run.kill()
-    assert run.returncode == 130, stderr[-3000:]
-    assert 'interrupted at step' in stdout and 'saved' in stdout
+    assert run.returncode in INTERRUPTED_STATUSES, stderr[-3000:]
+    assert 'interrupted at step' in stdout and 'saved' in stdout and 'interrupted' in stderr
     assert any(name.endswith('.index') for name in os.listdir(tmp_path / 'run' / 'checkpoints'))
     assert process_tree.wait_for(lambda: not process_tree.alive(tree), 10)
     assert process_tree.shm_entries() <= shm_before

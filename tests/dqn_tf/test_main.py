@@ -16,6 +16,12 @@ from dqn_tf import bench_rows
 from dqn_tf import dqn
 from dqn_tf import main as dqn_main
 
+# Ctrl-C's exit status: 130, or death by SIGINT (-2; the shell shows 130 for both), which
+# CPython chooses at exit when the interrupt once surfaced inside code it ran through
+# PyRun_String (its _Py_UnhandledKeyboardInterrupt flag), though the run caught it, saved
+# and printed 'interrupted'. Seen once under two parallel test workers.
+INTERRUPTED_STATUSES = (130, -2)
+
 CARTPOLE_BINDINGS = [
     'DQNConfig.env_config = @GymConfig()',
     "GymConfig.env_id = 'CartPole-v1'",
@@ -141,7 +147,7 @@ def test_ctrl_c_saves_a_checkpoint_and_stops_every_thread(tmp_path):
     finally:
         if process.poll() is None:
             process.kill()
-    assert process.returncode == 130, stderr[-3000:]
+    assert process.returncode in INTERRUPTED_STATUSES, stderr[-3000:]
     assert 'interrupted at step' in stdout and 'interrupted' in stderr
     assert any(name.startswith('ckpt-') for name in os.listdir(tmp_path / 'run' / 'checkpoints'))
 

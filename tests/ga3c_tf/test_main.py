@@ -18,6 +18,12 @@ import tensorflow as tf
 from common import app
 from ga3c_tf import main as ga3c_main
 
+# Ctrl-C's exit status: 130, or death by SIGINT (-2; the shell shows 130 for both), which
+# CPython chooses at exit when the interrupt once surfaced inside code it ran through
+# PyRun_String (its _Py_UnhandledKeyboardInterrupt flag), though the run caught it, saved
+# and printed 'interrupted'. Seen once under two parallel test workers.
+INTERRUPTED_STATUSES = (130, -2)
+
 CARTPOLE_BINDINGS = [
     'GA3CConfig.env_config = @GymConfig()',
     "GymConfig.env_id = 'CartPole-v1'",
@@ -229,8 +235,8 @@ def test_pong_ctrl_c_ends_cleanly_and_leaves_nothing_behind(tmp_path, process_tr
     assert len(agents) >= 3
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
-    assert process.returncode == 130, stderr[-3000:]
-    assert 'interrupted at step' in stdout
+    assert process.returncode in INTERRUPTED_STATUSES, stderr[-3000:]
+    assert 'interrupted at step' in stdout and 'interrupted' in stderr
     assert _all_gone(agents)
     assert not process_tree.leaked_shm(shm_before)
 
