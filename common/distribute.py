@@ -197,8 +197,8 @@ def run_split(strategy, train_fn, inputs, split_axes, gather=False):
     cross-replica context (in a
     tf.function, also inside its loops); returns train_fn's outputs averaged over the replicas,
     or with gather, this worker's replicas' outputs laid end to end (per-sample values of its
-    inputs, such as TD errors). A synchronization (mean_across_replicas) inside a loop of train_fn is not
-    supported by tf.distribute: loop around run_split instead."""
+    inputs, such as TD errors). A synchronization (mean_across_replicas) inside a loop of
+    train_fn is not supported by tf.distribute: loop around run_split instead."""
     local_replicas = len(strategy.extended.worker_devices)
 
     def shares(context):
