@@ -1,5 +1,13 @@
 """Fixtures shared across the test packages."""
+import gin
 import pytest
+
+
+@pytest.fixture(autouse=True)
+def _clean_gin():
+    """Every test starts from an empty gin config, whatever the one before it parsed."""
+    yield
+    gin.clear_config()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import typing
 
-import gin
 import pytest
 
 from common import app
@@ -21,12 +20,6 @@ from common.envs import atari
 ROOT = app.PROJECT_ROOT
 PAPERS = sorted(os.path.basename(os.path.dirname(path))[:-len('_tf')]
                 for path in glob.glob(os.path.join(ROOT, '*_tf', 'main.py')))
-
-
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    yield
-    gin.clear_config()
 
 
 def _configure(paper):

@@ -1,7 +1,6 @@
 """A3C and APPO: learner processes on the central store (section 5.1), end to end through
 `python -m accel_tf.main` (run directory, policy lag, resume, evaluation, Ctrl-C, a dead
 learner) and the A3C unit's update against RMSProp by hand."""
-import csv
 import os
 import signal
 import subprocess
@@ -17,6 +16,7 @@ from accel_tf import learners
 from common import app
 from common import async_learners
 from common import parameter_store
+from common import run_files
 from common import samplers
 from common.envs import gym as gym_envs
 from common.envs import pools
@@ -45,11 +45,6 @@ def _flags(algorithm, bindings):
         f'--gin_bindings={binding}' for binding in CARTPOLE_BINDINGS + bindings]
 
 
-def _csv_rows(path):
-    with open(path, newline='') as f:
-        return list(csv.DictReader(f))
-
-
 @pytest.mark.parametrize('algorithm', ['a3c', 'appo'])
 def test_run_logs_policy_lag_resumes_and_evaluates(tmp_path, algorithm, process_tree):
     shm_before = process_tree.shm_entries()
@@ -57,7 +52,7 @@ def test_run_logs_policy_lag_resumes_and_evaluates(tmp_path, algorithm, process_
                    cwd=tmp_path)
     stdout, stderr = first.communicate(timeout=240)
     assert first.returncode == 0, stderr[-3000:]
-    rows = _csv_rows(tmp_path / 'run' / 'metrics.csv')
+    rows = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')
     reached = int(rows[-1]['env_steps'])
     assert reached >= 2000 and {'policy_lag', 'updates_per_sec', 'entropy'} <= set(rows[-1])
     assert all(float(row['policy_lag']) >= 0 for row in rows if row['policy_lag'] != 'nan')
@@ -67,14 +62,14 @@ def test_run_logs_policy_lag_resumes_and_evaluates(tmp_path, algorithm, process_
     stdout, stderr = longer.communicate(timeout=240)
     assert longer.returncode == 0, stderr[-3000:]
     assert f'resuming from' in stdout and f'at step {reached:,}' in stdout
-    rows = _csv_rows(tmp_path / 'run' / 'metrics.csv')
+    rows = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')
     assert int(rows[-1]['env_steps']) >= 4000
     evaluation = subprocess.run(
         [sys.executable, '-m', 'common.evaluate', '--run_dir=run', '--num_episodes=2'],
         cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True,
         text=True, timeout=120)
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]
-    assert int(_csv_rows(tmp_path / 'run' / 'eval.csv')[0]['episodes']) == 2
+    assert int(run_files.read_csv(tmp_path / 'run' / 'eval.csv')[0]['episodes']) == 2
     assert not process_tree.leaked_shm(shm_before)
 
 
@@ -85,7 +80,7 @@ def _learner_pids(main_pid, process_tree):
 
 def _started_learning(run_dir):
     path = run_dir / 'metrics.csv'
-    return path.exists() and any(int(row['env_steps']) > 0 for row in _csv_rows(path))
+    return path.exists() and any(int(row['env_steps']) > 0 for row in run_files.read_csv(path))
 
 
 @pytest.mark.parametrize('stop', ['ctrl_c', 'dead_learner'])

@@ -1,6 +1,5 @@
 """`python -m accel_tf.main` end to end: presets, config errors, run directory, resume,
 evaluation, and Pong through both samplers' worker processes."""
-import csv
 import os
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from accel_tf import learners
 from accel_tf import main as accel_main
 from common import app
 from common import optim
+from common import run_files
 
 CARTPOLE_BINDINGS = [
     'AccelConfig.env_config = @GymConfig()',
@@ -37,17 +37,6 @@ def _run(args, cwd):
 def _flags(bindings, gin_file='gin/accel/ppo_pong.gin'):
     return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
         f'--gin_bindings={binding}' for binding in bindings]
-
-
-def _csv_rows(path):
-    with open(path, newline='') as f:
-        return list(csv.DictReader(f))
-
-
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    yield
-    gin.clear_config()
 
 
 def _preset(name):
@@ -165,14 +154,14 @@ def test_run_writes_the_run_directory_resumes_and_evaluates(tmp_path, gin_file, 
         assert 'mirrored: 2 replicas on /job:localhost/replica:0/task:0/device:CPU:0, ' \
             '/job:localhost/replica:0/task:0/device:CPU:1' in first.stdout, first.stdout
         # The learning rate of the global batch (App. A.3's rule: 4 simulators, not 2).
-        rate = float(_csv_rows(tmp_path / 'runs' / os.listdir(tmp_path / 'runs')[0] /
+        rate = float(run_files.read_csv(tmp_path / 'runs' / os.listdir(tmp_path / 'runs')[0] /
                                'metrics.csv')[-1]['learning_rate'])
         assert rate == pytest.approx(7e-4 * (4 / 16) ** 0.5, rel=1e-5)
     (run_dir,) = [tmp_path / 'runs' / name for name in os.listdir(tmp_path / 'runs')]
     assert run_dir.name.startswith('accel-CartPole-v1-')
     assert {'operative_config.gin', 'metrics.csv', 'episodes.csv', 'checkpoints',
             'invocation.json', 'run.json'} <= set(os.listdir(run_dir))
-    rows = _csv_rows(run_dir / 'metrics.csv')
+    rows = run_files.read_csv(run_dir / 'metrics.csv')
     assert int(rows[-1]['env_steps']) == 320
     assert {'steps_per_sec', 'updates_per_sec', 'env_share', 'entropy'} <= set(rows[-1])
     updates = int(rows[-1]['updates'])
@@ -180,14 +169,14 @@ def test_run_writes_the_run_directory_resumes_and_evaluates(tmp_path, gin_file, 
                   [f'--run_dir={run_dir}'], cwd=tmp_path)
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert 'resuming from' in longer.stdout and 'at step 320' in longer.stdout
-    rows = _csv_rows(run_dir / 'metrics.csv')
+    rows = run_files.read_csv(run_dir / 'metrics.csv')
     assert int(rows[-1]['env_steps']) == 640 and int(rows[-1]['updates']) == 2 * updates
     evaluation = subprocess.run(
         [sys.executable, '-m', 'common.evaluate', f'--run_dir={run_dir}', '--num_episodes=2'],
         cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True,
         text=True, timeout=120)
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]
-    (row,) = _csv_rows(run_dir / 'eval.csv')
+    (row,) = run_files.read_csv(run_dir / 'eval.csv')
     assert int(row['episodes']) == 2 and int(row['env_steps']) == 640
 
 
@@ -210,7 +199,7 @@ def test_pong_runs_through_each_sampler_and_leaves_nothing_behind(tmp_path, samp
                           'AtariConfig.decorrelation_steps = 20']) + ['--run_dir=run'],
                   cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert int(_csv_rows(tmp_path / 'run' / 'metrics.csv')[-1]['env_steps']) == 64
+    assert int(run_files.read_csv(tmp_path / 'run' / 'metrics.csv')[-1]['env_steps']) == 64
     assert not process_tree.leaked_shm(shm_before)
 
 

@@ -1,7 +1,6 @@
 """The accelerated methods' Q-value family: presets, config errors, `python -m accel_tf.main`
 end to end on CartPole (run directory, replay ratio, resume, evaluation), and categorical DQN
 and eps-Rainbow learning CartPole on the off-policy runner."""
-import csv
 import os
 import signal
 import subprocess
@@ -17,6 +16,7 @@ from common import evaluate
 from common import off_policy
 from common import optim
 from common import prioritized_replay
+from common import run_files
 from common import samplers
 from common.envs import gym as gym_envs
 from common.envs import pools
@@ -43,12 +43,6 @@ CARTPOLE_BINDINGS = [
     'QValueConfig.final_epsilon = 0.02',
     'QValueConfig.epsilon_decay_steps = 10000',
 ]
-
-
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    yield
-    gin.clear_config()
 
 
 def _configure(preset, bindings=()):
@@ -128,11 +122,6 @@ def test_bad_q_configs_are_named_in_one_line(preset, bindings, named):
     assert named in message and '\n' not in message
 
 
-def _rows(path):
-    with open(path, newline='') as f:
-        return list(csv.DictReader(f))
-
-
 def _entry_flags(preset, bindings):
     """accel_tf.main's flags for a preset with bindings, into ./run."""
     gin_file = os.path.join(app.PROJECT_ROOT, f'gin/accel/{preset}.gin')
@@ -158,7 +147,7 @@ def test_rainbow_runs_resumes_and_evaluates_through_the_entry_point(tmp_path):
     first = _run('accel_tf.main', flags, tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     run_dir = tmp_path / 'run'
-    rows = _rows(run_dir / 'metrics.csv')
+    rows = run_files.read_csv(run_dir / 'metrics.csv')
     assert int(rows[-1]['env_steps']) == 1600
     # 16 updates of 64 per 16 sampled steps once replay holds 512 steps: replay ratio 64.
     assert float(rows[-1]['replay_ratio']) == pytest.approx(64.0)
@@ -166,17 +155,17 @@ def test_rainbow_runs_resumes_and_evaluates_through_the_entry_point(tmp_path):
     assert int(rows[-1]['updates']) == (100 - 32 + 1) * 16
     assert {'epsilon', 'replay_size', 'loss', 'learn_share'} <= set(rows[-1])
     # Section 4.2's evaluation every eval_every_steps; CartPole's episodes end within 300 steps.
-    evaluations = _rows(run_dir / 'eval.csv')
+    evaluations = run_files.read_csv(run_dir / 'eval.csv')
     assert [int(row['env_steps']) for row in evaluations] == [800, 1600]
     assert all(int(row['episodes']) >= 2 for row in evaluations)
     longer = _run('accel_tf.main', flags[:-1] + [
         '--gin_bindings=AccelConfig.total_steps = 1920', '--run_dir=run'], tmp_path)
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert 'resuming from' in longer.stdout and 'replay memory is refilled' in longer.stdout
-    assert int(_rows(run_dir / 'metrics.csv')[-1]['env_steps']) == 1920
+    assert int(run_files.read_csv(run_dir / 'metrics.csv')[-1]['env_steps']) == 1920
     evaluation = _run('common.evaluate', [f'--run_dir={run_dir}', '--num_episodes=2'], tmp_path)
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]
-    assert [int(row['env_steps']) for row in _rows(run_dir / 'eval.csv')] == [800, 1600, 1920]
+    assert [int(row['env_steps']) for row in run_files.read_csv(run_dir / 'eval.csv')] == [800, 1600, 1920]
 
 
 @pytest.mark.parametrize('devices', [
@@ -199,7 +188,7 @@ def test_asynchronous_dqn_holds_its_replay_ratio_through_the_entry_point(tmp_pat
                                     'AccelConfig.log_every_seconds = 0.5'] + devices
     result = _run('accel_tf.main', _entry_flags('dqn_pong', bindings), tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = _rows(tmp_path / 'run' / 'metrics.csv')
+    rows = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')
     assert int(rows[-1]['env_steps']) == 2400
     # Replay holds 512 steps after the 32nd phase, which trains: phases 32-150, 64 updates each.
     assert int(rows[-1]['updates']) == (150 - 32 + 1) * 64
@@ -227,7 +216,7 @@ def test_ctrl_c_stops_asynchronous_dqn_with_a_checkpoint_and_nothing_left(tmp_pa
     metrics = tmp_path / 'run' / 'metrics.csv'
     try:
         assert process_tree.wait_for(lambda: metrics.exists() and any(
-            int(row['updates']) > 0 for row in _rows(metrics)))
+            int(row['updates']) > 0 for row in run_files.read_csv(metrics)))
         tree = process_tree.descendants(run.pid)
         assert len(tree) >= 2  # the sampler's workers
         run.send_signal(signal.SIGINT)

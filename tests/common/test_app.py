@@ -17,12 +17,6 @@ def _toy(size=1, name='a'):
     return size, name
 
 
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    yield
-    gin.clear_config()
-
-
 def test_missing_gin_file_names_the_path(tmp_path):
     missing = str(tmp_path / 'nope.gin')
     with pytest.raises(app.ConfigError, match='nope.gin'):

@@ -1,6 +1,5 @@
 """RunTracker: CSV rows, episodes, checkpoints and resume (counters restored, CSVs appended)."""
 import contextlib
-import csv
 import io
 import os
 
@@ -12,11 +11,7 @@ from common import app
 from common import metrics
 from common import tracker as tracker_lib
 from common import processes
-
-
-def _rows(path):
-    with open(path, newline='') as f:
-        return list(csv.DictReader(f))
+from common import run_files
 
 
 def _make(run_dir, variable):
@@ -40,11 +35,11 @@ def test_tracker_writes_rows_checkpoints_and_resumes(tmp_path):
     tracker.save()
     tracker.close()
 
-    rows = _rows(os.path.join(run_dir, 'metrics.csv'))
+    rows = run_files.read_csv(os.path.join(run_dir, 'metrics.csv'))
     assert [int(row['env_steps']) for row in rows] == [10, 20, 30, 40]
     assert [int(row['frames']) for row in rows] == [40, 80, 120, 160]
     assert rows[-1]['loss'] == '0.5' and rows[-1]['score_mean_100'] == '21'
-    assert len(_rows(os.path.join(run_dir, 'episodes.csv'))) == 4
+    assert len(run_files.read_csv(os.path.join(run_dir, 'episodes.csv'))) == 4
     assert any(name.startswith('events.') for name in os.listdir(run_dir))
 
     restored_variable = tf.Variable(0.0)
@@ -56,7 +51,7 @@ def test_tracker_writes_rows_checkpoints_and_resumes(tmp_path):
     resumed.add_steps(10)
     resumed.log_interval(updates=5)
     resumed.close()
-    rows = _rows(os.path.join(run_dir, 'metrics.csv'))
+    rows = run_files.read_csv(os.path.join(run_dir, 'metrics.csv'))
     assert [int(row['env_steps']) for row in rows] == [10, 20, 30, 40, 50]
 
 

@@ -1,5 +1,4 @@
 """`python -m dqn_tf.main` end to end; the speed test and bench rows on a tiny budget."""
-import csv
 import json
 import os
 import signal
@@ -8,10 +7,10 @@ import sys
 import threading
 import time
 
-import gin
 import pytest
 
 from common import app
+from common import run_files
 from dqn_tf import bench_rows
 from dqn_tf import dqn
 from dqn_tf import main as dqn_main
@@ -47,17 +46,6 @@ def _run(module, args, cwd, timeout=240):
 def _flags(bindings, gin_file='gin/dqn/pong.gin'):
     return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
         f'--gin_bindings={binding}' for binding in bindings]
-
-
-def _csv_rows(path):
-    with open(path, newline='') as f:
-        return list(csv.DictReader(f))
-
-
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    yield
-    gin.clear_config()
 
 
 def test_presets_hold_the_papers_values():
@@ -107,10 +95,10 @@ def test_run_writes_the_run_directory_evaluates_and_rerun_resumes(tmp_path):
     names = set(os.listdir(run_dir))
     assert {'operative_config.gin', 'metrics.csv', 'episodes.csv', 'eval.csv', 'checkpoints',
             'invocation.json'} <= names
-    rows = _csv_rows(run_dir / 'metrics.csv')
+    rows = run_files.read_csv(run_dir / 'metrics.csv')
     assert int(rows[-1]['env_steps']) == 400 and int(rows[-1]['updates']) == 100
     assert {'epsilon', 'loss', 'replay_size', 'steps_per_sec'} <= set(rows[-1])
-    assert [int(row['env_steps']) for row in _csv_rows(run_dir / 'eval.csv')] == [200, 400]
+    assert [int(row['env_steps']) for row in run_files.read_csv(run_dir / 'eval.csv')] == [200, 400]
 
     again = _run('dqn_tf.main', _flags(CARTPOLE_BINDINGS), cwd=tmp_path)
     assert again.returncode == 0 and 'already complete' in again.stdout
@@ -118,14 +106,14 @@ def test_run_writes_the_run_directory_evaluates_and_rerun_resumes(tmp_path):
                   [f'--run_dir={run_dir}'], cwd=tmp_path)
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert 'resuming from' in longer.stdout and 'at step 400' in longer.stdout
-    rows = _csv_rows(run_dir / 'metrics.csv')
+    rows = run_files.read_csv(run_dir / 'metrics.csv')
     # Counters and the optimizer's update count continue; the epsilon schedule follows the step.
     assert int(rows[-1]['env_steps']) == 600 and int(rows[-1]['updates']) == 150
 
     evaluation = _run('common.evaluate', [f'--run_dir={run_dir}', '--num_episodes=2'],
                       cwd=tmp_path, timeout=120)
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]
-    assert int(_csv_rows(run_dir / 'eval.csv')[-1]['env_steps']) == 600
+    assert int(run_files.read_csv(run_dir / 'eval.csv')[-1]['env_steps']) == 600
 
 
 def test_ctrl_c_saves_a_checkpoint_and_stops_every_thread(tmp_path):
@@ -158,7 +146,7 @@ def test_pong_runs_with_eight_actor_threads_and_exits_cleanly(tmp_path):
         'DQNConfig.prepopulate_steps = 64', 'DQNConfig.replay_capacity = 1024',
         'DQNConfig.eval_every_steps = 0']) + ['--run_dir=run'], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = _csv_rows(tmp_path / 'run' / 'metrics.csv')
+    rows = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')
     assert int(rows[-1]['env_steps']) == 64 and int(rows[-1]['updates']) == 16
 
 

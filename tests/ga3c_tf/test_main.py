@@ -1,6 +1,5 @@
 """`python -m ga3c_tf.main` end to end: config errors, presets, run directory, resume, play,
 the A3C-CPU baseline, and Pong through agent processes leaving nothing behind."""
-import csv
 import dataclasses
 import os
 import signal
@@ -8,7 +7,6 @@ import subprocess
 import sys
 import time
 
-import gin
 import numpy as np
 import pytest
 
@@ -16,6 +14,7 @@ import common  # noqa: F401
 import tensorflow as tf
 
 from common import app
+from common import run_files
 from ga3c_tf import main as ga3c_main
 
 # Ctrl-C's exit status: 130, or death by SIGINT (-2; the shell shows 130 for both), which
@@ -45,17 +44,6 @@ def _run(args, cwd, timeout=240):
 def _flags(bindings, gin_file='gin/ga3c/original_code.gin'):
     return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
         f'--gin_bindings={binding}' for binding in bindings]
-
-
-def _csv_rows(path):
-    with open(path, newline='') as f:
-        return list(csv.DictReader(f))
-
-
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    yield
-    gin.clear_config()
 
 
 def test_presets_hold_the_original_code_and_paper_values():
@@ -109,7 +97,7 @@ def test_run_writes_the_run_format_resumes_and_plays(tmp_path):
     assert run_dir.name.startswith('ga3c-CartPole-v1-')
     assert {'operative_config.gin', 'metrics.csv', 'episodes.csv', 'checkpoints'} <= set(
         os.listdir(run_dir))
-    rows = _csv_rows(run_dir / 'metrics.csv')
+    rows = run_files.read_csv(run_dir / 'metrics.csv')
     last = rows[-1]
     assert int(last['env_steps']) >= 600
     for column in ('pps', 'tps', 'frames_per_sec', 'prediction_queue_size',
@@ -119,7 +107,7 @@ def test_run_writes_the_run_format_resumes_and_plays(tmp_path):
     assert (int(last['num_agents']), int(last['num_predictors']),
             int(last['num_trainers'])) == (2, 2, 2)
     assert float(last['pps']) > 0 and float(last['mean_prediction_batch']) >= 1
-    assert len(_csv_rows(run_dir / 'episodes.csv')) > 0
+    assert len(run_files.read_csv(run_dir / 'episodes.csv')) > 0
 
     again = _run(_flags(CARTPOLE_BINDINGS), cwd=tmp_path)
     assert again.returncode == 0 and 'already complete' in again.stdout
@@ -127,7 +115,7 @@ def test_run_writes_the_run_format_resumes_and_plays(tmp_path):
                   [f'--run_dir={run_dir}'], cwd=tmp_path)
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert 'resuming from' in longer.stdout
-    steps = [int(row['env_steps']) for row in _csv_rows(run_dir / 'metrics.csv')]
+    steps = [int(row['env_steps']) for row in run_files.read_csv(run_dir / 'metrics.csv')]
     assert steps == sorted(steps) and steps[-1] >= 1200
 
     evaluation = subprocess.run(
@@ -135,7 +123,7 @@ def test_run_writes_the_run_format_resumes_and_plays(tmp_path):
         cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True,
         text=True, timeout=120)
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]
-    (row,) = _csv_rows(run_dir / 'eval.csv')
+    (row,) = run_files.read_csv(run_dir / 'eval.csv')
     assert int(row['episodes']) == 3 and int(row['env_steps']) >= 1200
 
 
@@ -143,7 +131,7 @@ def test_a3c_cpu_baseline_runs_from_the_same_config(tmp_path):
     result = _run(_flags(CARTPOLE_BINDINGS + ["GA3CConfig.algorithm = 'a3c_cpu'"]) +
                   ['--run_dir=run'], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = _csv_rows(tmp_path / 'run' / 'metrics.csv')
+    rows = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')
     assert int(rows[-1]['env_steps']) >= 600 and float(rows[-1]['pps']) > 0
     assert int(rows[-1]['updates']) > 0 and os.listdir(tmp_path / 'run' / 'checkpoints')
 
@@ -170,7 +158,7 @@ def test_a3c_cpu_resumes_with_its_schedule_updates_and_rmsprop_statistics(tmp_pa
     mean_square_key = 'rmsprop_mean_square/.ATTRIBUTES/VARIABLE_VALUE'
     assert reader.get_tensor(mean_square_key).max() > 0
     updates_before = int(reader.get_tensor('updates/.ATTRIBUTES/VARIABLE_VALUE'))
-    rows_before = _csv_rows(run_dir / 'metrics.csv')
+    rows_before = run_files.read_csv(run_dir / 'metrics.csv')
     assert updates_before >= int(rows_before[-1]['updates']) > 0
     # Agents step on while the main loop saves or logs, so the first run can end well past 600.
     steps_before = int(rows_before[-1]['env_steps'])
@@ -184,7 +172,7 @@ def test_a3c_cpu_resumes_with_its_schedule_updates_and_rmsprop_statistics(tmp_pa
     assert weights.keys() == resumed.keys() and weights
     for key, value in weights.items():
         np.testing.assert_array_equal(resumed[key], value, err_msg=key)
-    rows = _csv_rows(run_dir / 'metrics.csv')
+    rows = run_files.read_csv(run_dir / 'metrics.csv')
     assert len(rows) > len(rows_before) and int(rows[-1]['env_steps']) >= total_steps
     assert int(rows[len(rows_before)]['updates']) >= updates_before
     assert [int(row['updates']) for row in rows] == sorted(int(row['updates']) for row in rows)
@@ -225,7 +213,7 @@ def test_pong_ctrl_c_ends_cleanly_and_leaves_nothing_behind(tmp_path, process_tr
     metrics = tmp_path / 'run' / 'metrics.csv'
 
     def playing():  # a log interval with predictions: the agents are up (slow on a busy CPU)
-        return metrics.exists() and any(float(row['pps']) > 0 for row in _csv_rows(metrics))
+        return metrics.exists() and any(float(row['pps']) > 0 for row in run_files.read_csv(metrics))
 
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and not playing():
@@ -273,7 +261,7 @@ def test_agents_exit_by_themselves_when_the_main_process_is_killed(tmp_path, pro
     metrics = tmp_path / 'run' / 'metrics.csv'
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (
-            not metrics.exists() or len(_csv_rows(metrics)) < 2):
+            not metrics.exists() or len(run_files.read_csv(metrics)) < 2):
         time.sleep(0.5)
     agents = _agent_pids(process.pid)
     assert len(agents) >= 3

@@ -1,5 +1,4 @@
 """`python -m paac_tf.main` end to end: config errors, run directory, resume, evaluation, Atari."""
-import csv
 import os
 import re
 import signal
@@ -11,6 +10,7 @@ import gin
 import pytest
 
 from common import app
+from common import run_files
 from common.envs import atari
 from paac_tf import main as paac_main
 from paac_tf import paac
@@ -36,12 +36,6 @@ def _run(args, cwd):
 def _flags(bindings, gin_file='gin/paac/paper.gin'):
     return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
         f'--gin_bindings={binding}' for binding in bindings]
-
-
-@pytest.fixture(autouse=True)
-def _clean_gin():
-    yield
-    gin.clear_config()
 
 
 def test_presets_parse_and_hold_the_papers_values():
@@ -85,11 +79,6 @@ def test_missing_gin_file_is_named(tmp_path):
     assert result.returncode == 2 and 'nope.gin' in result.stderr
 
 
-def _csv_rows(path):
-    with open(path, newline='') as f:
-        return list(csv.DictReader(f))
-
-
 def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path):
     first = _run(_flags(CARTPOLE_BINDINGS), cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -100,13 +89,13 @@ def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path):
             'invocation.json'} <= names
     assert any(name.startswith('events.') for name in names)
     assert 'PAACConfig.num_envs = 4' in (run_dir / 'operative_config.gin').read_text()
-    rows = _csv_rows(run_dir / 'metrics.csv')
+    rows = run_files.read_csv(run_dir / 'metrics.csv')
     assert int(rows[-1]['env_steps']) == 400
     assert {'env_share', 'act_share', 'learn_share', 'steps_per_sec'} <= set(rows[-1])
     shares = [float(rows[-1][name]) for name in ('env_share', 'act_share', 'learn_share')]
     assert all(0 < share < 1 for share in shares) and sum(shares) <= 1.0 + 1e-6
     assert 'steps 400/400' in first.stdout
-    episodes_before = len(_csv_rows(run_dir / 'episodes.csv'))
+    episodes_before = len(run_files.read_csv(run_dir / 'episodes.csv'))
     assert episodes_before > 0
 
     # The same command resumes (nothing to do); more steps continue from 400.
@@ -116,11 +105,11 @@ def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path):
                   [f'--run_dir={run_dir}'], cwd=tmp_path)
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert 'resuming from' in longer.stdout and 'at step 400' in longer.stdout
-    rows = _csv_rows(run_dir / 'metrics.csv')
+    rows = run_files.read_csv(run_dir / 'metrics.csv')
     steps = [int(row['env_steps']) for row in rows]
     assert steps == sorted(steps) and steps[-1] == 800
     assert int(rows[-1]['updates']) == 800 // 20  # the optimizer's count was restored too
-    assert len(_csv_rows(run_dir / 'episodes.csv')) > episodes_before
+    assert len(run_files.read_csv(run_dir / 'episodes.csv')) > episodes_before
     assert (run_dir / 'operative_config.gin').read_text().count('total_steps = 400') == 1
 
     evaluation = subprocess.run(
@@ -128,7 +117,7 @@ def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path):
         cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True,
         text=True, timeout=120)
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]
-    (row,) = _csv_rows(run_dir / 'eval.csv')
+    (row,) = run_files.read_csv(run_dir / 'eval.csv')
     assert int(row['episodes']) == 3 and int(row['env_steps']) == 800
     assert float(row['score_min']) <= float(row['score_mean']) <= float(row['score_max'])
 
@@ -150,7 +139,7 @@ def test_pong_runs_through_worker_processes_and_leaves_nothing_behind(tmp_path):
                           'PAACConfig.num_workers = 2', 'PAACConfig.total_steps = 60',
                           'PAACConfig.t_max = 5']) + ['--run_dir=run'], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert int(_csv_rows(tmp_path / 'run' / 'metrics.csv')[-1]['env_steps']) == 60
+    assert int(run_files.read_csv(tmp_path / 'run' / 'metrics.csv')[-1]['env_steps']) == 60
     assert _shm_entries() <= shm_before
     assert _spawned_workers() <= workers_before
 
@@ -166,7 +155,7 @@ def test_a_killed_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path):
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     metrics = tmp_path / 'run' / 'metrics.csv'
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (not metrics.exists() or len(_csv_rows(metrics)) < 2):
+    while time.monotonic() < deadline and (not metrics.exists() or len(run_files.read_csv(metrics)) < 2):
         time.sleep(0.2)
     (worker,) = sorted(_spawned_workers() - workers_before)[:1]
     os.kill(int(worker), signal.SIGKILL)
@@ -177,7 +166,7 @@ def test_a_killed_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path):
     assert 'saved' in last and 'Traceback' not in stderr
     steps = int(re.search(r'run stopped at step ([\d,]+), saved', last).group(1).replace(',', ''))
     assert os.path.exists(tmp_path / 'run' / 'checkpoints' / f'ckpt-{steps}.index')
-    assert steps >= int(_csv_rows(metrics)[-1]['env_steps'])
+    assert steps >= int(run_files.read_csv(metrics)[-1]['env_steps'])
     assert _shm_entries() <= shm_before
 
 
@@ -191,7 +180,7 @@ def test_a_lost_checkpoint_index_resumes_from_the_newest_checkpoint_file(tmp_pat
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert 'missing or unreadable' in longer.stderr
     assert 'resuming from' in longer.stdout and 'at step 400' in longer.stdout
-    steps = [int(row['env_steps']) for row in _csv_rows(tmp_path / 'run' / 'metrics.csv')]
+    steps = [int(row['env_steps']) for row in run_files.read_csv(tmp_path / 'run' / 'metrics.csv')]
     assert steps == sorted(steps) and steps[-1] == 600
 
 
