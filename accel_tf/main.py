@@ -17,7 +17,6 @@ from common import distribute
 from common import evaluate
 from common import multi_worker
 from common import on_policy
-from common.envs import pools
 
 FLAGS = flags.FLAGS
 PAPER = 'accel'
@@ -28,17 +27,7 @@ def configure(gin_files, gin_bindings):
     """Parses and validates the config; raises ConfigError before anything starts."""
     app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
     config = config_lib.AccelConfig()
-    if config.distribute is None:
-        config.distribute = common_config.DistributeConfig()
-    config.validate()
-    try:
-        pools.validate_pool_config(config.env_config, config.num_envs, config.num_workers,
-                                   num_groups=common_config.sampler_groups(config.sampler,
-                                                                           config.distribute),
-                                   pin_cpus=config.pin_cpus)
-    except ValueError as error:
-        raise app.ConfigError(f'make_pool: {error}')
-    return config
+    return common_config.validate_sampled_run(config, pin_cpus=config.pin_cpus)
 
 
 def train(config, run_dir, make_pool=learners.open_pool, on_first_pool=None):

@@ -13,6 +13,7 @@ import gin
 
 from common import app
 from common import samplers
+from common.envs import pools
 
 STRATEGIES = ('none', 'mirrored', 'multi_worker')
 # What an asynchronous run does when one of its learner processes dies (common/async_learners).
@@ -158,6 +159,21 @@ def require_cluster_split(owner, num_cluster_workers, **totals):
         app.require(total % num_cluster_workers == 0,
                     f'{owner}.{name}={total} does not split evenly over the '
                     f'{num_cluster_workers} workers of the cluster')
+
+
+def validate_sampled_run(config, pin_cpus=False):
+    """What a run sampling from a pool checks before anything starts: config.distribute (one
+    device when unset), config.validate(), then the pool's settings for the sampler's groups."""
+    if config.distribute is None:
+        config.distribute = DistributeConfig()
+    config.validate()
+    try:
+        pools.validate_pool_config(config.env_config, config.num_envs, config.num_workers,
+                                   num_groups=sampler_groups(config.sampler, config.distribute),
+                                   pin_cpus=pin_cpus)
+    except ValueError as error:
+        raise app.ConfigError(f'make_pool: {error}')
+    return config
 
 
 def renamed_bindings(owner):

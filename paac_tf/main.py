@@ -18,17 +18,7 @@ RENAMED = {**config_lib.renamed_bindings('PAACConfig'),
 def configure(gin_files, gin_bindings):
     """Parses and validates the config; raises ConfigError before anything starts."""
     app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
-    config = paac.PAACConfig()
-    if config.distribute is None:
-        config.distribute = config_lib.DistributeConfig()
-    config.validate()
-    try:
-        pools.validate_pool_config(config.env_config, config.num_envs, config.num_workers,
-                                   num_groups=config_lib.sampler_groups(config.sampler,
-                                                                        config.distribute))
-    except ValueError as error:
-        raise app.ConfigError(f'make_pool: {error}')
-    return config
+    return config_lib.validate_sampled_run(paac.PAACConfig())
 
 
 def make_pool(env_config, num_envs, seed, num_workers, num_groups=1):
