@@ -66,7 +66,9 @@ def configure_row(settings, preset, sampler, extra=()):
 
 
 def sampling_rate(settings, sampler):
-    """Environment steps per second of one sampler with the A3C-Net choosing every action."""
+    """Environment steps per second of one sampler with the A3C-Net choosing every action, and
+    where each time step's wall time went (phase_ms): waiting on the simulators ('env'), in the
+    policy ('act'), the rest ('other': copies into the rollout, episode bookkeeping)."""
     config = configure_row(settings, 'a2c_pong', sampler)
     learner = learners.build_learner(config)
     with learners.open_pool(config, seed=0) as pool:
@@ -75,8 +77,16 @@ def sampling_rate(settings, sampler):
         def collect():
             sampler_object.collect(lambda observations: learner.act(observations).numpy())
 
-        return timing.rate(collect, config.steps_per_update, settings['seconds'],
-                           settings['warmup_seconds'])
+        end_warmup = time.perf_counter() + settings['warmup_seconds']
+        while time.perf_counter() < end_warmup:
+            collect()
+        sampler_object.take_phase_seconds()
+        result = timing.rate(collect, config.steps_per_update, settings['seconds'], 0.0)
+        phases = sampler_object.take_phase_seconds()
+    time_steps = result['seconds'] * result['steps_per_sec'] / config.num_envs
+    phase_ms = {name: 1e3 * seconds / time_steps for name, seconds in phases.items()}
+    phase_ms['other'] = 1e3 * result['seconds'] / time_steps - sum(phase_ms.values())
+    return dict(result, phase_ms=phase_ms)
 
 
 def training_rate(settings, preset, extra=()):

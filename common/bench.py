@@ -23,8 +23,9 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
   replay/prioritized_512  a prioritized draw of 512 of 1M items with its priority update
                     (items/s; 512 over it is the time per minibatch).
 Each row prints its spread: the min, median and max rate of the windows inside its measurement
-(about a second each; a target period for the dqn rows). Timings are only comparable within one
-invocation; quote ratios. `--plot PATH` draws the table as a bar chart.
+(about a second each; a target period for the dqn rows); the accel/sample rows also print where
+one time step's wall time went (simulators, policy, the rest). Timings are only comparable
+within one invocation; quote ratios. `--plot PATH` draws the table as a bar chart.
 """
 import importlib
 import json
@@ -163,6 +164,9 @@ def run_rows(names, settings):
         rows.append(dict(result, name=name, num_envs=settings['num_envs']))
         print(f"  {result['steps_per_sec']:,.0f} steps/s (windows: min {result['min']:,.0f}, "
               f"median {result['median']:,.0f}, max {result['max']:,.0f})", flush=True)
+        if 'phase_ms' in result:
+            print('  per time step: ' + ', '.join(
+                f'{phase} {ms:.2f} ms' for phase, ms in result['phase_ms'].items()), flush=True)
     return rows
 
 

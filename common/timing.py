@@ -12,8 +12,9 @@ WINDOW_SECONDS = 1.0
 
 
 def measurement(chunks, window_seconds=WINDOW_SECONDS):
-    """{'steps_per_sec', 'min', 'median', 'max', 'windows'} from (steps, seconds) chunks timed
-    back to back; consecutive chunks are merged into windows of at least window_seconds."""
+    """{'steps_per_sec', 'min', 'median', 'max', 'windows', 'seconds'} from (steps, seconds)
+    chunks timed back to back; consecutive chunks are merged into windows of at least
+    window_seconds; 'seconds' is the time they cover."""
     if not chunks:
         raise ValueError('no timed chunks: the measured window was empty')
     windows, steps, seconds = [], 0, 0.0
@@ -29,7 +30,7 @@ def measurement(chunks, window_seconds=WINDOW_SECONDS):
     total_seconds = sum(chunk[1] for chunk in chunks)
     return {'steps_per_sec': total_steps / total_seconds, 'min': float(min(windows)),
             'median': float(np.median(windows)), 'max': float(max(windows)),
-            'windows': len(windows)}
+            'windows': len(windows), 'seconds': total_seconds}
 
 
 def rate(step_fn, steps_per_call, seconds, warmup_seconds):

@@ -41,7 +41,7 @@ def test_measurement_merges_chunks_into_windows_and_keeps_the_spread():
     chunks = [(50, 0.5), (50, 0.5), (150, 0.5), (150, 0.5), (100, 0.5), (100, 0.5)]
     result = timing.measurement(chunks)
     assert result == {'steps_per_sec': 200.0, 'min': 100.0, 'median': 200.0, 'max': 300.0,
-                      'windows': 3}
+                      'windows': 3, 'seconds': 3.0}
     # A last window shorter than half a window is folded into the total, not the spread.
     assert timing.measurement(chunks + [(1, 0.1)])['windows'] == 3
     # window_seconds=0: every chunk is a window (the DQN rows' target periods).
