@@ -77,11 +77,9 @@ def sampling_rate(settings, sampler):
         def collect():
             sampler_object.collect(lambda observations: learner.act(observations).numpy())
 
-        end_warmup = time.perf_counter() + settings['warmup_seconds']
-        while time.perf_counter() < end_warmup:
-            collect()
-        sampler_object.take_phase_seconds()
-        result = timing.rate(collect, config.steps_per_update, settings['seconds'], 0.0)
+        result = timing.rate(collect, config.steps_per_update, settings['seconds'],
+                             settings['warmup_seconds'],
+                             on_start=sampler_object.take_phase_seconds)
         phases = sampler_object.take_phase_seconds()
     time_steps = result['seconds'] * result['steps_per_sec'] / config.num_envs
     phase_ms = {name: 1e3 * seconds / time_steps for name, seconds in phases.items()}

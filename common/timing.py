@@ -33,11 +33,14 @@ def measurement(chunks, window_seconds=WINDOW_SECONDS):
             'windows': len(windows), 'seconds': total_seconds}
 
 
-def rate(step_fn, steps_per_call, seconds, warmup_seconds):
-    """Calls step_fn for warmup_seconds, then for seconds; returns measurement() of the calls."""
+def rate(step_fn, steps_per_call, seconds, warmup_seconds, on_start=None):
+    """Calls step_fn for warmup_seconds, then on_start() if given (e.g. to reset counters), then
+    step_fn for seconds; returns measurement() of the timed calls."""
     end_warmup = time.perf_counter() + warmup_seconds
     while time.perf_counter() < end_warmup:
         step_fn()
+    if on_start is not None:
+        on_start()
     chunks = []
     start = time.perf_counter()
     last = start

@@ -59,6 +59,17 @@ def test_rate_counts_calls_after_the_warm_up():
     assert result['min'] <= result['median'] <= result['max']
 
 
+def test_rate_calls_on_start_once_between_the_warm_up_and_the_timed_calls():
+    from common import timing
+    calls = []
+    result = timing.rate(lambda: calls.append('step'), steps_per_call=4, seconds=0.2,
+                         warmup_seconds=0.05, on_start=lambda: calls.append('start'))
+    start = calls.index('start')
+    assert calls.count('start') == 1 and start > 0  # after at least one warm-up call
+    timed_steps = len(calls) - start - 1
+    assert result['steps_per_sec'] * result['seconds'] == pytest.approx(4 * timed_steps)
+
+
 def test_table_and_plot_show_every_row_against_the_best_env_rate(tmp_path):
     from common import plots
     rows = [{'name': 'env/serial', 'num_envs': 32, 'steps_per_sec': 1000.0, 'min': 900.0,
