@@ -64,6 +64,21 @@ class ProcessTree:
             pending += children
         return found
 
+    @classmethod
+    def spawned_children(cls, pid):
+        """The direct children of pid that multiprocessing spawned as workers (its resource
+        tracker left out): a run's own workers, whatever other tests run beside it."""
+        workers = []
+        for child in cls.children(pid):
+            try:
+                with open(f'/proc/{child}/cmdline') as f:
+                    command = f.read()
+            except OSError:
+                continue
+            if 'spawn_main' in command and 'resource_tracker' not in command:
+                workers.append(child)
+        return workers
+
     @staticmethod
     def alive(pids):
         import os  # pylint: disable=import-outside-toplevel

@@ -178,30 +178,6 @@ def test_a3c_cpu_resumes_with_its_schedule_updates_and_rmsprop_statistics(tmp_pa
     assert [int(row['updates']) for row in rows] == sorted(int(row['updates']) for row in rows)
 
 
-def _agent_pids(pid):
-    """The spawned agent processes of pid (not multiprocessing's resource tracker)."""
-    found = subprocess.run(['pgrep', '-P', str(pid)], capture_output=True, text=True)
-    agents = []
-    for child in found.stdout.split():
-        try:
-            with open(f'/proc/{child}/cmdline') as f:
-                command = f.read()
-        except FileNotFoundError:
-            continue
-        if 'spawn_main' in command and 'resource_tracker' not in command:
-            agents.append(int(child))
-    return agents
-
-
-def _all_gone(pids, seconds=15.0):
-    deadline = time.monotonic() + seconds
-    while any(os.path.exists(f'/proc/{pid}') for pid in pids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
-
-
 def test_pong_ctrl_c_ends_cleanly_and_leaves_nothing_behind(tmp_path, process_tree):
     shm_before = process_tree.shm_entries()
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
@@ -219,17 +195,17 @@ def test_pong_ctrl_c_ends_cleanly_and_leaves_nothing_behind(tmp_path, process_tr
     while time.monotonic() < deadline and not playing():
         time.sleep(0.5)
     assert playing()
-    agents = _agent_pids(process.pid)
+    agents = process_tree.spawned_children(process.pid)
     assert len(agents) >= 3
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode in INTERRUPTED_STATUSES, stderr[-3000:]
     assert 'interrupted at step' in stdout and 'interrupted' in stderr
-    assert _all_gone(agents)
+    assert process_tree.wait_for(lambda: not process_tree.alive(agents), 15)
     assert not process_tree.leaked_shm(shm_before)
 
 
-def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path):
+def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path, process_tree):
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
     process = subprocess.Popen(
         [sys.executable, '-m', 'ga3c_tf.main'] + _flags(
@@ -238,7 +214,7 @@ def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path):
     deadline = time.monotonic() + 60
     agents = []
     while time.monotonic() < deadline and len(agents) < 2:
-        agents = _agent_pids(process.pid)
+        agents = process_tree.spawned_children(process.pid)
         time.sleep(0.5)
     time.sleep(3)
     os.kill(agents[0], signal.SIGKILL)
@@ -246,7 +222,7 @@ def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path):
     assert process.returncode == 1
     error_lines = [line for line in stderr.splitlines() if line.startswith('error:')]
     assert len(error_lines) == 1 and 'killed by signal SIGKILL' in error_lines[0], stderr[-2000:]
-    assert _all_gone(agents)
+    assert process_tree.wait_for(lambda: not process_tree.alive(agents), 15)
 
 
 def test_agents_exit_by_themselves_when_the_main_process_is_killed(tmp_path, process_tree):
@@ -263,10 +239,10 @@ def test_agents_exit_by_themselves_when_the_main_process_is_killed(tmp_path, pro
     while time.monotonic() < deadline and (
             not metrics.exists() or len(run_files.read_csv(metrics)) < 2):
         time.sleep(0.5)
-    agents = _agent_pids(process.pid)
+    agents = process_tree.spawned_children(process.pid)
     assert len(agents) >= 3
     process.kill()
     process.communicate(timeout=30)
-    assert _all_gone(agents, seconds=15)
+    assert process_tree.wait_for(lambda: not process_tree.alive(agents), 15)
     # The resource tracker removes the shared memory (leaked_shm waits up to 15 s).
     assert not process_tree.leaked_shm(shm_before)

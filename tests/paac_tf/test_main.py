@@ -122,31 +122,28 @@ def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path):
     assert float(row['score_min']) <= float(row['score_mean']) <= float(row['score_max'])
 
 
-def _shm_entries():
-    return {name for name in os.listdir('/dev/shm') if not name.startswith('sem.')}
-
-
-def _spawned_workers():
-    found = subprocess.run(['pgrep', '-f', 'multiprocessing.spawn'], capture_output=True,
-                           text=True)
-    return set(found.stdout.split())
-
-
-def test_pong_runs_through_worker_processes_and_leaves_nothing_behind(tmp_path):
-    shm_before = _shm_entries()
-    workers_before = _spawned_workers()
-    result = _run(_flags(["AtariConfig.game = 'pong'", 'PAACConfig.num_envs = 4',
-                          'PAACConfig.num_workers = 2', 'PAACConfig.total_steps = 60',
-                          'PAACConfig.t_max = 5']) + ['--run_dir=run'], cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
+def test_pong_runs_through_worker_processes_and_leaves_nothing_behind(tmp_path, process_tree):
+    shm_before = process_tree.shm_entries()
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'paac_tf.main'] + _flags(
+            ["AtariConfig.game = 'pong'", 'PAACConfig.num_envs = 4', 'PAACConfig.num_workers = 2',
+             'PAACConfig.total_steps = 60', 'PAACConfig.t_max = 5']) + ['--run_dir=run'],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    workers = set()
+    while process.poll() is None:  # the run's own workers, seen while it runs
+        workers.update(process_tree.spawned_children(process.pid))
+        time.sleep(0.05)
+    _, stderr = process.communicate(timeout=240)
+    assert process.returncode == 0, stderr[-3000:]
     assert int(run_files.read_csv(tmp_path / 'run' / 'metrics.csv')[-1]['env_steps']) == 60
-    assert _shm_entries() <= shm_before
-    assert _spawned_workers() <= workers_before
+    assert len(workers) == 2
+    assert process_tree.wait_for(lambda: not process_tree.alive(workers), 15)
+    assert not process_tree.leaked_shm(shm_before)
 
 
-def test_a_killed_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path):
-    shm_before = _shm_entries()
-    workers_before = _spawned_workers()
+def test_a_killed_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path, process_tree):
+    shm_before = process_tree.shm_entries()
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
     process = subprocess.Popen(
         [sys.executable, '-m', 'paac_tf.main'] + _flags(
@@ -154,11 +151,11 @@ def test_a_killed_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path):
                                       'PAACConfig.log_every_seconds = 0.5']) + ['--run_dir=run'],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     metrics = tmp_path / 'run' / 'metrics.csv'
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (not metrics.exists() or len(run_files.read_csv(metrics)) < 2):
-        time.sleep(0.2)
-    (worker,) = sorted(_spawned_workers() - workers_before)[:1]
-    os.kill(int(worker), signal.SIGKILL)
+    assert process_tree.wait_for(
+        lambda: metrics.exists() and len(run_files.read_csv(metrics)) >= 2, 120)
+    workers = process_tree.spawned_children(process.pid)
+    assert len(workers) == 2
+    os.kill(workers[0], signal.SIGKILL)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 1, stderr[-3000:]
     last = stderr.strip().splitlines()[-1]
@@ -167,7 +164,8 @@ def test_a_killed_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path):
     steps = int(re.search(r'run stopped at step ([\d,]+), saved', last).group(1).replace(',', ''))
     assert os.path.exists(tmp_path / 'run' / 'checkpoints' / f'ckpt-{steps}.index')
     assert steps >= int(run_files.read_csv(metrics)[-1]['env_steps'])
-    assert _shm_entries() <= shm_before
+    assert process_tree.wait_for(lambda: not process_tree.alive(workers), 15)
+    assert not process_tree.leaked_shm(shm_before)
 
 
 def test_a_lost_checkpoint_index_resumes_from_the_newest_checkpoint_file(tmp_path):
