@@ -125,17 +125,21 @@ def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path):
 def test_pong_runs_through_worker_processes_and_leaves_nothing_behind(tmp_path, process_tree):
     shm_before = process_tree.shm_entries()
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'paac_tf.main'] + _flags(
-            ["AtariConfig.game = 'pong'", 'PAACConfig.num_envs = 4', 'PAACConfig.num_workers = 2',
-             'PAACConfig.total_steps = 60', 'PAACConfig.t_max = 5']) + ['--run_dir=run'],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    workers = set()
-    while process.poll() is None:  # the run's own workers, seen while it runs
-        workers.update(process_tree.spawned_children(process.pid))
-        time.sleep(0.05)
-    _, stderr = process.communicate(timeout=240)
-    assert process.returncode == 0, stderr[-3000:]
+    log = tmp_path / 'stderr.txt'
+    with open(log, 'w') as stderr:  # a file, not a pipe: nobody reads while the loop polls
+        process = subprocess.Popen(
+            [sys.executable, '-m', 'paac_tf.main'] + _flags(
+                ["AtariConfig.game = 'pong'", 'PAACConfig.num_envs = 4',
+                 'PAACConfig.num_workers = 2', 'PAACConfig.total_steps = 60',
+                 'PAACConfig.t_max = 5']) + ['--run_dir=run'],
+            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        workers = set()
+        deadline = time.monotonic() + 240
+        while process.poll() is None and time.monotonic() < deadline:  # its own workers, seen
+            workers.update(process_tree.spawned_children(process.pid))  # while it runs
+            time.sleep(0.05)
+        process.wait(timeout=5)
+    assert process.returncode == 0, log.read_text()[-3000:]
     assert int(run_files.read_csv(tmp_path / 'run' / 'metrics.csv')[-1]['env_steps']) == 60
     assert len(workers) == 2
     assert process_tree.wait_for(lambda: not process_tree.alive(workers), 15)
