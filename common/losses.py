@@ -17,10 +17,12 @@ class ActorCriticLoss(NamedTuple):
 
 
 class DQNLoss(NamedTuple):
-    """The mean loss and the per-sample errors for priorities: TD errors (target - Q), or the
-    categorical loss's cross-entropies."""
+    """The mean loss, the per-sample errors for priorities (TD errors, target - Q, or the
+    categorical loss's cross-entropies), and the batch's mean of max_a Q(s, a): the value
+    estimate a run logs, which shows a network that has stopped predicting returns."""
     loss: tf.Tensor
     td_errors: tf.Tensor
+    mean_max_q: tf.Tensor
 
 
 def continuation(terminals, dtype):
@@ -154,7 +156,8 @@ def dqn_loss(q_values, actions, rewards, terminals, next_q_target, gamma, next_q
     per_sample = huber(td_errors, huber_delta)
     if weights is not None:
         per_sample = per_sample * tf.stop_gradient(tf.cast(weights, per_sample.dtype))
-    return DQNLoss(loss=tf.reduce_mean(per_sample), td_errors=td_errors)
+    return DQNLoss(loss=tf.reduce_mean(per_sample), td_errors=td_errors,
+                   mean_max_q=tf.reduce_mean(tf.reduce_max(q_values, axis=-1)))
 
 
 def categorical_dqn_loss(atom_logits, actions, rewards, terminals, next_atom_logits_target,
@@ -178,7 +181,9 @@ def categorical_dqn_loss(atom_logits, actions, rewards, terminals, next_atom_log
     per_sample = cross_entropies
     if weights is not None:
         per_sample = per_sample * tf.stop_gradient(tf.cast(weights, per_sample.dtype))
-    return DQNLoss(loss=tf.reduce_mean(per_sample), td_errors=cross_entropies)
+    q_values = tf.reduce_sum(tf.nn.softmax(atom_logits) * support, axis=-1)
+    return DQNLoss(loss=tf.reduce_mean(per_sample), td_errors=cross_entropies,
+                   mean_max_q=tf.reduce_mean(tf.reduce_max(q_values, axis=-1)))
 
 
 def categorical_projection(next_probs, rewards, terminals, gamma, support):

@@ -14,8 +14,10 @@ import numpy as np
 
 from common import scalars
 
+# load_1m and run_cpu_cores say what the run got of the machine (common/machine_load.py).
 BASE_METRIC_COLUMNS = ('wall_time', 'env_steps', 'frames', 'updates', 'episodes',
-                       'score_mean_100', 'steps_per_sec', 'updates_per_sec')
+                       'score_mean_100', 'steps_per_sec', 'updates_per_sec', 'load_1m',
+                       'run_cpu_cores')
 EPISODE_COLUMNS = ('wall_time', 'env_steps', 'score', 'length')
 
 

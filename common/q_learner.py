@@ -29,6 +29,11 @@ class QSettings:
     clip_norm: float = 0.0
 
 
+# Interval means a Q-learner logs: the loss, the batch's mean max_a Q(s, a) under the online
+# network, and the gradient's global norm before any clipping.
+UPDATE_STATS = ('loss', 'mean_max_q', 'grad_norm')
+
+
 class QLearner(tf.Module):
     """make_network() -> a built Q network [N, A]; called twice (online, target)."""
 
@@ -44,7 +49,7 @@ class QLearner(tf.Module):
                              f'{"with" if settings.categorical else "without"} a support')
         self.optimizer = optimizer
         self.optimizer.build(self.online.trainable_variables)
-        self.update_means = interval_means.IntervalMeans(('loss',))
+        self.update_means = interval_means.IntervalMeans(UPDATE_STATS)
         strategy = distribute.current_strategy()
         # Under a one-machine strategy each replica acts for its own sampler groups.
         self.online_greedy = distribute.acting(strategy, lambda obs: self._greedy(self.online, obs),
@@ -117,10 +122,13 @@ class QLearner(tf.Module):
             loss = self.loss(observations, actions, rewards, next_observations, terminals,
                              weights)
         gradients = distribute.mean_across_replicas(tape.gradient(loss.loss, variables))
+        grad_norm = tf.linalg.global_norm(gradients)
         if self.settings.clip_norm > 0:
-            gradients, _ = tf.clip_by_global_norm(gradients, self.settings.clip_norm)
+            gradients, _ = tf.clip_by_global_norm(gradients, self.settings.clip_norm,
+                                                  use_norm=grad_norm)
         self.optimizer.apply_gradients(gradients, variables)
-        self.update_means.add({'loss': loss.loss})
+        self.update_means.add({'loss': loss.loss, 'mean_max_q': loss.mean_max_q,
+                               'grad_norm': grad_norm})
         return loss.td_errors
 
     def _train_steps(self, observations, actions, rewards, next_observations, terminals):
@@ -148,8 +156,11 @@ class QLearner(tf.Module):
         return td_errors.stack()
 
 
-def centered_rmsprop(learning_rate, decay, epsilon):
-    """Mnih et al.'s (2015) centered RMSProp: epsilon inside the sqrt, mean squares from zeros
-    (DeepMind's DQN and tf.keras start at zeros)."""
+def centered_rmsprop(learning_rate, decay, epsilon, epsilon_inside_sqrt=True):
+    """Centered RMSProp with mean squares from zeros (DeepMind's DQN and tf.keras start there).
+    epsilon_inside_sqrt: sqrt(ms - mg^2 + epsilon) as DeepMind's DQN (NeuralQLearner.lua) and
+    TF1's op; False: sqrt(ms - mg^2) + epsilon, as tf.keras' RMSprop without momentum (the
+    optimizer of brett-daley/fast-dqn)."""
     return optim.RMSProp(learning_rate=learning_rate, decay=decay, epsilon=epsilon,
-                         centered=True, epsilon_inside_sqrt=True, initial_mean_square=0.0)
+                         centered=True, epsilon_inside_sqrt=epsilon_inside_sqrt,
+                         initial_mean_square=0.0)

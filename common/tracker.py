@@ -10,6 +10,7 @@ import time
 
 from common import app
 from common import checkpoint as checkpoint_lib
+from common import machine_load
 from common import metrics
 from common import scalars
 from common import processes
@@ -38,6 +39,7 @@ class RunTracker:
         self._interval_start = time.perf_counter()
         self._interval_steps = 0
         self._interval_updates = 0
+        self._interval_load = machine_load.IntervalLoad()
 
     def adopt_counters(self):
         """Continues from the counters' values: restored from a checkpoint, or (a multi-worker
@@ -64,6 +66,7 @@ class RunTracker:
         self._interval_start = time.perf_counter()
         self._interval_steps = 0
         self._interval_updates = 0
+        self._interval_load.restart()
 
     @property
     def done(self):
@@ -100,6 +103,7 @@ class RunTracker:
             'score_mean_100': self.episode_stats.mean_score,
             'steps_per_sec': self._interval_steps / seconds,
             'updates_per_sec': self._interval_updates / seconds,
+            **self._interval_load.take(seconds),
         }
         row.update(extra or {})
         self.logger.log_interval(row)

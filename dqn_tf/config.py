@@ -43,6 +43,9 @@ class DQNConfig(config_lib.RunConfig):
     learning_rate: float = 2.5e-4
     rmsprop_decay: float = 0.95
     rmsprop_epsilon: float = 0.01
+    # Where epsilon goes: False, sqrt(ms - mg^2) + epsilon, as the authors' code ran it
+    # (tf.keras RMSprop with momentum 0); True, sqrt(ms - mg^2 + epsilon) as Mnih et al.'s.
+    rmsprop_epsilon_inside_sqrt: bool = False
     huber_delta: float = 1.0
     initial_epsilon: float = 1.0
     final_epsilon: float = 0.1
@@ -123,10 +126,11 @@ class DQNConfig(config_lib.RunConfig):
 
 
 # Bindings that fast DQN's config owns, or that its centered RMSProp fixes.
-_FIXED = ("fast DQN always runs the paper's centered RMSProp (epsilon inside the sqrt, mean "
-          'squares from zeros)')
+_FIXED = ("fast DQN always runs the paper's centered RMSProp (mean squares from zeros); bind "
+          'DQNConfig.rmsprop_epsilon_inside_sqrt for where epsilon goes')
 RENAMED = {'RMSProp.learning_rate': 'bind DQNConfig.learning_rate instead',
            'RMSProp.decay': 'bind DQNConfig.rmsprop_decay instead',
            'RMSProp.epsilon': 'bind DQNConfig.rmsprop_epsilon instead',
-           'RMSProp.centered': _FIXED, 'RMSProp.epsilon_inside_sqrt': _FIXED,
+           'RMSProp.epsilon_inside_sqrt': 'bind DQNConfig.rmsprop_epsilon_inside_sqrt instead',
+           'RMSProp.centered': _FIXED,
            'RMSProp.initial_mean_square': _FIXED}

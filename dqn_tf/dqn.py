@@ -43,7 +43,8 @@ def build_learner(config):
     settings = q_learner.QSettings(gamma=config.gamma, double_dqn=config.double_dqn,
                                    huber_delta=config.huber_delta)
     optimizer = q_learner.centered_rmsprop(config.learning_rate, config.rmsprop_decay,
-                                           config.rmsprop_epsilon)
+                                           config.rmsprop_epsilon,
+                                           config.rmsprop_epsilon_inside_sqrt)
     spec = tf.TensorSpec((None,) + tuple(env_config.observation_shape),
                          tf.as_dtype(env_config.observation_dtype))
     return q_learner.QLearner(make_network, num_actions, optimizer, settings, spec,
@@ -185,7 +186,7 @@ class FastDQN:
         return episodes
 
 
-DQN_COLUMNS = ('epsilon', 'loss', 'replay_size', 'minibatches')
+DQN_COLUMNS = ('epsilon',) + q_learner.UPDATE_STATS + ('replay_size', 'minibatches')
 
 
 def evaluate_now(config, learner, run_dir, env_steps, trained_seconds):
@@ -253,7 +254,8 @@ def _train_loop(config, runner, tracker, run_dir):
 
 
 def _log_interval(runner, tracker):
-    """One metrics row; loss is the mean over the interval's minibatches (NaN with none)."""
+    """One metrics row; the update statistics are means over the interval's minibatches (NaN
+    with none)."""
     tracker.log_interval(int(runner.learner.optimizer.iterations.numpy()), {
         'epsilon': runner.epsilon, **runner.learner.update_means.take(),
         'replay_size': len(runner.replay), 'minibatches': runner.minibatches})

@@ -118,6 +118,11 @@ def test_double_dqn_takes_the_next_action_from_the_online_network_by_hand():
     cross_entropies = -(targets * log_probs).sum(-1)
     np.testing.assert_allclose(ours.td_errors.numpy(), cross_entropies, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(ours.loss.numpy(), cross_entropies.mean(), rtol=1e-4)
+    # The logged value estimate: the mean over the batch of max_a sum_k p_k(s, a) z_k.
+    all_logits = learner.online.atom_logits(observations).numpy()
+    all_probs = np.exp(all_logits) / np.exp(all_logits).sum(-1, keepdims=True)
+    np.testing.assert_allclose(ours.mean_max_q.numpy(),
+                               (all_probs * SUPPORT).sum(-1).max(-1).mean(), rtol=1e-4)
 
 
 def test_a_weighted_categorical_loss_weights_each_cross_entropy():

@@ -164,8 +164,9 @@ NEXT_Q_ONLINE = np.array([[0., 1.], [1., 0.], [3., 0.]], np.float32)
 
 
 def test_dqn_loss_hand_computed():
-    loss, td_errors = losses.dqn_loss(Q_VALUES, Q_ACTIONS, Q_REWARDS, Q_TERMINALS,
-                                      NEXT_Q_TARGET, gamma=0.9)
+    loss, td_errors, mean_max_q = losses.dqn_loss(Q_VALUES, Q_ACTIONS, Q_REWARDS, Q_TERMINALS,
+                                                  NEXT_Q_TARGET, gamma=0.9)
+    assert float(mean_max_q) == pytest.approx((2.0 + 3.0 + 2.5) / 3, rel=1e-6)
     # targets: 1 + .9*5 = 5.5; 0 (terminal); -.5 + .9*4 = 3.1. Q(s, a) = [2, 3, 2.5].
     np.testing.assert_allclose(td_errors, [3.5, -3.0, 0.6], rtol=1e-6)
     # Huber(delta=1): 3.5 - .5 = 3.0; 3 - .5 = 2.5; .5 * .6^2 = .18.
@@ -173,8 +174,8 @@ def test_dqn_loss_hand_computed():
 
 
 def test_double_dqn_loss_hand_computed():
-    loss, td_errors = losses.dqn_loss(Q_VALUES, Q_ACTIONS, Q_REWARDS, Q_TERMINALS,
-                                      NEXT_Q_TARGET, gamma=0.9, next_q_online=NEXT_Q_ONLINE)
+    loss, td_errors, _ = losses.dqn_loss(Q_VALUES, Q_ACTIONS, Q_REWARDS, Q_TERMINALS,
+                                         NEXT_Q_TARGET, gamma=0.9, next_q_online=NEXT_Q_ONLINE)
     # online argmax [1, 0, 0] -> target values [1, 2, 0]; targets 1.9, 0 (terminal), -.5.
     np.testing.assert_allclose(td_errors, [-0.1, -3.0, -3.0], rtol=1e-5)
     # Huber: .5 * .1^2 = .005; 2.5; 2.5.
@@ -183,8 +184,8 @@ def test_double_dqn_loss_hand_computed():
 
 def test_importance_weights_scale_each_samples_huber_term():
     weights = np.array([0.5, 1.0, 0.25], np.float32)
-    loss, td_errors = losses.dqn_loss(Q_VALUES, Q_ACTIONS, Q_REWARDS, Q_TERMINALS,
-                                      NEXT_Q_TARGET, gamma=0.9, weights=weights)
+    loss, td_errors, _ = losses.dqn_loss(Q_VALUES, Q_ACTIONS, Q_REWARDS, Q_TERMINALS,
+                                         NEXT_Q_TARGET, gamma=0.9, weights=weights)
     np.testing.assert_allclose(td_errors, [3.5, -3.0, 0.6], rtol=1e-6)  # unweighted
     # Huber terms 3.0, 2.5, .18 (test above), weighted: 1.5 + 2.5 + .045.
     assert float(loss) == pytest.approx((1.5 + 2.5 + 0.045) / 3, rel=1e-6)
@@ -194,8 +195,8 @@ def test_dqn_loss_huber_delta_and_no_gradient_into_target():
     q_values = tf.Variable(Q_VALUES)
     next_q_target = tf.Variable(NEXT_Q_TARGET)
     with tf.GradientTape(persistent=True) as tape:
-        loss, _ = losses.dqn_loss(q_values, Q_ACTIONS, Q_REWARDS, Q_TERMINALS, next_q_target,
-                                  gamma=0.9, huber_delta=4.0)
+        loss, _, _ = losses.dqn_loss(q_values, Q_ACTIONS, Q_REWARDS, Q_TERMINALS, next_q_target,
+                                     gamma=0.9, huber_delta=4.0)
     # All |td| <= 4: quadratic, .5 * (3.5^2 + 3^2 + .6^2) / 3.
     assert float(loss) == pytest.approx(0.5 * (12.25 + 9.0 + 0.36) / 3, rel=1e-6)
     assert tape.gradient(loss, next_q_target) is None

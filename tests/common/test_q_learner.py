@@ -35,13 +35,23 @@ def test_an_update_returns_the_td_errors_against_the_target_network():
         chosen = (np.argmax(learner.online(next_observations).numpy(), axis=1) if double_dqn
                   else np.argmax(next_target, axis=1))
         targets = rewards + 0.9 * (1 - terminals) * next_target[np.arange(6), chosen]
-        q_values = learner.online(observations).numpy()[np.arange(6), actions]
+        all_q = learner.online(observations).numpy()
+        q_values = all_q[np.arange(6), actions]
+        variables = learner.online.trainable_variables
+        with tf.GradientTape() as tape:
+            loss = learner.loss(observations, actions, rewards, next_observations, terminals)
+        norm = np.sqrt(sum(np.sum(g.numpy() ** 2)
+                           for g in tape.gradient(loss.loss, variables)))
         td_errors = learner.train_step(observations, actions, rewards, next_observations,
                                        terminals)
         np.testing.assert_allclose(td_errors, targets - q_values, rtol=1e-5, atol=1e-6)
         huber = np.where(np.abs(targets - q_values) <= 1, 0.5 * (targets - q_values) ** 2,
                          np.abs(targets - q_values) - 0.5)
-        np.testing.assert_allclose(learner.update_means.take()['loss'], huber.mean(), rtol=1e-5)
+        means = learner.update_means.take()
+        np.testing.assert_allclose(means['loss'], huber.mean(), rtol=1e-5)
+        # The logged value estimate and gradient norm: mean max_a Q(s, a), global norm.
+        np.testing.assert_allclose(means['mean_max_q'], all_q.max(axis=1).mean(), rtol=1e-5)
+        np.testing.assert_allclose(means['grad_norm'], norm, rtol=1e-5)
 
 
 def test_a_stack_of_updates_in_one_call_equals_one_call_each():

@@ -39,6 +39,8 @@ def test_tracker_writes_rows_checkpoints_and_resumes(tmp_path):
     assert [int(row['env_steps']) for row in rows] == [10, 20, 30, 40]
     assert [int(row['frames']) for row in rows] == [40, 80, 120, 160]
     assert rows[-1]['loss'] == '0.5' and rows[-1]['score_mean_100'] == '21'
+    # What the run got of the machine, on every row.
+    assert all(float(row['load_1m']) >= 0 and float(row['run_cpu_cores']) >= 0 for row in rows)
     assert len(run_files.read_csv(os.path.join(run_dir, 'episodes.csv'))) == 4
     assert any(name.startswith('events.') for name in os.listdir(run_dir))
 

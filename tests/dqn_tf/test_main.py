@@ -55,10 +55,10 @@ def test_presets_hold_the_papers_values():
         32, 1_000_000, 10_000, 4, 0.99, 50_000)
     assert (config.learning_rate, config.rmsprop_decay, config.rmsprop_epsilon) == (
         2.5e-4, 0.95, 0.01)
-    # Mnih et al.'s centered RMSProp: epsilon inside the sqrt, mean squares starting at zeros.
+    # The authors' tf.keras centered RMSProp: epsilon after the sqrt, mean squares from zeros.
     optimizer = dqn.build_learner(config).optimizer
     assert (optimizer.centered, optimizer.epsilon_inside_sqrt,
-            optimizer.initial_mean_square) == (True, True, 0.0)
+            optimizer.initial_mean_square) == (True, False, 0.0)
     assert (config.initial_epsilon, config.final_epsilon, config.epsilon_decay_steps) == (
         1.0, 0.1, 1_000_000)
     assert (config.eval_every_steps, config.eval_episodes, config.eval_epsilon) == (

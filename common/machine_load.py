@@ -1,0 +1,72 @@
+"""What the machine gave a run during a log interval: the 1-minute load average and the CPU time
+of the run's own process tree. A row whose run got far less CPU than it had cores for, or whose
+interval ran far past its budget (a held process), does not measure the run's own speed."""
+import os
+import resource
+
+_CLOCK_TICKS = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100
+
+
+def load_average():
+    """The 1-minute load average (runnable and waiting processes), NaN where the OS has none."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float('nan')
+
+
+def _proc_stats():
+    """{pid: (ppid, CPU seconds of the process and its reaped children)} from /proc."""
+    stats = {}
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f'/proc/{name}/stat', 'rb') as f:
+                text = f.read().decode('ascii', 'replace')
+        except OSError:  # ended while we looked
+            continue
+        fields = text[text.rindex(')') + 2:].split()
+        # After the name: state, ppid, ..., utime (11), stime, cutime, cstime (14), in ticks.
+        ticks = sum(int(value) for value in fields[11:15])
+        stats[int(name)] = (int(fields[1]), ticks / _CLOCK_TICKS)
+    return stats
+
+
+def tree_cpu_seconds(pid=None):
+    """CPU seconds of process pid (this one by default) and all its descendants, live or ended:
+    an ended child's time moves into its parent's reaped-children time when it is waited for."""
+    pid = os.getpid() if pid is None else pid
+    if not os.path.isdir('/proc'):
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    stats = _proc_stats()
+    children = {}
+    for child, (parent, _) in stats.items():
+        children.setdefault(parent, []).append(child)
+    total, pending = 0.0, [pid]
+    while pending:
+        current = pending.pop()
+        if current in stats:
+            total += stats[current][1]
+        pending.extend(children.get(current, ()))
+    return total
+
+
+class IntervalLoad:
+    """The load columns of one log interval: load_1m at its end, and run_cpu_cores, the CPU
+    seconds the run's process tree used per wall second of the interval (2.0: two cores busy)."""
+
+    COLUMNS = ('load_1m', 'run_cpu_cores')
+
+    def __init__(self):
+        self._cpu = tree_cpu_seconds()
+
+    def restart(self):
+        self._cpu = tree_cpu_seconds()
+
+    def take(self, wall_seconds):
+        cpu = tree_cpu_seconds()
+        used, self._cpu = max(cpu - self._cpu, 0.0), cpu
+        return {'load_1m': load_average(), 'run_cpu_cores': used / max(wall_seconds, 1e-9)}
