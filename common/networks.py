@@ -131,25 +131,38 @@ class ActorCriticNetwork(tf.keras.Model):
 class QNetwork(tf.keras.Model):
     """Torso with a linear Q head, or dueling streams: observations -> Q values [N, A].
 
-    Dueling (Wang et al. 2016): Q = V + A - mean_a(A); here both streams are linear on the
-    torso's features rather than each having its own hidden layer. With a support of K atoms
-    (categorical DQN, Bellemare et al. 2017), the heads give K logits per action (dueling per
-    atom, as Rainbow does), atom_logits() returns them [N, A, K], and calling the network gives
-    the expected values sum_k softmax(logits)_k z_k.
+    Dueling (Wang et al. 2016, section 3 and Figure 1): the torso's last hidden layer becomes
+    two, one per stream (value and advantage), each with its own linear output, combined as
+    Q = V + A - mean_a(A); the gradient entering the shared layers is scaled by 1/sqrt(2)
+    (section 4.2). With a support of K atoms (categorical DQN, Bellemare et al. 2017), the heads
+    give K logits per action (dueling per atom, as Rainbow does), atom_logits() returns them
+    [N, A, K], and calling the network gives the expected values sum_k softmax(logits)_k z_k.
     """
 
     def __init__(self, torso, num_actions, dueling=False, input_scale=1 / 255, input_offset=0.0,
                  support=None, name='q_network'):
         super().__init__(name=name)
-        self.torso = torso
         self.dueling = dueling
         self.num_actions = num_actions
         self.support = None if support is None else tf.constant(support, tf.float32)
         self.num_atoms = 1 if support is None else len(support)
-        # Per-action outputs: the Q values (or atom logits), or the advantage stream when dueling.
-        self.action_head = layers.Dense(num_actions * self.num_atoms,
-                                        name='advantage' if dueling else 'q_values')
-        self.value_head = layers.Dense(self.num_atoms, name='value') if dueling else None
+        self.torso = torso
+        if dueling:
+            *shared, hidden = torso.layers
+            if not isinstance(hidden, layers.Dense):
+                raise ValueError(f'dueling needs a torso ending in a hidden Dense layer; '
+                                 f'{torso.name} ends in {type(hidden).__name__}')
+            self.torso = tf.keras.Sequential(shared, name=f'{torso.name}_shared')
+            self.value_stream = tf.keras.Sequential([
+                layers.Dense(hidden.units, activation=hidden.activation, name='value_hidden'),
+                layers.Dense(self.num_atoms, name='value')], name='value_stream')
+            self.advantage_stream = tf.keras.Sequential([
+                layers.Dense(hidden.units, activation=hidden.activation,
+                             name='advantage_hidden'),
+                layers.Dense(num_actions * self.num_atoms, name='advantage')],
+                name='advantage_stream')
+        else:
+            self.q_head = layers.Dense(num_actions * self.num_atoms, name='q_values')
         self.input_scale = input_scale
         self.input_offset = input_offset
 
@@ -157,20 +170,33 @@ class QNetwork(tf.keras.Model):
         """[N, A] Q values without a support; [N, A, K] atom logits with one."""
         features = self.torso(scale_observations(observations, self.input_scale,
                                                  self.input_offset))
-        action_outputs = self.action_head(features)
-        values = self.value_head(features) if self.dueling else None
-        if self.support is not None:
-            action_outputs = tf.reshape(action_outputs, [-1, self.num_actions, self.num_atoms])
-            values = None if values is None else values[:, None, :]
         if not self.dueling:
-            return action_outputs
-        return values + action_outputs - tf.reduce_mean(action_outputs, axis=1, keepdims=True)
+            outputs = self.q_head(features)
+            if self.support is None:
+                return outputs
+            return tf.reshape(outputs, [-1, self.num_actions, self.num_atoms])
+        features = scale_gradient(features, DUELING_GRADIENT_SCALE)
+        values = self.value_stream(features)
+        advantages = self.advantage_stream(features)
+        if self.support is not None:
+            advantages = tf.reshape(advantages, [-1, self.num_actions, self.num_atoms])
+            values = values[:, None, :]
+        return values + advantages - tf.reduce_mean(advantages, axis=1, keepdims=True)
 
     def call(self, observations):
         outputs = self.atom_logits(observations)
         if self.support is None:
             return outputs
         return tf.reduce_sum(tf.nn.softmax(outputs) * self.support, axis=-1)
+
+
+# Wang et al. (2016), section 4.2: both streams' gradients enter the shared layers, rescaled.
+DUELING_GRADIENT_SCALE = 2 ** -0.5
+
+
+def scale_gradient(tensor, scale):
+    """tensor in the forward pass; its gradient times scale in the backward pass."""
+    return tensor * scale + tf.stop_gradient(tensor * (1.0 - scale))
 
 
 def make_torso(network, observation_shape, torso_kwargs=None):

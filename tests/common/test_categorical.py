@@ -33,7 +33,7 @@ def test_the_network_gives_atom_logits_and_their_expected_values(dueling):
                                rtol=1e-5, atol=1e-5)
     if dueling:  # per atom: V + A - mean_a A, so the logits' mean over actions is V's
         features = model.torso(observations)
-        values = model.value_head(features).numpy()
+        values = model.value_stream(features).numpy()
         np.testing.assert_allclose(logits.mean(axis=1), values, rtol=1e-5, atol=1e-5)
 
 

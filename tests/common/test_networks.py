@@ -37,9 +37,55 @@ def test_q_network_output_shape(dueling):
 def test_dueling_q_values_average_to_the_state_value():
     model = networks.make_q_network(5, (4,), np.float32, network='mlp', dueling=True)
     observations = np.random.default_rng(1).normal(size=(3, 4)).astype(np.float32)
-    state_values = model.value_head(model.torso(observations))[:, 0]
+    state_values = model.value_stream(model.torso(observations))[:, 0]
     np.testing.assert_allclose(tf.reduce_mean(model(observations), axis=-1), state_values,
                                rtol=1e-5, atol=1e-6)
+
+
+def test_dueling_streams_each_have_their_own_hidden_layer_as_wang_et_al():
+    """Wang et al. (2016) Figure 1: the shared convolutions, then per stream a hidden layer of
+    the torso's width (512 on nature) and its own output; the torso's own 512 layer is gone."""
+    model = networks.make_q_network(4, ATARI_SHAPE, np.uint8, network='nature', dueling=True)
+    assert not any(isinstance(layer, tf.keras.layers.Dense) for layer in model.torso.layers)
+    value_hidden, value_out = model.value_stream.layers
+    advantage_hidden, advantage_out = model.advantage_stream.layers
+    assert (value_hidden.units, advantage_hidden.units) == (512, 512)
+    assert (value_out.units, advantage_out.units) == (1, 4)
+    assert value_hidden.kernel.shape == (3136, 512)  # 64 x 7 x 7 conv features
+    plain = networks.make_q_network(4, ATARI_SHAPE, np.uint8, network='nature')
+    hidden_weights = 3136 * 512 + 512
+    assert model.count_params() - plain.count_params() == hidden_weights + 512 + 1
+
+
+def test_the_shared_layers_get_the_streams_gradient_scaled_by_one_over_sqrt_two():
+    """Wang et al. (2016) section 4.2, against the same layers composed by hand without the
+    scaling: the torso's gradients are 1/sqrt(2) of those, the streams' the same."""
+    model = networks.make_q_network(3, (4,), np.float32, network='mlp',
+                                    torso_kwargs={'hidden_sizes': (6, 5)}, dueling=True)
+    observations = np.random.default_rng(2).normal(size=(2, 4)).astype(np.float32)
+    weights = tf.constant([[1.0, -2.0, 0.5], [0.3, 0.0, 1.5]])
+    with tf.GradientTape(persistent=True) as tape:
+        q_values = model(observations)
+        features = model.torso(observations)
+        advantages = model.advantage_stream(features)
+        by_hand = (model.value_stream(features) + advantages
+                   - tf.reduce_mean(advantages, axis=1, keepdims=True))
+        loss, loss_by_hand = (tf.reduce_sum(weights * q) for q in (q_values, by_hand))
+    np.testing.assert_allclose(q_values, by_hand, rtol=1e-6)
+    for variable in model.torso.trainable_variables:
+        np.testing.assert_allclose(tape.gradient(loss, variable),
+                                   tape.gradient(loss_by_hand, variable) * 2 ** -0.5,
+                                   rtol=1e-5, atol=1e-7)
+    streams = model.value_stream.trainable_variables + model.advantage_stream.trainable_variables
+    for variable in streams:
+        np.testing.assert_allclose(tape.gradient(loss, variable),
+                                   tape.gradient(loss_by_hand, variable), rtol=1e-5, atol=1e-7)
+
+
+def test_dueling_refuses_a_torso_without_a_last_hidden_layer():
+    torso = tf.keras.Sequential([tf.keras.layers.Flatten()], name='flat')
+    with pytest.raises(ValueError, match='dueling needs a torso ending in a hidden Dense'):
+        networks.QNetwork(torso, 3, dueling=True)
 
 
 def test_mlp_on_float_observations_uses_them_unscaled():
