@@ -16,6 +16,8 @@ from absl import flags
 from absl import logging
 import gin
 
+from common import machine_load
+
 flags.DEFINE_multi_string('gin_file', [], 'Gin config file; repeatable, later files win.')
 flags.DEFINE_multi_string('gin_bindings', [],
                           "Gin binding such as 'paac.train.num_envs = 16'; repeatable, "
@@ -260,6 +262,7 @@ def start_run_dir(paper, env_config, **model):
     run_dir = resolve_run_dir(paper, env_name(env_config), FLAGS.run_dir, invocation)
     check_run_dir(run_dir, identity)
     prepare_run_dir(run_dir, invocation, identity)
+    machine_load.record_machine(run_dir)
     print(f'run directory: {run_dir}')
     return run_dir
 

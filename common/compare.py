@@ -14,6 +14,7 @@ from absl import flags
 
 from common import app
 from common import metrics
+from common import run_clock
 from common import run_files
 
 COLUMNS = ('run', 'paper', 'game', 'env_steps', 'frames', 'hours', 'episodes',
@@ -22,6 +23,9 @@ COLUMNS = ('run', 'paper', 'game', 'env_steps', 'frames', 'hours', 'episodes',
 flags.DEFINE_string('csv', None, 'Also write the table here.')
 flags.DEFINE_string('plot', None, 'Also draw score_vs_frames.png, score_vs_hours.png and '
                                   'steps_per_sec.png (one line per run) into this directory.')
+flags.DEFINE_list('thresholds', None, 'Also print, per run, the env steps and hours (wall '
+                  'clock, and the own clock: held or starved time left out) at which the '
+                  '100-episode mean first reached each of these scores, e.g. -15,0,18.')
 
 
 def summarize(run_dir):
@@ -49,18 +53,60 @@ def summarize(run_dir):
     }
 
 
-def format_table(summaries):
-    def cell(value):
-        if isinstance(value, float):
-            return '-' if math.isnan(value) else f'{value:,.2f}'
-        if isinstance(value, int):
-            return metrics.format_count(value)
-        return str(value)
+def _cell(value):
+    if isinstance(value, float):
+        return '-' if math.isnan(value) else f'{value:,.2f}'
+    if isinstance(value, int):
+        return metrics.format_count(value)
+    return str(value)
 
-    table = [COLUMNS] + [tuple(cell(row[column]) for column in COLUMNS) for row in summaries]
-    widths = [max(len(line[index]) for line in table) for index in range(len(COLUMNS))]
-    return '\n'.join('  '.join(text.ljust(width) for text, width in zip(line, widths))
+
+def _aligned(table):
+    widths = [max(len(line[index]) for line in table) for index in range(len(table[0]))]
+    return '\n'.join('  '.join(text.ljust(width) for text, width in zip(line, widths)).rstrip()
                      for line in table)
+
+
+def format_table(summaries):
+    table = [COLUMNS] + [tuple(_cell(row[column]) for column in COLUMNS) for row in summaries]
+    return _aligned(table)
+
+
+def parse_thresholds(texts):
+    """--thresholds as floats; ConfigError naming a value that is not a number."""
+    values = []
+    for text in texts:
+        value = run_files.number(text)
+        app.require(math.isfinite(value),
+                    f'--thresholds={text!r} is not a score; give numbers, e.g. -15,0,18')
+        values.append(value)
+    return values
+
+
+def time_to_score_rows(run_dirs, thresholds):
+    """Per run: name, then per threshold 'steps / wall h / own h' (or 'not reached'), then the
+    hours lost to holds or starvation and the hours with no load columns."""
+    header = ['run'] + [f'score {threshold:g}: steps, wall h, own h' for threshold in thresholds]
+    header += ['held/starved h', 'unrecorded h']
+    table = [header]
+    for run_dir in run_dirs:
+        rows = run_files.resumed_history(run_files.read_csv(os.path.join(run_dir,
+                                                                         'metrics.csv')))
+        cores = run_clock.read_cores(run_dir)
+        reached = run_clock.time_to_scores(rows, cores, thresholds)
+        cells = [os.path.basename(os.path.normpath(run_dir))]
+        for threshold in thresholds:
+            steps, wall, own = reached[threshold]
+            cells.append('not reached' if steps is None else
+                         f'{metrics.format_count(steps)}, {wall:.2f}, {own:.2f}')
+        lost, unknown = run_clock.lost_share(rows, cores)
+        cells += [f'{lost / 3600:.2f}', f'{unknown / 3600:.2f}']
+        table.append(cells)
+    return table
+
+
+def format_time_to_score(run_dirs, thresholds):
+    return _aligned(time_to_score_rows(run_dirs, thresholds))
 
 
 def main(run_dirs):
@@ -68,6 +114,7 @@ def main(run_dirs):
     status: 0, or 2 when a directory could not be read (each named on stderr)."""
     if not run_dirs:
         app.fail('give one or more run directories: python -m common.compare RUN_DIR ...')
+    thresholds = parse_thresholds(flags.FLAGS.thresholds or [])
     summaries, readable, failures = [], [], 0
     for run_dir in run_dirs:
         try:
@@ -78,6 +125,9 @@ def main(run_dirs):
             failures += 1
     if summaries:
         print(format_table(summaries))
+    if summaries and thresholds:
+        print()
+        print(format_time_to_score(readable, thresholds))
     if flags.FLAGS.csv and summaries:
         with open(flags.FLAGS.csv, 'w', newline='') as f:
             writer = csv.DictWriter(f, COLUMNS)

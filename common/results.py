@@ -11,10 +11,11 @@ import shutil
 from absl import flags
 
 from common import app
+from common import machine_load
 from common import run_files
 
 RUN_FILES = (app.INVOCATION_FILE, app.RUN_FILE, app.OPERATIVE_CONFIG_FILE, 'metrics.csv',
-             'episodes.csv', 'eval.csv')
+             'episodes.csv', 'eval.csv', machine_load.MACHINE_FILE)
 DEFAULT_RESULTS_DIR = os.path.join('docs', 'results')
 
 flags.DEFINE_string('results_dir', DEFAULT_RESULTS_DIR, 'Where published runs live.')
@@ -42,7 +43,36 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR):
                        if os.path.isfile(os.path.join(results_dir, entry, 'metrics.csv')))
     runs = [plots.load_run(path, run_files.run_label(path)) for path in published]
     written += plots.plot_runs(runs, results_dir, title='every published run')
+    written.append(write_summary(published, results_dir))
     return written
+
+
+SUMMARY_FILE = 'README.md'
+THRESHOLDS = (-15.0, 0.0, 18.0)
+
+
+def write_summary(published, results_dir, thresholds=THRESHOLDS):
+    """results_dir/README.md: every published run's time to each score threshold, on the wall
+    clock and the own clock (common/run_clock.py), as a markdown table."""
+    from common import compare  # pylint: disable=import-outside-toplevel  (absl flags)
+    table = compare.time_to_score_rows(published, thresholds)
+    lines = [
+        '# Published runs: time to score',
+        '',
+        'Written by `python -m common.results` (do not edit): for each run, the env steps, '
+        'wall-clock hours and own-clock hours at which its 100-episode training mean first '
+        'reached each score. The own clock leaves out time the run was held or starved of CPU '
+        '(`common/run_clock.py`); runs logged before the load columns existed have those hours '
+        "as 'unrecorded h' and cannot tell. Each run's figures are in its folder.",
+        '',
+        '| ' + ' | '.join(table[0]) + ' |',
+        '|' + '---|' * len(table[0]),
+    ]
+    lines += ['| ' + ' | '.join(row) + ' |' for row in table[1:]]
+    path = os.path.join(results_dir, SUMMARY_FILE)
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    return path
 
 
 def main(args):

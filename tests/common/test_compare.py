@@ -129,3 +129,23 @@ def test_cli_plot_writes_three_pngs_and_names_a_bad_directory_among_good_ones(tm
     for name in ('score_vs_frames.png', 'score_vs_hours.png', 'steps_per_sec.png'):
         with open(tmp_path / 'plots' / name, 'rb') as f:
             assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+
+
+def test_cli_thresholds_print_steps_and_hours_to_each_score(tmp_path):
+    _write_run(str(tmp_path / 'paac-pong-1'), 'paac',
+               [(1800, 1000, 4000, 10, 5, -18.0, 100), (3600, 2000, 8000, 20, 9, -14.0, 100),
+                (5400, 3000, 12000, 30, 12, 0.5, 100)])
+    command = [sys.executable, '-m', 'common.compare', str(tmp_path / 'paac-pong-1'),
+               '--thresholds=-15,0,18']
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    table = result.stdout.strip().split('\n\n')[1].splitlines()
+    assert table[0].startswith('run') and 'score -15' in table[0] and 'score 18' in table[0]
+    # -15 first reached at 2,000 steps, 1 h; 0 at 3,000 steps, 1.5 h; 18 never. No load
+    # columns: the own clock equals the wall clock and all 1.5 h are unrecorded.
+    assert table[1].split() == ['paac-pong-1', '2000,', '1.00,', '1.00', '3000,', '1.50,',
+                                '1.50', 'not', 'reached', '0.00', '1.50']
+    bad = subprocess.run(command[:-1] + ['--thresholds=-15,high'], capture_output=True,
+                         text=True, env=env, timeout=60)
+    assert bad.returncode == 2 and "--thresholds='high' is not a score" in bad.stderr

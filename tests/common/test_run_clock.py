@@ -1,0 +1,70 @@
+"""run_clock: held and starved log intervals are found and left off the own clock; time to a
+score is read on both clocks."""
+import json
+import math
+
+import pytest
+
+from common import machine_load
+from common import run_clock
+
+
+def _rows(specs):
+    """specs: (interval seconds, run_cpu_cores, load_1m, score) per row; steps 1000 a row."""
+    rows, wall = [], 0.0
+    for index, (interval, cores, load, score) in enumerate(specs):
+        wall += interval
+        rows.append({'wall_time': str(wall), 'env_steps': str(1000 * (index + 1)),
+                     'run_cpu_cores': '' if cores is None else str(cores),
+                     'load_1m': '' if load is None else str(load), 'score_mean_100': str(score)})
+    return rows
+
+
+def test_a_held_interval_counts_only_the_cpu_it_got():
+    # Usual: 10 s at 2 cores. Row 3 was stopped for ~15 minutes and used 10 s x 2 cores.
+    rows = _rows([(10, 2.0, 1.9, -21), (10, 2.0, 2.0, -20), (910, 2.0 * 10 / 910, 0.1, -19),
+                  (10, 2.0, 2.0, -15)])
+    marks = run_clock.mark_rows(rows, cores=2)
+    assert [mark for mark, _, _ in marks] == ['', '', 'held', '']
+    assert marks[2][2] == pytest.approx(10.0)  # 910 s x (0.022 / 2)
+    assert run_clock.own_hours(rows, 2)[-1] == pytest.approx(40 / 3600)
+    lost, unknown = run_clock.lost_share(rows, 2)
+    assert (lost, unknown) == (pytest.approx(900.0), 0.0)
+
+
+def test_an_interval_starved_by_other_work_counts_its_share_of_the_usual_cpu():
+    rows = _rows([(10, 2.0, 2.0, -21), (10, 2.0, 2.1, -20), (10, 1.0, 4.5, -18),
+                  (10, 2.0, 2.0, -17)])
+    marks = run_clock.mark_rows(rows, cores=2)
+    assert [mark for mark, _, _ in marks] == ['', '', 'starved', '']
+    assert marks[2][2] == pytest.approx(5.0)
+    # The same load on a machine with 8 cores is not starvation: the run got less for itself.
+    assert [mark for mark, _, _ in run_clock.mark_rows(rows, cores=8)] == ['', '', '', '']
+    # Unknown cores: only holds are found.
+    assert [mark for mark, _, _ in run_clock.mark_rows(rows, cores=None)] == ['', '', '', '']
+
+
+def test_rows_without_load_columns_are_unknown_and_count_whole():
+    rows = _rows([(10, None, None, -21), (20, None, None, -20)])
+    assert [mark for mark, _, _ in run_clock.mark_rows(rows, 2)] == ['?', '?']
+    assert run_clock.lost_share(rows, 2) == (0.0, 30.0)
+
+
+def test_time_to_score_on_both_clocks():
+    rows = _rows([(10, 2.0, 2.0, -21), (910, 0.02, 0.1, -16), (10, 2.0, 2.0, -14),
+                  (10, 2.0, 2.0, 1.0)])
+    reached = run_clock.time_to_scores(rows, 2, [-15, 0, 18])
+    steps, wall, own = reached[-15]
+    assert steps == 3000 and wall == pytest.approx(930 / 3600)
+    assert own == pytest.approx((10 + 910 * 0.01 + 10) / 3600)
+    assert reached[0][0] == 4000
+    assert reached[18][0] is None and math.isnan(reached[18][1])
+
+
+def test_the_machine_file_records_each_session_and_gives_the_cores(tmp_path):
+    machine_load.record_machine(str(tmp_path))
+    machine_load.record_machine(str(tmp_path))
+    sessions = json.loads((tmp_path / machine_load.MACHINE_FILE).read_text())
+    assert len(sessions) == 2 and sessions[0]['usable_cores'] >= 1
+    assert run_clock.read_cores(str(tmp_path)) == sessions[-1]['usable_cores']
+    assert run_clock.read_cores(str(tmp_path / 'nowhere')) is None
