@@ -17,6 +17,7 @@ from absl import logging
 import gin
 
 from common import machine_load
+from common import run_lock
 
 flags.DEFINE_multi_string('gin_file', [], 'Gin config file; repeatable, later files win.')
 flags.DEFINE_multi_string('gin_bindings', [],
@@ -104,6 +105,18 @@ def fail(message, exit_code=2):
     sys.exit(exit_code)
 
 
+def _search_project_root_first():
+    """Makes gin look for included files ('gin/paac/paper.gin') under the repository first:
+    tried relative to the working directory first, a miss makes gin's package-path reader log
+    an error-level 'Path not found' line before the search path finds the file."""
+    # gin's API only appends search paths; its list is reordered in place.
+    prefixes = gin.config._LOCATION_PREFIXES  # pylint: disable=protected-access
+    if prefixes[:1] != [PROJECT_ROOT]:
+        if PROJECT_ROOT in prefixes:
+            prefixes.remove(PROJECT_ROOT)
+        prefixes.insert(0, PROJECT_ROOT)
+
+
 def parse_gin(gin_files, gin_bindings, renamed=None):
     """Parses gin files and bindings (after clearing any earlier config) into the global gin
     config, turning gin's exceptions into one-line ConfigErrors.
@@ -112,8 +125,7 @@ def parse_gin(gin_files, gin_bindings, renamed=None):
     still uses one is refused with that line (gin would only say it does not know the name).
     """
     gin.clear_config()
-    if PROJECT_ROOT not in gin.config._LOCATION_PREFIXES:
-        gin.add_config_file_search_path(PROJECT_ROOT)
+    _search_project_root_first()
     for path in gin_files:
         if not os.path.isfile(path):
             raise ConfigError(f'gin file not found: {path!r}')
@@ -261,6 +273,12 @@ def start_run_dir(paper, env_config, **model):
     identity = run_identity(paper, env_config, **model)
     run_dir = resolve_run_dir(paper, env_name(env_config), FLAGS.run_dir, invocation)
     check_run_dir(run_dir, identity)
+    try:
+        took_over = run_lock.acquire(run_dir)
+    except run_lock.RunDirInUse as error:
+        raise ConfigError(str(error)) from None
+    if took_over:
+        print(took_over)
     prepare_run_dir(run_dir, invocation, identity)
     machine_load.record_machine(run_dir)
     print(f'run directory: {run_dir}')

@@ -87,7 +87,9 @@ def _run(module, args, cwd):
 def _one_error_line(result):
     lines = [line for line in result.stderr.splitlines() if line.startswith('error:')]
     assert result.returncode == 2 and len(lines) == 1, result.stderr[-2000:]
-    assert 'Traceback' not in result.stderr
+    # Nothing else: no traceback, and no log line (e.g. gin's 'Path not found' for an include
+    # tried relative to a working directory outside the repository).
+    assert result.stderr.strip().splitlines() == lines, result.stderr[-2000:]
     return lines[0]
 
 
