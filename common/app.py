@@ -339,6 +339,14 @@ def _parse_flags(argv):
         fail(str(error))
 
 
+def describe_os_error(error):
+    """One line for a failed file operation: what it did not manage, on which path, and why;
+    nothing already written was removed."""
+    path = error.filename or '?'
+    cause = error.strerror or str(error)
+    return f'cannot write or read {path}: {cause}; what the run wrote before is kept'
+
+
 def run(main_fn, takes_args=False):
     """absl.app.run with bad flags, ConfigError, RunError and KeyboardInterrupt turned into
     clean one-line exits. main_fn() gets the positional arguments if takes_args (else any is
@@ -359,6 +367,8 @@ def run(main_fn, takes_args=False):
             fail(str(error))
         except RunError as error:
             fail(str(error), exit_code=1)
+        except OSError as error:  # a full disk, a read-only or vanished run directory
+            fail(describe_os_error(error), exit_code=1)
         except BaseException as error:  # pylint: disable=broad-except
             if not is_interrupt(error):
                 raise

@@ -9,6 +9,7 @@ crash or a full disk mid-write leaves the index on the previous checkpoint.
 """
 import os
 import re
+import shutil
 import sys
 
 import tensorflow as tf
@@ -74,6 +75,24 @@ def candidates(directory, quiet=False):
         published = []
     ordered = list(reversed(published))
     return ordered + [prefix for prefix in disk if prefix not in ordered]
+
+
+def describe_tf_error(error):
+    """'path; cause' of a TensorFlow file error without its op decorations: TF reports a full
+    disk as '{{function_node ...}} PATH; No space left on device [Op:SaveV2]'."""
+    text = str(getattr(error, 'message', None) or error).strip().splitlines()
+    text = re.sub(r'^\{\{[^}]*\}\}\s*', '', text[0] if text else type(error).__name__)
+    return re.sub(r'\s*\[Op:[^\]]*\]$', '', text)
+
+
+def remove_partial(prefix):
+    """Removes what a failed write of checkpoint prefix left: its _temp directory and any of
+    its files, so a full disk is not kept full by the attempt."""
+    directory, name = os.path.split(prefix)
+    shutil.rmtree(prefix + '_temp', ignore_errors=True)
+    for entry in os.listdir(directory) if os.path.isdir(directory) else ():
+        if entry == name + '.index' or entry.startswith(name + '.data-'):
+            os.remove(os.path.join(directory, entry))
 
 
 def verify(prefix):
@@ -142,18 +161,21 @@ class Checkpointer:
         writing or reading back fails."""
         os.makedirs(self.directory, exist_ok=True)
         prefix = os.path.join(self.directory, f'ckpt-{int(env_steps)}')
+        if self._kept is None:
+            self._kept = _published(self.directory) or []
         try:
             path = self.checkpoint.write(prefix)
         except (tf.errors.OpError, OSError) as error:
-            raise CheckpointError(f'could not write {prefix} ({type(error).__name__}: '
-                                  f'{str(error).strip().splitlines()[0][:200]}); the index '
-                                  f'still names the previous checkpoint')
+            remove_partial(prefix)
+            cause = (describe_tf_error(error) if isinstance(error, tf.errors.OpError)
+                     else f'{error.filename}: {error.strerror}')
+            raise CheckpointError(f'could not write checkpoint {prefix} ({cause}); its partial '
+                                  f'files were removed; {self._still_newest()}')
         reason = verify(path)
         if reason is not None:
-            raise CheckpointError(f'{path} did not read back ({reason}); the index still names '
-                                  f'the previous checkpoint')
-        if self._kept is None:
-            self._kept = _published(self.directory) or []
+            remove_partial(prefix)
+            raise CheckpointError(f'{path} did not read back ({reason}) and was removed; '
+                                  f'{self._still_newest()}')
         kept = [old for old in self._kept if old != path] + [path]
         dropped, kept = kept[:-self.max_to_keep], kept[-self.max_to_keep:]
         # An atomic rewrite of the index (temporary file, then rename).
@@ -166,6 +188,13 @@ class Checkpointer:
                         os.path.basename(old) + '.data-'):
                     os.remove(os.path.join(self.directory, name))
         return path
+
+
+    def _still_newest(self):
+        kept = [prefix for prefix in self._kept or [] if os.path.exists(prefix + '.index')]
+        if kept:
+            return f'the newest checkpoint is still {kept[-1]}'
+        return 'the run has no earlier checkpoint'
 
 
 def restore_latest(run_dir, **trackables):

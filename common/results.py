@@ -47,31 +47,48 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR):
     return written
 
 
-SUMMARY_FILE = 'README.md'
 THRESHOLDS = (-15.0, 0.0, 18.0)
+TABLE_START = '<!-- time to score: written by python -m common.results, do not edit -->'
+TABLE_END = '<!-- end of time to score -->'
+
+
+def summary_path(results_dir):
+    """docs/results.md beside docs/results/: the prose about the runs and the generated table."""
+    return os.path.normpath(results_dir) + '.md'
 
 
 def write_summary(published, results_dir, thresholds=THRESHOLDS):
-    """results_dir/README.md: every published run's time to each score threshold, on the wall
-    clock and the own clock (common/run_clock.py), as a markdown table."""
+    """Rewrites the time-to-score table (every published run's env steps and hours, on the wall
+    clock and the own clock of common/run_clock.py, to each score) between its markers in
+    summary_path(results_dir), adding the section if the file has none; the rest is kept."""
     from common import compare  # pylint: disable=import-outside-toplevel  (absl flags)
     table = compare.time_to_score_rows(published, thresholds)
-    lines = [
-        '# Published runs: time to score',
+    block = [
+        TABLE_START,
         '',
-        'Written by `python -m common.results` (do not edit): for each run, the env steps, '
-        'wall-clock hours and own-clock hours at which its 100-episode training mean first '
-        'reached each score. The own clock leaves out time the run was held or starved of CPU '
-        '(`common/run_clock.py`); runs logged before the load columns existed have those hours '
-        "as 'unrecorded h' and cannot tell. Each run's figures are in its folder.",
+        "Env steps, wall-clock hours and own-clock hours (the wall clock less the time the run "
+        'was held or starved of CPU, `common/run_clock.py`) at which the 100-episode training '
+        "mean first reached each score. 'unrecorded h': hours logged before the load columns "
+        'existed, where holds and starvation cannot be told.',
         '',
         '| ' + ' | '.join(table[0]) + ' |',
         '|' + '---|' * len(table[0]),
-    ]
-    lines += ['| ' + ' | '.join(row) + ' |' for row in table[1:]]
-    path = os.path.join(results_dir, SUMMARY_FILE)
+    ] + ['| ' + ' | '.join(row) + ' |' for row in table[1:]] + ['', TABLE_END]
+    path = summary_path(results_dir)
+    text = ''
+    if os.path.exists(path):
+        with open(path) as f:
+            text = f.read()
+    if TABLE_START in text and TABLE_END in text:
+        before, rest = text.split(TABLE_START, 1)
+        after = rest.split(TABLE_END, 1)[1]
+        text = before + '\n'.join(block) + after
+    else:
+        heading = '' if text else '# Published runs\n\n'
+        text = (text.rstrip('\n') + '\n\n' if text else heading) + '## Time to score\n\n' + \
+            '\n'.join(block) + '\n'
     with open(path, 'w') as f:
-        f.write('\n'.join(lines) + '\n')
+        f.write(text)
     return path
 
 

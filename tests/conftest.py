@@ -168,3 +168,20 @@ def pytest_collection_modifyitems(items):
         return len(LONGEST_FIRST)
 
     items.sort(key=rank)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 256 KiB tmpfs mounted at a temporary directory: a disk that fills up for real. Needs
+    mount rights (root, as on the project's machines); skipped where there are none."""
+    import subprocess  # pylint: disable=import-outside-toplevel
+    mount_point = tmp_path / 'tiny'
+    mount_point.mkdir()
+    mounted = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=256k', 'tmpfs',
+                              str(mount_point)], capture_output=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f'cannot mount a tmpfs here: {mounted.stderr.decode().strip()}')
+    try:
+        yield str(mount_point)
+    finally:
+        subprocess.run(['umount', '-l', str(mount_point)], check=False)

@@ -110,9 +110,13 @@ def test_a_failed_write_leaves_the_index_on_the_previous_checkpoint(tmp_path, mo
         raise tf.errors.ResourceExhaustedError(None, None, 'No space left on device')
 
     monkeypatch.setattr(saver.checkpoint, 'write', write_fails)
-    with pytest.raises(checkpoint.CheckpointError, match='could not write .*ckpt-200'):
+    with pytest.raises(checkpoint.CheckpointError, match='could not write .*ckpt-200') as error:
         saver.save(200)
+    assert 'No space left on device' in str(error.value)
+    assert str(error.value).endswith(f"the newest checkpoint is still {tmp_path}/checkpoints/"
+                                     'ckpt-100')
     directory = str(tmp_path / 'checkpoints')
+    assert not any(name.startswith('ckpt-200') for name in os.listdir(directory))  # removed
     assert tf.train.latest_checkpoint(directory).endswith('ckpt-100')
     prefix, value = _restore(str(tmp_path))
     assert prefix.endswith('ckpt-100') and value == 100
@@ -158,3 +162,19 @@ def test_a_checkpoint_of_another_model_is_named(tmp_path):
     other = tf.Variable(np.zeros(7, np.float32))
     with pytest.raises(checkpoint.CheckpointError, match='does not fit this configuration'):
         checkpoint.Checkpointer(str(tmp_path), weights=other).restore()
+
+
+def test_a_full_disk_names_its_cause_and_leaves_no_partial_files(tiny_disk):
+    """A real full file system (a 256 KiB tmpfs): TF's SaveV2 error, decorations and all, becomes
+    the path and 'No space left on device'; the partial ckpt-*_temp that would keep the disk
+    full is removed."""
+    run_dir = os.path.join(tiny_disk, 'run')
+    big = tf.Variable(tf.zeros([200_000]))  # 800 KB: does not fit
+    saver = checkpoint.Checkpointer(run_dir, weights=big)
+    with pytest.raises(checkpoint.CheckpointError) as error:
+        saver.save(10)
+    message = str(error.value)
+    assert 'ckpt-10' in message and 'No space left on device' in message
+    assert '{{function_node' not in message and '[Op:' not in message
+    assert message.endswith('the run has no earlier checkpoint')
+    assert os.listdir(os.path.join(run_dir, 'checkpoints')) == []

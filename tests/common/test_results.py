@@ -30,12 +30,17 @@ def test_publishing_copies_the_run_files_and_draws_each_and_all(tmp_path):
     for name in ('score_vs_frames.png', 'score_vs_hours.png', 'steps_per_sec.png'):
         with open(tmp_path / 'results' / name, 'rb') as f:
             assert f.read(8) == b'\x89PNG\r\n\x1a\n'
-    # The summary of every published run's time to score, as a markdown table.
-    summary = (tmp_path / 'results' / results.SUMMARY_FILE).read_text().splitlines()
+    # The summary of every published run's time to score, a markdown table in results.md
+    # beside the results folder, between markers that keep the prose around it.
+    (tmp_path / 'results.md').write_text('# Runs\n\nprose kept\n')
+    results.publish(str(tmp_path / 'run-paac'), 'paac-pong', results_dir)
+    summary = (tmp_path / 'results.md').read_text().splitlines()
+    assert summary.count(results.TABLE_START) == 1  # rewritten in place, not appended twice
     table = [line for line in summary if line.startswith('| ')]
     assert [line.split(' | ')[0] for line in table] == ['| run', '| dqn-pong', '| paac-pong']
     assert 'score -15: steps, wall h, own h' in table[0]
     assert table[1].split(' | ')[1:4] == ['not reached'] * 3  # -20.5, -19.0: none reached
+    assert summary[:3] == ['# Runs', '', 'prose kept']
     # Republishing under the same name replaces the copy, not adds one.
     results.publish(str(tmp_path / 'run-paac'), 'paac-pong', results_dir)
     assert sorted(entry for entry in os.listdir(results_dir) if '.' not in entry) == [
