@@ -158,7 +158,7 @@ def train(config, run_dir, learner, open_pool, strategy=None):
                          for name, value in runner.take_phase_seconds().items()}
                 ratio = runner.take_replay_ratio()
                 extra.update(epsilon=runner.epsilon, replay_size=len(runner.memory),
-                             replay_ratio=float('nan') if ratio is None else ratio,
+                             replay_ratio=ratio,
                              **learner.update_means.take())
                 tracker.log_interval(int(learner.optimizer.iterations.numpy()), extra)
             tracker.maybe_checkpoint()

@@ -16,6 +16,7 @@ from absl import flags
 from absl import logging
 import gin
 
+from common import file_writes
 from common import machine_load
 from common import run_lock
 
@@ -248,17 +249,15 @@ def prepare_run_dir(run_dir, invocation, identity=None):
     os.makedirs(run_dir, exist_ok=True)
     identity_path = os.path.join(run_dir, RUN_FILE)
     if identity is not None and not os.path.exists(identity_path):
-        with open(identity_path, 'w') as f:
-            json.dump(identity, f, indent=2)
+        file_writes.write_json(identity_path, identity)
     previous = read_invocation(run_dir)
     if previous is None:
-        with open(os.path.join(run_dir, INVOCATION_FILE), 'w') as f:
-            json.dump(invocation, f, indent=2)
+        file_writes.write_json(os.path.join(run_dir, INVOCATION_FILE), invocation)
     elif previous != invocation:
         # A changed config on resume is allowed (e.g. more total steps); keep both records.
         stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
-        with open(os.path.join(run_dir, f'invocation.resume-{stamp}.json'), 'w') as f:
-            json.dump(invocation, f, indent=2)
+        file_writes.write_json(os.path.join(run_dir, f'invocation.resume-{stamp}.json'),
+                               invocation)
 
 
 def env_name(env_config):
@@ -295,8 +294,7 @@ def write_operative_config(run_dir):
                 return path
         stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
         path = os.path.join(run_dir, f'operative_config.resume-{stamp}.gin')
-    with open(path, 'w') as f:
-        f.write(text)
+    file_writes.write_text(path, text)
     return path
 
 
@@ -345,6 +343,14 @@ def describe_os_error(error):
     path = error.filename or '?'
     cause = error.strerror or str(error)
     return f'cannot write or read {path}: {cause}; what the run wrote before is kept'
+
+
+def describe_tf_error(error):
+    """'path; cause' of a TensorFlow file error without its op decorations: TF reports a full
+    disk as '{{function_node ...}} PATH; No space left on device [Op:SaveV2]'."""
+    text = str(getattr(error, 'message', None) or error).strip().splitlines()
+    text = re.sub(r'^\{\{[^}]*\}\}\s*', '', text[0] if text else type(error).__name__)
+    return re.sub(r'\s*\[Op:[^\]]*\]$', '', text)
 
 
 def run(main_fn, takes_args=False):

@@ -258,13 +258,13 @@ def train(config, run_dir, model, open_unit, num_learners, num_chunks, slot_init
                     for name in stat_names:
                         sums[name] += stats[name]
                     reports_counted += 1
+                if tracker.checkpoint_due():  # before the row: the tracker checks the weights
+                    state.pull_from(session.store, variables)
                 if tracker.interval_due() or tracker.done:
                     means = {name: total / max(reports_counted, 1)
                              for name, total in sums.items()}
                     tracker.log_interval(session.store.updates, means)
                     sums, reports_counted = dict.fromkeys(stat_names, 0.0), 0
-                if tracker.checkpoint_due():
-                    state.pull_from(session.store, variables)
                 tracker.maybe_checkpoint()
         finally:  # what run_training saves: at the end, on Ctrl-C, when a learner died
             state.pull_from(session.store, variables)

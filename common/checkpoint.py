@@ -77,14 +77,6 @@ def candidates(directory, quiet=False):
     return ordered + [prefix for prefix in disk if prefix not in ordered]
 
 
-def describe_tf_error(error):
-    """'path; cause' of a TensorFlow file error without its op decorations: TF reports a full
-    disk as '{{function_node ...}} PATH; No space left on device [Op:SaveV2]'."""
-    text = str(getattr(error, 'message', None) or error).strip().splitlines()
-    text = re.sub(r'^\{\{[^}]*\}\}\s*', '', text[0] if text else type(error).__name__)
-    return re.sub(r'\s*\[Op:[^\]]*\]$', '', text)
-
-
 def remove_partial(prefix):
     """Removes what a failed write of checkpoint prefix left: its _temp directory and any of
     its files, so a full disk is not kept full by the attempt."""
@@ -122,17 +114,25 @@ def first_readable(directory, quiet=False):
     return None
 
 
+def _steps_of(prefix):
+    found = _INDEX_FILE.match(os.path.basename(prefix) + '.index')
+    return int(found.group(1)) if found else -1
+
+
 class Checkpointer:
     """Saves named trackables as ckpt-<env steps>, keeps the newest max_to_keep, restores the
-    newest readable one."""
+    newest readable one. milestone_every_steps > 0: of the checkpoints the rotation drops, the
+    first in each span of that many steps stays on disk (a milestone), so a run keeps more
+    than its last minutes; restores fall back to milestones as to any ckpt-N on disk."""
 
-    def __init__(self, run_dir, max_to_keep=3, **trackables):
+    def __init__(self, run_dir, max_to_keep=3, milestone_every_steps=0, **trackables):
         self.directory = os.path.join(run_dir, CHECKPOINT_DIR)
         self.checkpoint = tf.train.Checkpoint(**trackables)
         # Created now so that write() saves it too, as CheckpointManager.save() did: restores
         # of old and new checkpoints then match the same objects.
         self.checkpoint.save_counter  # pylint: disable=pointless-statement
         self.max_to_keep = max_to_keep
+        self.milestone_every_steps = milestone_every_steps
         self._kept = None  # published prefixes, oldest first; read from the index on first use
 
     def restore(self):
@@ -167,7 +167,7 @@ class Checkpointer:
             path = self.checkpoint.write(prefix)
         except (tf.errors.OpError, OSError) as error:
             remove_partial(prefix)
-            cause = (describe_tf_error(error) if isinstance(error, tf.errors.OpError)
+            cause = (app.describe_tf_error(error) if isinstance(error, tf.errors.OpError)
                      else f'{error.filename}: {error.strerror}')
             raise CheckpointError(f'could not write checkpoint {prefix} ({cause}); its partial '
                                   f'files were removed; {self._still_newest()}')
@@ -183,12 +183,24 @@ class Checkpointer:
                                                    all_model_checkpoint_paths=kept)
         self._kept = kept
         for old in dropped:
+            if self._is_milestone(old, kept):
+                continue
             for name in os.listdir(self.directory):
                 if name == os.path.basename(old) + '.index' or name.startswith(
                         os.path.basename(old) + '.data-'):
                     os.remove(os.path.join(self.directory, name))
         return path
 
+    def _is_milestone(self, prefix, kept):
+        """True if prefix is the earliest checkpoint on disk, outside the rotation, in its span
+        of milestone_every_steps (the first span, before any milestone is due, has none)."""
+        every = self.milestone_every_steps
+        span = _steps_of(prefix) // every if every > 0 else 0
+        if span < 1:
+            return False
+        others = [_steps_of(other) for other in on_disk(self.directory)
+                  if other != prefix and other not in kept]
+        return not any(steps // every == span and steps < _steps_of(prefix) for steps in others)
 
     def _still_newest(self):
         kept = [prefix for prefix in self._kept or [] if os.path.exists(prefix + '.index')]

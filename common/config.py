@@ -30,6 +30,10 @@ class RunConfig:
     seed: int = 0
     log_every_seconds: float = 10.0
     checkpoint_every_steps: int = 1_000_000
+    # Of the checkpoints the rotation drops, the first in each span of this many steps stays on
+    # disk (0: none), so a late divergence or an evaluation of the past is never left with only
+    # the newest three.
+    milestone_every_steps: int = 5_000_000
 
     @property
     def owner(self):
@@ -42,6 +46,8 @@ class RunConfig:
         app.require_field_types(owner, self)
         app.require_env_config(owner, self.env_config)
         app.require_positive_ints(owner, self, ('total_steps', 'checkpoint_every_steps'))
+        app.require(self.milestone_every_steps >= 0, f'{owner}.milestone_every_steps must be '
+                    f'>= 0 (0: no milestones), got {self.milestone_every_steps}')
         app.require(0 < self.gamma <= 1, f'{owner}.gamma must be in (0, 1], got {self.gamma}')
         app.require(self.seed >= 0, f'{owner}.seed must be >= 0, got {self.seed}')
         app.require(self.log_every_seconds > 0,

@@ -3,8 +3,6 @@
 A metrics row that shows the last update's loss or gradient norm is one noisy sample out of
 hundreds; summing into variables in the train step costs a few scalar ops and no host sync.
 """
-import math
-
 import tensorflow as tf
 
 
@@ -32,11 +30,12 @@ class IntervalMeans(tf.Module):
         self._totals.assign_add(tf.stack(values + [tf.constant(1.0, tf.float64)]))
 
     def take(self):
-        """{name: mean since the last take()} as Python floats (NaN with no update); resets.
-        An update that lands while this runs stays for the next interval, whole."""
+        """{name: mean since the last take()} as Python floats (None with no update, NaN if an
+        update's was); resets. An update that lands while this runs stays for the next
+        interval, whole."""
         totals = self._totals.read_value()
         self._totals.assign_sub(totals)
         totals = totals.numpy()
         count = totals[-1]
-        return {stat: (float(total) / count if count else math.nan)
+        return {stat: (float(total) / count if count else None)
                 for stat, total in zip(self.names, totals[:-1])}

@@ -6,15 +6,17 @@ import os
 import resource
 import time
 
+from common import file_writes
+
 _CLOCK_TICKS = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100
 
 
 def load_average():
-    """The 1-minute load average (runnable and waiting processes), NaN where the OS has none."""
+    """The 1-minute load average (runnable and waiting processes), None where the OS has none."""
     try:
         return os.getloadavg()[0]
     except OSError:
-        return float('nan')
+        return None
 
 
 def _proc_stats():
@@ -106,6 +108,5 @@ def record_machine(run_dir):
             sessions = []
     entry = dict(machine_record(), started=time.strftime('%Y-%m-%dT%H:%M:%S%z'))
     sessions.append(entry)
-    with open(path, 'w') as f:
-        json.dump(sessions, f, indent=2)
+    file_writes.write_json(path, sessions)
     return path

@@ -1,7 +1,8 @@
 """Run metrics: episode statistics, interval rates, and the writers of the common run format.
 
 metrics.csv and episodes.csv are appended to (a resumed run continues them), the console gets one
-progress line per log interval, and TensorBoard gets the same scalars.
+progress line per log interval, and TensorBoard gets the same scalars. A value that is absent
+(no episode or no update yet) is None and an empty cell; a NaN one is written as nan.
 """
 import collections
 import csv
@@ -12,6 +13,8 @@ import time
 
 import numpy as np
 
+from common import app
+from common import file_writes
 from common import scalars
 
 # load_1m and run_cpu_cores say what the run got of the machine (common/machine_load.py).
@@ -22,7 +25,8 @@ EPISODE_COLUMNS = ('wall_time', 'env_steps', 'score', 'length')
 
 
 class EpisodeStats:
-    """Finished-episode scores and lengths, with the mean of the most recent 100 scores."""
+    """Finished-episode scores and lengths, with the mean of the most recent 100 scores (None
+    before the first)."""
 
     def __init__(self, window=100):
         self.recent_scores = collections.deque(maxlen=window)
@@ -34,7 +38,7 @@ class EpisodeStats:
 
     @property
     def mean_score(self):
-        return float(np.mean(self.recent_scores)) if self.recent_scores else float('nan')
+        return float(np.mean(self.recent_scores)) if self.recent_scores else None
 
 
 class StopWatch:
@@ -62,25 +66,31 @@ class _CsvAppender:
             with open(path, newline='') as f:
                 existing = next(csv.reader(f), None)
             if existing is not None and tuple(existing) != self.columns:
-                raise ValueError(f'{path} has columns {existing}, this run writes '
-                                 f'{list(self.columns)}; use another --run_dir')
-        self._file = open(path, 'a', newline='')
-        self._writer = csv.writer(self._file)
-        if is_new:
-            self._writer.writerow(self.columns)
-            self._file.flush()
+                raise app.ConfigError(f'{path} has columns {existing}, this run writes '
+                                      f'{list(self.columns)}; use another --run_dir')
+        self.path = path
+        with file_writes.naming(path):
+            self._file = open(path, 'a', newline='')  # pylint: disable=consider-using-with
+            self._writer = csv.writer(self._file)
+            if is_new:
+                self._writer.writerow(self.columns)
+                self._file.flush()
 
     def write(self, row):
-        self._writer.writerow([_format(row.get(column, '')) for column in self.columns])
-        self._file.flush()
+        with file_writes.naming(self.path):
+            self._writer.writerow([_format(row.get(column, '')) for column in self.columns])
+            self._file.flush()
 
     def close(self):
-        self._file.close()
+        with file_writes.naming(self.path):
+            self._file.close()
 
 
 def _format(value):
+    if value is None:
+        return ''
     if isinstance(value, float):
-        return '' if math.isnan(value) else f'{value:.6g}'
+        return f'{value:.6g}'  # nan and inf as such: what the run saw
     return value
 
 
@@ -106,6 +116,7 @@ class RunLogger:
                  stream=sys.stdout):
         self.total_steps = total_steps
         self.stream = stream
+        self.run_dir = run_dir
         os.makedirs(run_dir, exist_ok=True)
         self.metrics = _CsvAppender(os.path.join(run_dir, 'metrics.csv'),
                                     BASE_METRIC_COLUMNS + tuple(extra_columns))
@@ -113,7 +124,12 @@ class RunLogger:
         self._summary_writer = None
         if tensorboard:
             import tensorflow as tf  # Only the training process writes TensorBoard events.
-            self._summary_writer = tf.summary.create_file_writer(run_dir)
+            try:
+                self._summary_writer = tf.summary.create_file_writer(run_dir)
+            except tf.errors.OpError as error:
+                self.metrics.close()
+                self.episodes.close()
+                raise _cannot_write(run_dir, error) from None
 
     def log_episode(self, wall_time, env_steps, score, length):
         self.episodes.write({'wall_time': wall_time, 'env_steps': env_steps, 'score': score,
@@ -125,11 +141,14 @@ class RunLogger:
         if self._summary_writer is not None:
             import tensorflow as tf
             step = scalars.uncached(row['env_steps'], np.int64)
-            with self._summary_writer.as_default(step=step):
-                for name, value in row.items():
-                    if name not in ('wall_time', 'env_steps') and _is_number(value):
-                        tf.summary.scalar(name, scalars.uncached(value, np.float64))
-            self._summary_writer.flush()
+            try:
+                with self._summary_writer.as_default(step=step):
+                    for name, value in row.items():
+                        if name not in ('wall_time', 'env_steps') and _is_number(value):
+                            tf.summary.scalar(name, scalars.uncached(value, np.float64))
+                self._summary_writer.flush()
+            except tf.errors.OpError as error:
+                raise _cannot_write(self.run_dir, error) from None
         self.stream.write(self.progress_line(row) + '\n')
         self.stream.flush()
 
@@ -140,7 +159,7 @@ class RunLogger:
         eta = (max(self.total_steps - steps, 0) / rate
                if self.total_steps and rate > 0 else float('nan'))
         score = row['score_mean_100']
-        score_text = 'n/a' if math.isnan(score) else f'{score:.1f}'
+        score_text = 'n/a' if score is None else f'{score:.1f}'
         return (f'steps {format_count(steps)}{total} | {rate:,.0f} steps/s | '
                 f'score(100) {score_text} | episodes {row["episodes"]} | '
                 f'elapsed {format_duration(row["wall_time"])} | ETA {format_duration(eta)}')
@@ -152,9 +171,13 @@ class RunLogger:
             self._summary_writer.close()
 
 
+def _cannot_write(run_dir, error):
+    return app.RunError(f'cannot write TensorBoard events in {run_dir} '
+                        f'({app.describe_tf_error(error)}); what the run wrote before is kept')
+
+
 def _is_number(value):
-    return isinstance(value, (int, float, np.integer, np.floating)) and not (
-        isinstance(value, float) and math.isnan(value))
+    return isinstance(value, (int, float, np.integer, np.floating))
 
 
 class Clock:

@@ -13,6 +13,8 @@ import json
 import os
 import socket
 
+from common import file_writes
+
 LOCK_FILE = 'run.lock'
 _held = {}  # realpath of a run directory -> the open lock file of this process
 
@@ -44,12 +46,13 @@ def acquire(run_dir):
         raise RunDirInUse(f'--run_dir={run_dir} is in use by {_describe(holder)}; wait for that '
                           'run to end (or stop it), or give another --run_dir') from None
     previous = _read(lock_file)
+    _held[key] = lock_file
     lock_file.seek(0)
     lock_file.truncate()
-    json.dump({'pid': os.getpid(), 'host': socket.gethostname(),
-               'started': datetime.datetime.now().isoformat(timespec='seconds')}, lock_file)
-    lock_file.flush()
-    _held[key] = lock_file
+    with file_writes.naming(path):
+        json.dump({'pid': os.getpid(), 'host': socket.gethostname(),
+                   'started': datetime.datetime.now().isoformat(timespec='seconds')}, lock_file)
+        lock_file.flush()
     atexit.register(release, run_dir)  # a run that ends in Python leaves no holder behind
     if previous:
         return f'took over the lock of {run_dir} left by {_describe(previous)}, which has ended'
@@ -61,9 +64,12 @@ def release(run_dir):
     killed drops the lock too, but leaves its name for the next run to report)."""
     lock_file = _held.pop(os.path.realpath(run_dir), None)
     if lock_file is not None:
-        lock_file.seek(0)
-        lock_file.truncate()
-        lock_file.close()
+        try:
+            lock_file.seek(0)
+            lock_file.truncate()
+            lock_file.close()
+        except OSError:  # a full or read-only disk: the kernel drops the lock at exit anyway
+            pass
 
 
 def _read(lock_file):

@@ -2,11 +2,17 @@
 
 A paper's loop reports steps, updates and finished episodes; the tracker decides when to write a
 metrics row (with the paper's own columns) and when to checkpoint, and resumes all of it;
-run_training is the start, Ctrl-C and end of a run that every paper's train() shares.
+run_training is the start, Ctrl-C and end of a run that every paper's train() shares. A run whose
+updates diverge stops (DivergedError): after the metrics row whose loss or gradient norm is not
+finite, or where a checkpoint would hold weights that are not; none of those is written, so the
+newest checkpoint, written before, stays.
 """
 import csv
+import math
 import os
 import time
+
+import tensorflow as tf
 
 from common import app
 from common import checkpoint as checkpoint_lib
@@ -15,21 +21,48 @@ from common import metrics
 from common import scalars
 from common import processes
 
+# The update statistics whose non-finite interval mean means the run diverged.
+DIVERGENCE_STATS = ('loss', 'grad_norm')
+
+
+class DivergedError(app.RunError):
+    """The updates produced non-finite numbers; the message names the step and the update."""
+
+
+def finite_weights(trackables):
+    """Whether every trainable floating-point variable of trackables (modules or variables) is
+    finite; one host sync."""
+    variables = []
+    for trackable in trackables.values():
+        if isinstance(trackable, tf.Variable):
+            variables += [trackable] if trackable.trainable else []
+        else:
+            variables += list(getattr(trackable, 'trainable_variables', ()))
+    checks = [tf.reduce_all(tf.math.is_finite(variable)) for variable in variables
+              if variable.dtype.is_floating]
+    return bool(tf.reduce_all(checks)) if checks else True
+
 
 class RunTracker:
     """Counts a run's progress and writes it in the common run format."""
 
     def __init__(self, run_dir, total_steps, log_every_seconds, checkpoint_every_steps,
-                 extra_columns=(), frames_per_step=1, trackables=None, stream=None):
+                 extra_columns=(), frames_per_step=1, trackables=None, stream=None,
+                 milestone_every_steps=0):
         self.run_dir = run_dir
         self.total_steps = total_steps
         self.log_every_seconds = log_every_seconds
         self.checkpoint_every_steps = checkpoint_every_steps
         self.frames_per_step = frames_per_step
         self.counters = checkpoint_lib.Counters()
+        self.trackables = dict(trackables or {})
         self.checkpointer = checkpoint_lib.Checkpointer(
-            run_dir, counters=self.counters, **(trackables or {}))
+            run_dir, milestone_every_steps=milestone_every_steps, counters=self.counters,
+            **self.trackables)
         self.restored_from = self.checkpointer.restore()
+        self.newest_checkpoint = self.restored_from
+        self._last_row_updates = None
+        self._weights_checked_for = None  # the due checkpoint interval_due() checked for
         self.episode_stats = metrics.EpisodeStats()
         self.adopt_counters()
         if self.restored_from:
@@ -89,7 +122,16 @@ class RunTracker:
         return max(time.perf_counter() - self._interval_start, 1e-9)
 
     def interval_due(self):
-        return time.perf_counter() - self._interval_start >= self.log_every_seconds
+        """True when the loop should log a row now: the log interval has passed, or a checkpoint
+        is due and the weights are not finite (the row shows the statistics that diverged
+        before log_interval or save() stops the run)."""
+        if time.perf_counter() - self._interval_start >= self.log_every_seconds:
+            return True
+        if not self.checkpoint_due() or self._weights_checked_for == self._next_checkpoint:
+            return False
+        # Once per checkpoint: DQN's rounds ask every few steps until its period ends.
+        self._weights_checked_for = self._next_checkpoint
+        return not finite_weights(self.trackables)
 
     def log_interval(self, updates, extra=None):
         """Writes one metrics row; extra maps the paper's columns to values for this interval."""
@@ -110,7 +152,23 @@ class RunTracker:
         self._interval_start = time.perf_counter()
         self._interval_steps = 0
         self._interval_updates = 0
+        self._last_row_updates = updates
+        self._stop_if_diverged(row)
         return seconds
+
+    def _stop_if_diverged(self, row):
+        """Raises DivergedError if the row's loss or gradient norm is not finite."""
+        for name in DIVERGENCE_STATS:
+            value = row.get(name)
+            if value is not None and not math.isfinite(value):
+                raise self._diverged(f'non-finite {name} ({value})',
+                                     f'at update {row["updates"]:,}, step {self.env_steps:,}')
+
+    def _diverged(self, what, where):
+        kept = (f'the newest checkpoint, {self.newest_checkpoint}, stays'
+                if self.newest_checkpoint else 'there is no checkpoint')
+        return DivergedError(f'{what} {where}: the run diverged; no checkpoint of it was '
+                             f'written and {kept}; lower the learning rate and rerun')
 
     def checkpoint_due(self):
         """True when maybe_checkpoint() would save now."""
@@ -123,10 +181,17 @@ class RunTracker:
                 self._next_checkpoint += self.checkpoint_every_steps
 
     def save(self):
+        """Writes a checkpoint; DivergedError, writing none, if the weights are not finite."""
+        if not finite_weights(self.trackables):
+            last = self._last_row_updates
+            raise self._diverged('non-finite weights', f'at step {self.env_steps:,} ' + (
+                f'(update {last:,} at the last metrics row)' if last is not None
+                else "(before this session's first metrics row)"))
         scalars.assign(self.counters.env_steps, self.env_steps)
         scalars.assign(self.counters.episodes, self.episodes)
         scalars.assign(self.counters.elapsed_seconds, self.clock.elapsed())
-        return self.checkpointer.save(self.env_steps)
+        self.newest_checkpoint = self.checkpointer.save(self.env_steps)
+        return self.newest_checkpoint
 
     def close(self):
         self.logger.close()
@@ -143,6 +208,7 @@ def tracker_for(run_dir, config, extra_columns, trackables):
     return RunTracker(
         run_dir, total_steps=config.total_steps, log_every_seconds=config.log_every_seconds,
         checkpoint_every_steps=config.checkpoint_every_steps, extra_columns=extra_columns,
+        milestone_every_steps=config.milestone_every_steps,
         frames_per_step=frames_per_step(config.env_config), trackables=trackables)
 
 
@@ -152,7 +218,8 @@ def run_training(tracker, open_runner, loop, resume_note=''):
 
     Says where a resumed run starts and returns at once if the run is complete. A checkpoint is
     saved at the end, and on Ctrl-C or SIGTERM before the runner closes (the interrupt then
-    goes on, for the entry point's exit status); the tracker's files are closed in every case.
+    goes on, for the entry point's exit status), unless the weights diverged (DivergedError,
+    nothing saved); the tracker's files are closed in every case.
     """
     try:
         if tracker.restored_from:

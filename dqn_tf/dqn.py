@@ -254,8 +254,8 @@ def _train_loop(config, runner, tracker, run_dir):
 
 
 def _log_interval(runner, tracker):
-    """One metrics row; the update statistics are means over the interval's minibatches (NaN
-    with none)."""
+    """One metrics row; the update statistics are means over the interval's minibatches (None,
+    an empty cell, with none)."""
     tracker.log_interval(int(runner.learner.optimizer.iterations.numpy()), {
         'epsilon': runner.epsilon, **runner.learner.update_means.take(),
         'replay_size': len(runner.replay), 'minibatches': runner.minibatches})

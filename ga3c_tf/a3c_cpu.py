@@ -275,6 +275,8 @@ def train(config, run_dir):
             while not tracker.done:
                 time.sleep(0.05)
                 counts = last = loop_lib.poll_progress(server, tracker, last)
+                if tracker.checkpoint_due():  # before the row: the tracker checks the weights
+                    server.pull_into_learner()
                 if tracker.interval_due() or tracker.done:
                     seconds = tracker.interval_seconds()
                     steps = counts['predictions'] - interval_start['predictions']
@@ -283,8 +285,6 @@ def train(config, run_dir):
                         'tps': (counts['updates'] - interval_start['updates']) / seconds,
                         'num_agents': len(server.agents)})
                     interval_start = dict(counts)
-                if tracker.checkpoint_due():
-                    server.pull_into_learner()
                 tracker.maybe_checkpoint()
         finally:  # what run_training saves, at the end or on Ctrl-C
             server.pull_into_learner()

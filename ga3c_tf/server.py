@@ -296,12 +296,13 @@ class GA3CServer:
         }
 
     def take_lags(self):
-        """(mean, max) policy lag in updates over the experience trained since the last call."""
+        """(mean, max) policy lag in updates over the experience trained since the last call;
+        (None, None) if there was none."""
         with self._lock:
             lags, self._lags = self._lags, []
         samples = sum(count for _, count, _ in lags)
         if not samples:
-            return float('nan'), float('nan')
+            return None, None
         return sum(total for total, _, _ in lags) / samples, max(top for _, _, top in lags)
 
     def queue_sizes(self):

@@ -171,17 +171,23 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture
-def tiny_disk(tmp_path):
-    """A 256 KiB tmpfs mounted at a temporary directory: a disk that fills up for real. Needs
-    mount rights (root, as on the project's machines); skipped where there are none."""
+def small_disk(tmp_path):
+    """make(size) mounts a tmpfs of that size ('256k', '8m') at a temporary directory and
+    returns its path: a disk that fills up for real. Needs mount rights (root, as on the
+    project's machines); skipped where there are none. Unmounted at the end."""
     import subprocess  # pylint: disable=import-outside-toplevel
-    mount_point = tmp_path / 'tiny'
-    mount_point.mkdir()
-    mounted = subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=256k', 'tmpfs',
-                              str(mount_point)], capture_output=True, check=False)
-    if mounted.returncode != 0:
-        pytest.skip(f'cannot mount a tmpfs here: {mounted.stderr.decode().strip()}')
-    try:
-        yield str(mount_point)
-    finally:
-        subprocess.run(['umount', '-l', str(mount_point)], check=False)
+    mounted = []
+
+    def make(size):
+        mount_point = tmp_path / f'disk{len(mounted)}'
+        mount_point.mkdir()
+        result = subprocess.run(['mount', '-t', 'tmpfs', '-o', f'size={size}', 'tmpfs',
+                                 str(mount_point)], capture_output=True, check=False)
+        if result.returncode != 0:
+            pytest.skip(f'cannot mount a tmpfs here: {result.stderr.decode().strip()}')
+        mounted.append(str(mount_point))
+        return str(mount_point)
+
+    yield make
+    for mount_point in mounted:
+        subprocess.run(['umount', '-l', mount_point], check=False)

@@ -164,11 +164,11 @@ def test_a_checkpoint_of_another_model_is_named(tmp_path):
         checkpoint.Checkpointer(str(tmp_path), weights=other).restore()
 
 
-def test_a_full_disk_names_its_cause_and_leaves_no_partial_files(tiny_disk):
+def test_a_full_disk_names_its_cause_and_leaves_no_partial_files(small_disk):
     """A real full file system (a 256 KiB tmpfs): TF's SaveV2 error, decorations and all, becomes
     the path and 'No space left on device'; the partial ckpt-*_temp that would keep the disk
     full is removed."""
-    run_dir = os.path.join(tiny_disk, 'run')
+    run_dir = os.path.join(small_disk('256k'), 'run')
     big = tf.Variable(tf.zeros([200_000]))  # 800 KB: does not fit
     saver = checkpoint.Checkpointer(run_dir, weights=big)
     with pytest.raises(checkpoint.CheckpointError) as error:
@@ -178,3 +178,28 @@ def test_a_full_disk_names_its_cause_and_leaves_no_partial_files(tiny_disk):
     assert '{{function_node' not in message and '[Op:' not in message
     assert message.endswith('the run has no earlier checkpoint')
     assert os.listdir(os.path.join(run_dir, 'checkpoints')) == []
+
+
+def test_the_first_checkpoint_dropped_in_each_milestone_span_stays(tmp_path):
+    """Every 10 steps a milestone: of the checkpoints the rotation (2 kept) drops, 10 and 20
+    stay; a resumed run keeps them, and falls back to them when the kept ones are damaged."""
+    weights = _state()
+    saver = checkpoint.Checkpointer(str(tmp_path), max_to_keep=2, milestone_every_steps=10,
+                                    weights=weights)
+    for step in (5, 10, 12, 15, 21, 24, 27):
+        weights.assign(np.full(1000, step, np.float32))
+        saver.save(step)
+    directory = str(tmp_path / 'checkpoints')
+    assert [os.path.basename(prefix) for prefix in checkpoint.on_disk(directory)] == [
+        'ckpt-27', 'ckpt-24', 'ckpt-21', 'ckpt-10']
+    resumed = checkpoint.Checkpointer(str(tmp_path), max_to_keep=2, milestone_every_steps=10,
+                                      weights=_state())
+    assert resumed.restore().endswith('ckpt-27')
+    resumed.save(33)  # drops 24 (21 is span 2's milestone already)
+    assert [os.path.basename(prefix) for prefix in checkpoint.on_disk(directory)] == [
+        'ckpt-33', 'ckpt-27', 'ckpt-21', 'ckpt-10']
+    for prefix in ('ckpt-33', 'ckpt-27'):
+        with open(_data_file(os.path.join(directory, prefix)), 'r+b') as f:
+            f.truncate(10)
+    prefix, value = _restore(str(tmp_path))
+    assert prefix.endswith('ckpt-21') and value == 21

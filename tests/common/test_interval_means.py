@@ -19,8 +19,12 @@ def test_take_returns_the_mean_since_the_last_take_and_resets():
     assert means.take() == pytest.approx({'loss': -1.0, 'grad_norm': 1.0})
 
 
-def test_an_interval_without_updates_gives_nan():
+def test_an_interval_without_updates_gives_none_and_a_nan_update_gives_nan():
+    """None: absent (an empty cell in metrics.csv); NaN: what a diverged update gave."""
     means = interval_means.IntervalMeans(('loss',))
+    assert means.take()['loss'] is None
+    means.add({'loss': tf.constant(1.0)})
+    means.add({'loss': tf.constant(math.nan)})
     assert math.isnan(means.take()['loss'])
 
 
@@ -58,6 +62,6 @@ def test_takes_while_threads_add_see_whole_updates_only():
         thread.join()
     taken.append(means.take())
     for interval in taken:
-        if not math.isnan(interval['entropy']):
+        if interval['entropy'] is not None:
             assert interval == pytest.approx({'entropy': 1.5, 'loss': -2.0}, rel=1e-12)
     assert means._totals.numpy().tolist() == [0.0, 0.0, 0.0]  # all taken, nothing left over

@@ -225,3 +225,60 @@ def test_every_papers_worker_errors_are_worker_deaths():
     from ga3c_tf import server
     assert issubclass(server.AgentDiedError, processes.WorkerDiedError)
     assert issubclass(rounds.ActorFailed, processes.WorkerDiedError)
+
+
+def test_a_non_finite_loss_is_written_as_nan_then_stops_the_run(tmp_path):
+    """The row that shows the divergence is written first; an absent value (no episode yet, no
+    update in the interval) stays an empty cell, a NaN one reads 'nan'."""
+    run_dir = str(tmp_path)
+    tracker = tracker_lib.RunTracker(run_dir, total_steps=100, log_every_seconds=1e-6,
+                                     checkpoint_every_steps=30,
+                                     extra_columns=('loss', 'grad_norm', 'entropy'),
+                                     trackables={'weights': tf.Variable(1.0)},
+                                     stream=io.StringIO())
+    tracker.add_steps(10, updates=2)
+    tracker.log_interval(updates=2, extra={'loss': None, 'grad_norm': None, 'entropy': None})
+    tracker.add_steps(10, updates=1)
+    with pytest.raises(app.RunError) as raised:
+        tracker.log_interval(updates=3, extra={'loss': float('nan'), 'grad_norm': 2.0,
+                                               'entropy': float('nan')})
+    tracker.close()
+    message = str(raised.value)
+    assert isinstance(raised.value, tracker_lib.DivergedError) and '\n' not in message
+    assert 'non-finite loss (nan) at update 3, step 20' in message
+    assert 'there is no checkpoint' in message
+    absent, diverged = run_files.read_csv(os.path.join(run_dir, 'metrics.csv'))
+    assert (absent['score_mean_100'], absent['loss'], absent['entropy']) == ('', '', '')
+    assert (diverged['loss'], diverged['grad_norm'], diverged['entropy']) == ('nan', '2', 'nan')
+
+
+def test_non_finite_weights_are_never_checkpointed(tmp_path):
+    """A checkpoint due with non-finite weights asks the loop for a row first (it shows the
+    statistics that diverged) and is not written; nor are the end's and Ctrl-C's: the finite
+    checkpoint before stays the newest."""
+    run_dir = str(tmp_path)
+    variable = tf.Variable([1.0, 2.0])
+    tracker = tracker_lib.RunTracker(run_dir, total_steps=100, log_every_seconds=3600,
+                                     checkpoint_every_steps=30,
+                                     trackables={'weights': variable}, stream=io.StringIO())
+    tracker.add_steps(30)
+    assert not tracker.interval_due()  # a finite checkpoint asks for no row
+    tracker.maybe_checkpoint()
+    tracker.add_steps(30, updates=4)
+    variable.assign([1.0, float('inf')])
+    assert tracker.checkpoint_due() and tracker.interval_due()
+    tracker.log_interval(updates=7)
+    with pytest.raises(tracker_lib.DivergedError, match=(
+            r'non-finite weights at step 60 \(update 7 at the last metrics row\): the run '
+            r'diverged; no checkpoint of it was written and the newest checkpoint, .*ckpt-30, '
+            r'stays')):
+        tracker.maybe_checkpoint()
+
+    def loop(_):
+        tracker.add_steps(5)
+        raise KeyboardInterrupt
+
+    with pytest.raises(tracker_lib.DivergedError):
+        tracker_lib.run_training(tracker, contextlib.nullcontext, loop)
+    assert sorted(os.listdir(os.path.join(run_dir, 'checkpoints'))) == [
+        'checkpoint', 'ckpt-30.data-00000-of-00001', 'ckpt-30.index']

@@ -1,13 +1,16 @@
 """`python -m dqn_tf.main` end to end; the speed test and bench rows on a tiny budget."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from common import app
 from common import run_files
@@ -46,6 +49,18 @@ def _run(module, args, cwd, timeout=240):
 def _flags(bindings, gin_file='gin/dqn/pong.gin'):
     return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
         f'--gin_bindings={binding}' for binding in bindings]
+
+
+def _checkpoints(run_dir):
+    """{env steps: whether every floating-point tensor in it is finite} of run_dir's
+    checkpoints."""
+    found = {}
+    for index in (run_dir / 'checkpoints').glob('ckpt-*.index'):
+        reader = tf.train.load_checkpoint(str(index.with_suffix('')))
+        found[int(index.stem.split('-')[1])] = all(
+            np.isfinite(reader.get_tensor(key)).all()
+            for key, dtype in reader.get_variable_to_dtype_map().items() if dtype.is_floating)
+    return found
 
 
 def test_presets_hold_the_papers_values():
@@ -186,3 +201,29 @@ def test_bench_rows_measure_whole_periods(monkeypatch):
         assert 0 < result['min'] <= result['median'] <= result['max']
         assert result['min'] <= result['steps_per_sec'] <= result['max']
     assert not [thread for thread in threading.enumerate() if thread.name.startswith('dqn-')]
+
+
+def test_a_diverging_run_stops_with_one_line_and_keeps_its_finite_checkpoints(tmp_path):
+    """200 steps at the preset's learning rate (checkpoints at 100 and 200), then the run
+    resumed at 1e37: the first minibatches' loss overflows. The run stops with one line naming
+    the update and the step, after the row that shows nan, and writes no checkpoint of the
+    diverged weights: ckpt-200 stays the newest."""
+    bindings = CARTPOLE_BINDINGS + ['DQNConfig.eval_every_steps = 0',
+                                    'DQNConfig.checkpoint_every_steps = 100',
+                                    'DQNConfig.log_every_seconds = 1e-6']
+    first = _run('dqn_tf.main', _flags(bindings + ['DQNConfig.total_steps = 200']) +
+                 ['--run_dir=run'], cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    result = _run('dqn_tf.main', _flags(bindings + ['DQNConfig.learning_rate = 1e37']) +
+                  ['--run_dir=run'], cwd=tmp_path)
+    assert result.returncode == 1, result.stderr[-3000:]
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    found = re.match(r'error: non-finite (loss|grad_norm) \((nan|inf)\) at update (\d+), '
+                     r'step ([\d,]+): the run diverged', error)
+    assert found and 'Traceback' not in result.stderr, result.stderr[-3000:]
+    updates, steps = int(found.group(3)), int(found.group(4).replace(',', ''))
+    last = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')[-1]
+    assert (int(last['updates']), int(last['env_steps'])) == (updates, steps)
+    assert 'nan' in (last['loss'], last['grad_norm'])
+    assert _checkpoints(tmp_path / 'run') == {100: True, 200: True}
+    assert 'ckpt-200, stays' in error

@@ -2,6 +2,7 @@
 the A3C-CPU baseline, and Pong through agent processes leaving nothing behind."""
 import dataclasses
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -44,6 +45,18 @@ def _run(args, cwd, timeout=240):
 def _flags(bindings, gin_file='gin/ga3c/original_code.gin'):
     return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
         f'--gin_bindings={binding}' for binding in bindings]
+
+
+def _checkpoints(run_dir):
+    """{env steps: whether every floating-point tensor in it is finite} of run_dir's
+    checkpoints."""
+    found = {}
+    for index in (run_dir / 'checkpoints').glob('ckpt-*.index'):
+        reader = tf.train.load_checkpoint(str(index.with_suffix('')))
+        found[int(index.stem.split('-')[1])] = all(
+            np.isfinite(reader.get_tensor(key)).all()
+            for key, dtype in reader.get_variable_to_dtype_map().items() if dtype.is_floating)
+    return found
 
 
 def test_presets_hold_the_original_code_and_paper_values():
@@ -125,6 +138,29 @@ def test_run_writes_the_run_format_resumes_and_plays(tmp_path):
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]
     (row,) = run_files.read_csv(run_dir / 'eval.csv')
     assert int(row['episodes']) == 3 and int(row['env_steps']) >= 1200
+
+
+def test_a_diverging_run_stops_with_one_line_and_keeps_its_finite_checkpoints(tmp_path):
+    """At a learning rate of 1e30 the trainer threads' updates go to NaN within a few: the run
+    stops with one line naming the step and the update, exit 1, and no checkpoint holds a
+    non-finite value. The loss or gradient norm of a row stops it after that row; weights that
+    went non-finite between rows are refused at the checkpoint."""
+    result = _run(_flags(CARTPOLE_BINDINGS + [
+        'GA3CConfig.learning_rate = 1e30', 'GA3CConfig.total_steps = 20000',
+        'GA3CConfig.checkpoint_every_steps = 100', 'GA3CConfig.log_every_seconds = 0.05']) +
+        ['--run_dir=run'], cwd=tmp_path)
+    assert result.returncode == 1, result.stderr[-3000:]
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    found = re.match(r'error: non-finite (loss|grad_norm|weights) .*step ([\d,]+).*: the run '
+                     r'diverged', error)
+    assert found and 'update' in error and 'Traceback' not in result.stderr, result.stderr[-3000:]
+    steps = int(found.group(2).replace(',', ''))
+    last = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')[-1]
+    assert int(last['env_steps']) == steps
+    if found.group(1) != 'weights':
+        assert 'nan' in (last['loss'], last['grad_norm'])
+    kept = _checkpoints(tmp_path / 'run')
+    assert kept and max(kept) < steps and all(kept.values()), kept
 
 
 def test_a3c_cpu_baseline_runs_from_the_same_config(tmp_path):

@@ -7,7 +7,9 @@ import sys
 import time
 
 import gin
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from common import app
 from common import run_files
@@ -36,6 +38,18 @@ def _run(args, cwd):
 def _flags(bindings, gin_file='gin/paac/paper.gin'):
     return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
         f'--gin_bindings={binding}' for binding in bindings]
+
+
+def _checkpoints(run_dir):
+    """{env steps: whether every floating-point tensor in it is finite} of run_dir's
+    checkpoints."""
+    found = {}
+    for index in (run_dir / 'checkpoints').glob('ckpt-*.index'):
+        reader = tf.train.load_checkpoint(str(index.with_suffix('')))
+        found[int(index.stem.split('-')[1])] = all(
+            np.isfinite(reader.get_tensor(key)).all()
+            for key, dtype in reader.get_variable_to_dtype_map().items() if dtype.is_floating)
+    return found
 
 
 def test_presets_parse_and_hold_the_papers_values():
@@ -210,3 +224,70 @@ def test_bench_row_measures_the_pong_preset_with_its_own_worker_count():
     assert workers == 8  # gin/paac/paper.gin's nw, as the README's first command runs
     assert result['steps_per_sec'] > 0
     assert result['min'] <= result['median'] <= result['max']
+
+
+def test_a_diverging_run_stops_with_one_line_and_keeps_the_checkpoint_before(tmp_path):
+    """At a learning rate of 1e30 the first update leaves huge but finite weights (checkpointed
+    at step 20) and the second one's loss overflows: the run stops with one line naming the
+    update and the step, after the row that shows nan, and writes no checkpoint of the diverged
+    weights (a learning rate of 1000 on Pong used to train on in NaN and checkpoint it)."""
+    result = _run(_flags(CARTPOLE_BINDINGS + [
+        'PAACConfig.learning_rate = 1e30', 'PAACConfig.checkpoint_every_steps = 20',
+        'PAACConfig.log_every_seconds = 1e-6']) + ['--run_dir=run'], cwd=tmp_path)
+    assert result.returncode == 1, result.stderr[-3000:]
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    found = re.match(r'error: non-finite (loss|grad_norm) \((nan|inf)\) at update (\d+), '
+                     r'step ([\d,]+): the run diverged', error)
+    assert found and 'Traceback' not in result.stderr, result.stderr[-3000:]
+    updates, steps = int(found.group(3)), int(found.group(4).replace(',', ''))
+    last = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')[-1]
+    assert (int(last['updates']), int(last['env_steps'])) == (updates, steps)
+    assert 'nan' in (last['loss'], last['grad_norm'])
+    kept = _checkpoints(tmp_path / 'run')
+    assert 20 in kept and max(kept) < steps and all(kept.values()), kept
+    assert f'ckpt-{max(kept)}, stays' in error
+
+
+def _fill(directory):
+    """Writes a file into directory until its file system is full."""
+    with open(os.path.join(directory, 'filler'), 'wb', buffering=0) as f:
+        try:
+            while True:
+                f.write(b'\0' * 4096)
+        except OSError:
+            pass
+
+
+def _one_line_error(result):
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode != 0 and len(lines) == 1, result.stderr[-3000:]
+    assert lines[0].startswith('error: ') and 'Traceback' not in result.stderr
+    return lines[0]
+
+
+def test_a_full_or_read_only_disk_ends_the_run_in_one_line_and_keeps_what_it_wrote(small_disk):
+    """A small file system, full when a finished run is extended, then read-only: each time one
+    line naming the path and the cause; the checkpoints written before stay and restore."""
+    tiny_disk = small_disk('8m')
+    run_dir = os.path.join(tiny_disk, 'run')
+    bindings = CARTPOLE_BINDINGS + ['PAACConfig.total_steps = 200',
+                                    'PAACConfig.log_every_seconds = 1000.0']
+    finished = _run(_flags(bindings) + [f'--run_dir={run_dir}'], tiny_disk)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    checkpoints = os.listdir(os.path.join(run_dir, 'checkpoints'))
+    _fill(tiny_disk)
+    longer = _flags(bindings[:-2] + ['PAACConfig.total_steps = 100000']) + [
+        f'--run_dir={run_dir}']
+    line = _one_line_error(_run(longer, tiny_disk))
+    assert 'No space left on device' in line and tiny_disk in line
+    assert not any(name.endswith('_temp') for name in
+                   os.listdir(os.path.join(run_dir, 'checkpoints')))
+    os.remove(os.path.join(tiny_disk, 'filler'))
+    subprocess.run(['mount', '-o', 'remount,ro', tiny_disk], check=True)
+    line = _one_line_error(_run(longer, tiny_disk))
+    assert 'Read-only file system' in line and tiny_disk in line
+    assert set(checkpoints) <= set(os.listdir(os.path.join(run_dir, 'checkpoints')))
+    subprocess.run(['mount', '-o', 'remount,rw', tiny_disk], check=True)
+    resumed = _run(_flags(bindings[:-2] + ['PAACConfig.total_steps = 400']) +
+                   [f'--run_dir={run_dir}'], tiny_disk)
+    assert resumed.returncode == 0 and 'resuming from' in resumed.stdout, resumed.stderr[-3000:]
