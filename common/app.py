@@ -17,8 +17,8 @@ from absl import logging
 import gin
 
 from common import file_writes
-from common import machine_load
 from common import run_lock
+from common import run_record
 
 flags.DEFINE_multi_string('gin_file', [], 'Gin config file; repeatable, later files win.')
 flags.DEFINE_multi_string('gin_bindings', [],
@@ -205,6 +205,7 @@ def check_run_dir(run_dir, identity):
         raise ConfigError(f'--run_dir={run_dir!r} is a file, not a directory')
     read_invocation(run_dir)  # a damaged one is named here, not after a traceback
     recorded = _read_json(os.path.join(run_dir, RUN_FILE))
+    recorded = None if recorded is None else run_record.identity_of(recorded)
     if recorded is not None and recorded != identity:
         differences = '; '.join(
             f'{key}: {recorded.get(key)!r} there, {identity.get(key)!r} here'
@@ -244,12 +245,15 @@ def resolve_run_dir(paper, game, run_dir, invocation, runs_root='runs'):
 
 
 def prepare_run_dir(run_dir, invocation, identity=None):
-    """Creates run_dir and records the invocation (and the identity, once); never overwrites
-    what an earlier run wrote."""
+    """Creates run_dir and records the invocation, the identity (once) and this session
+    (run_record); never overwrites what an earlier run wrote."""
     os.makedirs(run_dir, exist_ok=True)
-    identity_path = os.path.join(run_dir, RUN_FILE)
-    if identity is not None and not os.path.exists(identity_path):
-        file_writes.write_json(identity_path, identity)
+    record_path = os.path.join(run_dir, RUN_FILE)
+    if identity is not None:
+        recorded = _read_json(record_path) or dict(identity)
+        recorded.setdefault(run_record.SESSIONS, []).append(
+            run_record.session_record(PROJECT_ROOT))
+        file_writes.write_json(record_path, recorded)
     previous = read_invocation(run_dir)
     if previous is None:
         file_writes.write_json(os.path.join(run_dir, INVOCATION_FILE), invocation)
@@ -279,7 +283,6 @@ def start_run_dir(paper, env_config, **model):
     if took_over:
         print(took_over)
     prepare_run_dir(run_dir, invocation, identity)
-    machine_load.record_machine(run_dir)
     print(f'run directory: {run_dir}')
     return run_dir
 

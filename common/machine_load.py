@@ -1,12 +1,8 @@
 """What the machine gave a run during a log interval: the 1-minute load average and the CPU time
 of the run's own process tree. A row whose run got far less CPU than it had cores for, or whose
 interval ran far past its budget (a held process), does not measure the run's own speed."""
-import json
 import os
 import resource
-import time
-
-from common import file_writes
 
 _CLOCK_TICKS = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100
 
@@ -90,23 +86,3 @@ def machine_record():
     usable = (len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity')
               else os.cpu_count())
     return {'cpu_model': model, 'logical_cores': os.cpu_count(), 'usable_cores': usable}
-
-
-MACHINE_FILE = 'machine.json'
-
-
-def record_machine(run_dir):
-    """Appends this session's machine to run_dir's machine file (one entry per session that
-    started the run or resumed it), so its clock can be read against the cores it had."""
-    path = os.path.join(run_dir, MACHINE_FILE)
-    sessions = []
-    if os.path.exists(path):
-        try:
-            with open(path) as f:
-                sessions = json.load(f)
-        except (OSError, ValueError):
-            sessions = []
-    entry = dict(machine_record(), started=time.strftime('%Y-%m-%dT%H:%M:%S%z'))
-    sessions.append(entry)
-    file_writes.write_json(path, sessions)
-    return path

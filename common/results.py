@@ -7,15 +7,16 @@ stays current as papers and algorithms are added. Rerunning it with the same NAM
 """
 import os
 import shutil
+import sys
 
 from absl import flags
 
 from common import app
-from common import machine_load
+from common import reproduce
 from common import run_files
 
 RUN_FILES = (app.INVOCATION_FILE, app.RUN_FILE, app.OPERATIVE_CONFIG_FILE, 'metrics.csv',
-             'episodes.csv', 'eval.csv', machine_load.MACHINE_FILE)
+             'episodes.csv', 'eval.csv')
 DEFAULT_RESULTS_DIR = os.path.join('docs', 'results')
 
 flags.DEFINE_string('results_dir', DEFAULT_RESULTS_DIR, 'Where published runs live.')
@@ -29,6 +30,13 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR):
         raise app.ConfigError(f'{run_dir!r} has no metrics.csv yet: nothing to publish')
     app.require(name and os.sep not in name and not name.startswith('.'),
                 f'NAME={name!r} must be a plain directory name, e.g. paac-pong')
+    changed = reproduce.differences(run_dir)
+    if changed:
+        print(f'warning: the command recorded in {run_dir} no longer configures what the run '
+              f'trained with ({len(changed)} bindings; publishing it as it ran):',
+              file=sys.stderr)
+        for line in changed:
+            print(f'  {line}', file=sys.stderr)
     target = os.path.join(results_dir, name)
     os.makedirs(target, exist_ok=True)
     written = []

@@ -12,20 +12,20 @@ import math
 import os
 import statistics
 
-from common import machine_load
+from common import app
 from common import run_files
+from common import run_record
 
 HELD_FACTOR = 3.0
 STARVED_CPU_SHARE = 0.8
 
 
 def read_cores(run_dir):
-    """Usable cores of the machine the run last ran on (machine.json), None if unrecorded."""
+    """Usable cores of the machine the run last ran on (run.json), None if unrecorded."""
     try:
-        with open(os.path.join(run_dir, machine_load.MACHINE_FILE)) as f:
-            sessions = json.load(f)
-        return int(sessions[-1]['usable_cores'])
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        with open(os.path.join(run_dir, app.RUN_FILE)) as f:
+            return run_record.usable_cores(json.load(f))
+    except (OSError, ValueError):
         return None
 
 

@@ -2,11 +2,13 @@
 score is read on both clocks."""
 import json
 import math
+import os
 
 import pytest
 
-from common import machine_load
+from common import app
 from common import run_clock
+from common import run_record
 
 
 def _rows(specs):
@@ -61,10 +63,12 @@ def test_time_to_score_on_both_clocks():
     assert reached[18][0] is None and math.isnan(reached[18][1])
 
 
-def test_the_machine_file_records_each_session_and_gives_the_cores(tmp_path):
-    machine_load.record_machine(str(tmp_path))
-    machine_load.record_machine(str(tmp_path))
-    sessions = json.loads((tmp_path / machine_load.MACHINE_FILE).read_text())
-    assert len(sessions) == 2 and sessions[0]['usable_cores'] >= 1
-    assert run_clock.read_cores(str(tmp_path)) == sessions[-1]['usable_cores']
+def test_the_cores_come_from_the_last_session_in_run_json(tmp_path):
+    record = {'paper': 'paac', 'sessions': [
+        {'machine': {'usable_cores': 8}}, run_record.session_record(app.PROJECT_ROOT)]}
+    (tmp_path / app.RUN_FILE).write_text(json.dumps(record))
+    assert run_clock.read_cores(str(tmp_path)) == record['sessions'][-1]['machine'][
+        'usable_cores'] == len(os.sched_getaffinity(0))
     assert run_clock.read_cores(str(tmp_path / 'nowhere')) is None
+    (tmp_path / app.RUN_FILE).write_text('{"paper": "paac"}')  # written before sessions existed
+    assert run_clock.read_cores(str(tmp_path)) is None

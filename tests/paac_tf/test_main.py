@@ -1,4 +1,5 @@
 """`python -m paac_tf.main` end to end: config errors, run directory, resume, evaluation, Atari."""
+import json
 import os
 import re
 import signal
@@ -125,6 +126,16 @@ def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path):
     assert int(rows[-1]['updates']) == 800 // 20  # the optimizer's count was restored too
     assert len(run_files.read_csv(run_dir / 'episodes.csv')) > episodes_before
     assert (run_dir / 'operative_config.gin').read_text().count('total_steps = 400') == 1
+    # run.json: the identity once, then one record per session that started or resumed it.
+    record = json.loads((run_dir / 'run.json').read_text())
+    assert (record['paper'], record['env'], record['network']) == ('paac', 'CartPole-v1', 'mlp')
+    sessions = record['sessions']
+    assert len(sessions) == 3  # the first run, the complete rerun, the longer one
+    head = subprocess.run(['git', '-C', app.PROJECT_ROOT, 'rev-parse', 'HEAD'],
+                          capture_output=True, text=True, check=False).stdout.strip()
+    assert sessions[-1]['code'].get('git_commit') == (head or None)
+    assert sessions[-1]['libraries']['tensorflow'] == tf.__version__
+    assert sessions[-1]['machine']['usable_cores'] >= 1
 
     evaluation = subprocess.run(
         [sys.executable, '-m', 'common.evaluate', f'--run_dir={run_dir}', '--num_episodes=3'],
