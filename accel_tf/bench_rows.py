@@ -92,7 +92,7 @@ def training_rate(settings, preset, extra=()):
     config = configure_row(settings, preset, 'synchronized', extra)
     learner = learners.build_learner(config, distribute.strategy_of(config.distribute))
     with learners.open_pool(config, seed=0) as pool:
-        runner = on_policy.OnPolicyRunner(
+        runner = on_policy.OnPolicyUnit(
             samplers.make_sampler(config.sampler, pool, config.horizon), learner)
         return timing.rate(runner.iterate, config.steps_per_update, settings['seconds'],
                            settings['warmup_seconds'])

@@ -49,7 +49,7 @@ def _worker(settings):
     share = multi_worker.WorkerShare.of(strategy)
     local = dataclasses.replace(config, num_workers=config.num_workers // share.num_workers)
     with learners.open_pool(local, seed=share.env_seed(0, local.num_envs)) as pool:
-        runner = on_policy.OnPolicyRunner(
+        runner = on_policy.OnPolicyUnit(
             samplers.make_sampler(config.sampler, pool, config.horizon), learner)
         _timed_updates(runner, TRACING_UPDATES, 0)
         probe = _timed_updates(runner, PROBE_UPDATES, 0)

@@ -17,6 +17,7 @@ from common import off_policy
 from common import prioritized_replay
 from common import q_learner
 from common import replay as replay_lib
+from common import runner
 from common import samplers
 from common import tracker as tracker_lib
 
@@ -136,37 +137,47 @@ def train(config, run_dir, learner, open_pool, strategy=None):
         seed = share.action_seed(config.seed, tracker.env_steps)
         sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
         with make_runner(config, sampler, learner, make_replay(config, seed, share.num_workers),
-                         seed, share.num_workers) as runner:
-            run_phases(runner)
-
-    def run_phases(runner):
-        tracker.start_interval()
-        every = config.q_values.eval_every_steps
-        while not tracker.done:
-            previous = tracker.env_steps
-            episodes, updates = runner.iterate(previous)
-            tracker.add_steps(config.steps_per_update, updates=updates)
-            tracker.add_episodes(episodes)
-            evaluating = (share.is_chief and every
-                          and tracker.env_steps // every > previous // every)
-            if tracker.done or tracker.checkpoint_due() or evaluating:
-                # Settled weights and counts for the last line, a checkpoint or an evaluation.
-                runner.wait_for_training()
-            if tracker.interval_due() or tracker.done:
-                seconds = tracker.interval_seconds()
-                extra = {f'{name}_share': value / seconds
-                         for name, value in runner.take_phase_seconds().items()}
-                ratio = runner.take_replay_ratio()
-                extra.update(epsilon=runner.epsilon, replay_size=len(runner.memory),
-                             replay_ratio=ratio,
-                             **learner.update_means.take())
-                tracker.log_interval(int(learner.optimizer.iterations.numpy()), extra)
-            tracker.maybe_checkpoint()
-            if evaluating:
-                evaluate_now(config, learner, run_dir, tracker.env_steps,
-                             tracker.clock.elapsed())
+                         seed, share.num_workers) as off_policy_runner:
+            runner.run(tracker, QValueUnit(config, off_policy_runner, learner, run_dir,
+                                           evaluates=share.is_chief))
 
     local_envs = config.num_envs // share.num_workers
     return tracker_lib.run_training(
         tracker, lambda: open_pool(share.env_seed(config.seed + tracker.env_steps, local_envs)),
         loop, resume_note=' (replay memory is refilled)')
+
+
+class QValueUnit(runner.Unit):
+    """One sampling phase and its updates per advance() (or the phase while the trainer thread
+    optimizes); evaluations every QValueConfig.eval_every_steps on the chief."""
+
+    def __init__(self, config, off_policy_runner, learner, run_dir, evaluates=True):
+        self.config = config
+        self.off_policy = off_policy_runner
+        self.learner = learner
+        self.run_dir = run_dir
+        self.every = config.q_values.eval_every_steps if evaluates else 0
+
+    def advance(self, env_steps):
+        episodes, updates = self.off_policy.iterate(env_steps)
+        return self.config.steps_per_update, updates, episodes
+
+    def updates(self):
+        return int(self.learner.optimizer.iterations.numpy())
+
+    def settle(self):
+        self.off_policy.wait_for_training()
+
+    def row(self, seconds):
+        extra = {f'{name}_share': value / seconds
+                 for name, value in self.off_policy.take_phase_seconds().items()}
+        extra.update(epsilon=self.off_policy.epsilon, replay_size=len(self.off_policy.memory),
+                     replay_ratio=self.off_policy.take_replay_ratio(),
+                     **self.learner.update_means.take())
+        return extra
+
+    def evaluation_due(self, since, now):
+        return bool(self.every) and now // self.every > since // self.every
+
+    def evaluate(self, env_steps, trained_seconds):
+        evaluate_now(self.config, self.learner, self.run_dir, env_steps, trained_seconds)

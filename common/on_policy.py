@@ -1,27 +1,33 @@
-"""The on-policy runner: a sampler fills a (T, N) rollout, a learner trains on it, a tracker
-counts, logs and checkpoints (rlpyt's Runner over a Sampler and an Algorithm).
+"""The on-policy unit of the runner (common/runner.py): a sampler fills a (T, N) rollout, a
+learner trains on it (rlpyt's Sampler and Algorithm under its Runner).
 
-PAAC (Algorithm 1) and the accelerated methods' A2C and PPO are this loop with different
+PAAC (Algorithm 1) and the accelerated methods' A2C and PPO are this unit with different
 learners: anything with act(observations), train_on_rollout(observations, actions, rewards,
 terminals) -> stats, update_means, model, optimizer and generator.
 """
 import time
 
 from common import multi_worker
+from common import runner
 from common import samplers
 from common import tracker as tracker_lib
 
 PHASE_COLUMNS = ('env_share', 'act_share', 'learn_share')
 
 
-class OnPolicyRunner:
+class OnPolicyUnit(runner.Unit):
     """iterate() is one rollout of every environment by the sampler, then one call of the
-    learner's train_on_rollout (PAAC's Algorithm 1, lines 4-11 then 12-19)."""
+    learner's train_on_rollout (PAAC's Algorithm 1, lines 4-11 then 12-19); as the runner's
+    unit, rows show where the time went (env, act, learn shares) and the update statistics."""
 
-    def __init__(self, sampler, learner):
+    def __init__(self, sampler, learner, steps_per_update=None):
+        """steps_per_update: the env steps one iteration counts for the run (a multi-worker
+        run's whole batch); by default this sampler's T x N."""
         self.sampler = sampler
         self.learner = learner
         self.learn_seconds = 0.0
+        actions = sampler.rollout.actions
+        self.steps_per_update = steps_per_update or actions.shape[0] * actions.shape[1]
 
     def _policy(self, observations):
         return self.learner.act(observations).numpy()
@@ -43,6 +49,18 @@ class OnPolicyRunner:
         phases = self.sampler.take_phase_seconds()
         phases['learn'], self.learn_seconds = self.learn_seconds, 0.0
         return phases
+
+    def advance(self, env_steps):
+        return self.steps_per_update, 1, self.iterate()
+
+    def updates(self):
+        return int(self.learner.optimizer.iterations.numpy())
+
+    def row(self, seconds):
+        extra = {f'{name}_share': value / seconds
+                 for name, value in self.take_phase_seconds().items()}
+        extra.update(self.learner.update_means.take())
+        return extra
 
 
 def trackables(learner):
@@ -74,23 +92,12 @@ def train(config, run_dir, learner, open_pool, sampler_kind, horizon, num_envs, 
         open_share = open_pool
         open_pool = lambda seed: open_share(  # noqa: E731
             share.env_seed(seed, num_envs // share.num_workers))
-    steps_per_update = num_envs * horizon
 
     def loop(pool):
-        runner = OnPolicyRunner(samplers.make_sampler(sampler_kind, pool, horizon), learner)
-        tracker.start_interval()
-        while not tracker.done:
-            episodes = runner.iterate()
-            tracker.add_steps(steps_per_update, updates=1)
-            tracker.add_episodes(episodes)
-            if tracker.interval_due() or tracker.done:
-                phases = runner.take_phase_seconds()
-                seconds = tracker.interval_seconds()
-                extra = {f'{name}_share': value / seconds for name, value in phases.items()}
-                extra.update(learner.update_means.take())
-                tracker.log_interval(int(learner.optimizer.iterations.numpy()), extra)
-            tracker.maybe_checkpoint()
+        runner.run(tracker, OnPolicyUnit(samplers.make_sampler(sampler_kind, pool, horizon),
+                                         learner, steps_per_update=num_envs * horizon))
 
     # A resumed run continues with fresh environments, seeded apart from the first session.
     return tracker_lib.run_training(tracker, lambda: open_pool(config.seed + tracker.env_steps),
                                     loop)
+

@@ -12,7 +12,8 @@ The main thread only orchestrates; actors and the trainer wait for it (rounds.Ro
 trainer's events), so the order of minibatches and of replay writes is fixed for a fixed seed and W.
 All acting runs on the actor threads (actor 0 makes the batched inference at the start of a
 round), so that in the concurrent modes it can yield the CPU to the learner (acting_nice).
-The Q-learner is common/q_learner.py; this module holds the runner and the training loop.
+The Q-learner is common/q_learner.py; this module holds FastDQN (actors and trainer) and the
+unit the shared runner (common/runner.py) drives.
 """
 import time
 
@@ -23,6 +24,7 @@ from common import evaluate
 from common import networks
 from common import q_learner
 from common import replay as replay_lib
+from common import runner
 from common import tracker as tracker_lib
 from dqn_tf import actors
 from dqn_tf import rounds
@@ -143,39 +145,56 @@ class FastDQN:
         self.learner.train_steps(*batches)
         self.minibatches += len(batches.actions)
 
-    def run_period(self, first_step, num_steps, on_round=None):
-        """num_steps training steps from step first_step, as one target period (C steps or the
-        rest of the run): target <- online, then rounds of W steps with training (inline every F
-        steps, or C/F minibatches on the trainer thread, joined before returning)."""
-        config = self.config
-        num_workers = config.num_workers
-        self._flush()  # the previous period's steps (concurrent mode) enter replay now
+    def start_period(self, num_steps):
+        """Opens a target period of num_steps training steps (C, or the rest of the run):
+        the previous period's staged steps enter replay, target <- online, and in the
+        concurrent modes the trainer thread gets the period's C/F minibatches."""
+        self._flush()
         self.learner.update_target()
-        if config.concurrent:
-            self.trainer.dispatch(num_steps // config.train_period)
+        if self.config.concurrent:
+            self.trainer.dispatch(num_steps // self.config.train_period)
+
+    def play_round(self, step):
+        """Every actor takes one step at training step `step` (epsilon's schedule); without
+        concurrent training, the new steps enter replay and a minibatch trains every F."""
+        config = self.config
+        self.epsilon = config.epsilon(step)
+        self._round()
+        if not config.concurrent:
+            self._flush()
+            self.steps_since_train += config.num_workers
+            while self.steps_since_train >= config.train_period:
+                self.train_minibatch()
+                self.steps_since_train -= config.train_period
+
+    def end_period(self):
+        """Joins the trainer thread's minibatches of the period (concurrent modes)."""
+        if self.config.concurrent:
+            self.trainer.wait()
+
+    def abort_period(self):
+        """Ctrl-C or a failed actor mid-period: the trainer ends after its current minibatch."""
+        self.stopping = True
+        if self.config.concurrent:
+            self.trainer.stop()
+            self.trainer.wait()
+
+    def run_period(self, first_step, num_steps, on_round=None):
+        """num_steps training steps from step first_step as one target period: start_period,
+        rounds of W steps (on_round(W) after each), end_period; returns the step reached."""
+        num_workers = self.config.num_workers
+        self.start_period(num_steps)
         step = first_step
         try:
             for _ in range(num_steps // num_workers):
-                self.epsilon = config.epsilon(step)
-                self._round()
+                self.play_round(step)
                 step += num_workers
-                if not config.concurrent:
-                    self._flush()
-                    self.steps_since_train += num_workers
-                    while self.steps_since_train >= config.train_period:
-                        self.train_minibatch()
-                        self.steps_since_train -= config.train_period
                 if on_round is not None:
                     on_round(num_workers)
         except BaseException:
-            # Ctrl-C or a failed actor: end the trainer after its current minibatch.
-            self.stopping = True
-            if config.concurrent:
-                self.trainer.stop()
-                self.trainer.wait()
+            self.abort_period()
             raise
-        if config.concurrent:
-            self.trainer.wait()
+        self.end_period()
         return step
 
     def drain_episodes(self):
@@ -221,41 +240,60 @@ def train(config, run_dir, on_start=None):
         return FastDQN(config, learner, seed=config.seed + tracker.env_steps)
 
     return tracker_lib.run_training(
-        tracker, open_runner, lambda runner: _train_loop(config, runner, tracker, run_dir),
+        tracker, open_runner, lambda fast_dqn: _train_loop(config, fast_dqn, tracker, run_dir),
         resume_note=' (replay memory is refilled)')
 
 
-def _train_loop(config, runner, tracker, run_dir):
+def _train_loop(config, fast_dqn, tracker, run_dir):
     print(f'{config.mode} DQN, {config.num_workers} actor threads; prepopulating '
           f'{config.prepopulate_steps:,} random steps', flush=True)
-    runner.prepopulate(config.prepopulate_steps)
-    tracker.start_interval()
-    counted = {'minibatches': runner.minibatches}
-
-    def on_round(steps):
-        tracker.add_steps(steps, updates=runner.minibatches - counted['minibatches'])
-        counted['minibatches'] = runner.minibatches
-        tracker.add_episodes(runner.drain_episodes())
-        if tracker.interval_due():
-            _log_interval(runner, tracker)
-
-    while not tracker.done:
-        period = min(config.target_period, config.total_steps - tracker.env_steps)
-        previous = tracker.env_steps
-        runner.run_period(tracker.env_steps, period, on_round)
-        on_round(0)
-        if tracker.done:
-            _log_interval(runner, tracker)
-        tracker.maybe_checkpoint()
-        if config.eval_every_steps and (tracker.env_steps // config.eval_every_steps
-                                        > previous // config.eval_every_steps):
-            evaluate_now(config, runner.learner, run_dir, tracker.env_steps,
-                         tracker.clock.elapsed())
+    fast_dqn.prepopulate(config.prepopulate_steps)
+    runner.run(tracker, DQNUnit(config, fast_dqn, run_dir))
 
 
-def _log_interval(runner, tracker):
-    """One metrics row; the update statistics are means over the interval's minibatches (None,
-    an empty cell, with none)."""
-    tracker.log_interval(int(runner.learner.optimizer.iterations.numpy()), {
-        'epsilon': runner.epsilon, **runner.learner.update_means.take(),
-        'replay_size': len(runner.replay), 'minibatches': runner.minibatches})
+class DQNUnit(runner.Unit):
+    """One round of the W actors per advance(), inside target periods of C steps: checkpoints
+    and the paper's evaluations happen only between periods (at_boundary)."""
+
+    def __init__(self, config, fast_dqn, run_dir):
+        self.config = config
+        self.fast_dqn = fast_dqn
+        self.run_dir = run_dir
+        self.period_left = 0
+        self.minibatches = fast_dqn.minibatches
+
+    def advance(self, env_steps):
+        config, fast_dqn = self.config, self.fast_dqn
+        if self.period_left == 0:
+            self.period_left = min(config.target_period, config.total_steps - env_steps)
+            fast_dqn.start_period(self.period_left)
+        try:
+            fast_dqn.play_round(env_steps)
+            self.period_left -= config.num_workers
+            if self.period_left == 0:
+                fast_dqn.end_period()
+        except BaseException:
+            fast_dqn.abort_period()
+            raise
+        updates, self.minibatches = fast_dqn.minibatches - self.minibatches, fast_dqn.minibatches
+        return config.num_workers, updates, fast_dqn.drain_episodes()
+
+    def at_boundary(self):
+        return self.period_left == 0
+
+    def updates(self):
+        return int(self.fast_dqn.learner.optimizer.iterations.numpy())
+
+    def row(self, seconds):
+        """The update statistics are means over the interval's minibatches (NaN with none)."""
+        fast_dqn = self.fast_dqn
+        return {'epsilon': fast_dqn.epsilon, **fast_dqn.learner.update_means.take(),
+                'replay_size': len(fast_dqn.replay), 'minibatches': fast_dqn.minibatches}
+
+    def evaluation_due(self, since, now):
+        every = self.config.eval_every_steps
+        return bool(every) and now // every > since // every
+
+    def evaluate(self, env_steps, trained_seconds):
+        evaluate_now(self.config, self.fast_dqn.learner, self.run_dir, env_steps,
+                     trained_seconds)

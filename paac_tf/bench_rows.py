@@ -20,7 +20,7 @@ def paac_rate(settings, sampler='synchronized'):
     with pools.make_pool(config.env_config, config.num_envs, seed=0,
                          num_workers=config.num_workers,
                          num_groups=samplers.num_groups(sampler)) as pool:
-        runner = on_policy.OnPolicyRunner(samplers.make_sampler(sampler, pool, config.t_max),
+        runner = on_policy.OnPolicyUnit(samplers.make_sampler(sampler, pool, config.t_max),
                                           learner)
         rate = timing.rate(runner.iterate, config.steps_per_update, settings['seconds'],
                            settings['warmup_seconds'])

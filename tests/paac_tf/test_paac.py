@@ -139,7 +139,7 @@ def test_iterate_collects_a_rollout_updates_once_and_carries_the_last_observatio
     learner = paac.build_learner(config)
     with pools.SerialPool(config.env_config, config.num_envs, seed=0) as pool:
         sampler = samplers.make_sampler('synchronized', pool, config.t_max)
-        runner = on_policy.OnPolicyRunner(sampler, learner)
+        runner = on_policy.OnPolicyUnit(sampler, learner)
         runner.iterate()
         rollout = runner.sampler.rollout
         last = rollout.observations[-1].copy()
