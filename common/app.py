@@ -17,6 +17,7 @@ from absl import logging
 import gin
 
 from common import file_writes
+from common import gin_text
 from common import run_lock
 from common import run_record
 
@@ -287,14 +288,25 @@ def start_run_dir(paper, env_config, **model):
     return run_dir
 
 
+def _latest_operative_config(run_dir):
+    """The text of the newest operative config a session of run_dir wrote."""
+    names = sorted(name for name in os.listdir(run_dir)
+                   if name.startswith('operative_config.resume-') and name.endswith('.gin'))
+    with open(os.path.join(run_dir, names[-1] if names else OPERATIVE_CONFIG_FILE)) as f:
+        return f.read()
+
+
 def write_operative_config(run_dir):
     """Writes what actually ran; a resumed run with another config gets a new file beside it."""
     path = os.path.join(run_dir, OPERATIVE_CONFIG_FILE)
     text = gin.operative_config_str()
     if os.path.exists(path):
-        with open(path) as f:
-            if f.read() == text:
-                return path
+        previous = _latest_operative_config(run_dir)
+        if previous == text:
+            return path
+        changed = gin_text.changed_bindings(previous, text)
+        if changed:
+            print(f'resuming with {len(changed)} changed binding(s): ' + '; '.join(changed))
         stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
         path = os.path.join(run_dir, f'operative_config.resume-{stamp}.gin')
     file_writes.write_text(path, text)

@@ -8,6 +8,7 @@ terminals) -> stats, update_means, model, optimizer and generator.
 import time
 
 from common import multi_worker
+from common import optim
 from common import runner
 from common import samplers
 from common import tracker as tracker_lib
@@ -51,6 +52,7 @@ class OnPolicyUnit(runner.Unit):
         return phases
 
     def advance(self, env_steps):
+        optim.set_schedule_steps(self.learner.optimizer, env_steps)
         return self.steps_per_update, 1, self.iterate()
 
     def updates(self):

@@ -179,6 +179,30 @@ class LinearSchedule:
         return self.initial + fraction * (self.final - self.initial)
 
 
+class EnvStepSchedule:
+    """A learning-rate schedule over the run's environment steps rather than its updates: the
+    optimizer calls it with its update count, which it ignores, and the loop sets the steps
+    (set_schedule_steps) before each update, so a run resumed with another batch (num_envs,
+    t_max) continues the schedule where it was. The steps are not checkpointed: the loop sets
+    them from its own counters."""
+
+    def __init__(self, schedule):
+        self.schedule = schedule
+        with tf.init_scope():
+            self.env_steps = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                         name='schedule_env_steps')
+
+    def __call__(self, updates):
+        del updates
+        return self.schedule(self.env_steps)
+
+
+def set_schedule_steps(optimizer, env_steps):
+    """Tells optimizer's EnvStepSchedule (if it has one) where the run is."""
+    if isinstance(optimizer.learning_rate, EnvStepSchedule):
+        optimizer.learning_rate.env_steps.assign(env_steps)
+
+
 def apply_actor_critic_gradients(optimizer, gradients, variables, loss, clip_norm,
                                  reduction='mean'):
     """Clips gradients to clip_norm by global norm (0: no clipping), applies them, and returns

@@ -2,32 +2,12 @@
 invocation's gin files and bindings with today's code and compares the bindings that gives with
 the run's operative_config.gin, so a published curve is not passed off as today's preset."""
 import os
-import re
 
 import gin
 
 from common import app
+from common import gin_text
 from common import registry
-
-_BINDING = re.compile(r'^([A-Za-z_][\w.]*/?[\w.]*)\s*=\s*(.*)$')
-
-
-def operative_bindings(text):
-    """{'Configurable.param': value text} of an operative config (values over several lines
-    joined)."""
-    bindings, name = {}, None
-    for line in text.splitlines():
-        if not line.strip() or line.lstrip().startswith('#'):
-            name = None
-            continue
-        found = _BINDING.match(line) if not line[0].isspace() else None
-        if found:
-            name = found.group(1)
-            bindings[name] = found.group(2).strip()
-        elif name is not None:
-            bindings[name] += ' ' + line.strip()
-    return bindings
-
 
 def _resolve(path):
     """A recorded gin file path: as given, else under the repository (commands run there)."""
@@ -42,14 +22,14 @@ def differences(run_dir):
     if not os.path.isfile(path):
         return [f'{run_dir} has no {app.OPERATIVE_CONFIG_FILE} to compare with']
     with open(path) as f:
-        recorded = operative_bindings(f.read())
+        recorded = gin_text.operative_bindings(f.read())
     try:
         entry = registry.entry_point(invocation.get('paper', '?'))
         entry.configure([_resolve(name) for name in invocation.get('gin_files', [])],
                         invocation.get('gin_bindings', []))
     except app.ConfigError as error:
         return [f'the recorded command no longer parses: {error}']
-    today = operative_bindings(gin.operative_config_str())
+    today = gin_text.operative_bindings(gin.operative_config_str())
     gin.clear_config()
     return [f'{name} = {value} today, {recorded[name] if name in recorded else "absent"} in '
             f'the run' for name, value in sorted(today.items()) if recorded.get(name) != value]

@@ -95,9 +95,9 @@ def build_learner(config, strategy=None):
             return build_learner(config)
     model = networks.actor_critic_for(config.env_config, config.network, config.initializer,
                                       config.seed)
-    anneal_updates = max(1, (config.anneal_steps or config.total_steps) // config.steps_per_update)
-    optimizer = config.make_rmsprop(optim.LinearSchedule(
-        config.learning_rate, config.final_learning_rate, anneal_updates))
+    optimizer = config.make_rmsprop(optim.EnvStepSchedule(optim.LinearSchedule(
+        config.learning_rate, config.final_learning_rate,
+        config.anneal_steps or config.total_steps)))
     settings = actor_critic.LossSettings(
         gamma=config.gamma, entropy_coef=config.entropy_coef,
         value_loss_coef=config.value_loss_coef, clip_norm=config.clip_norm,

@@ -4,6 +4,7 @@ import json
 import gin
 
 from common import app
+from common import gin_text
 from common import reproduce
 from paac_tf import main as paac_main
 
@@ -17,7 +18,7 @@ make_pool.kind = 'process'
 
 
 def test_operative_bindings_reads_values_over_several_lines():
-    assert reproduce.operative_bindings(_CONFIG) == {
+    assert gin_text.operative_bindings(_CONFIG) == {
         'PAACConfig.entropy_coef': '0.01',
         'PAACConfig.torso_kwargs': "{'hidden_sizes': (64, 64)}",
         'make_pool.kind': "'process'"}

@@ -302,3 +302,29 @@ def test_a_full_or_read_only_disk_ends_the_run_in_one_line_and_keeps_what_it_wro
     resumed = _run(_flags(bindings[:-2] + ['PAACConfig.total_steps = 400']) +
                    [f'--run_dir={run_dir}'], tiny_disk)
     assert resumed.returncode == 0 and 'resuming from' in resumed.stdout, resumed.stderr[-3000:]
+
+
+def test_a_resume_with_another_batch_says_so_and_continues_the_schedule_by_env_steps(tmp_path):
+    """The learning rate anneals over env steps: 0.01 -> 0 over 800. A first session of 200
+    steps at 4 x 5 per update, a second at 8 x 5: the second's first update is at 200 steps,
+    rate 0.0075, whatever the batch (by update counts it would be at 10 of 20 updates, 0.005)."""
+    bindings = CARTPOLE_BINDINGS + ['PAACConfig.learning_rate = 0.01',
+                                    'PAACConfig.final_learning_rate = 0.0',
+                                    'PAACConfig.anneal_steps = 800',
+                                    'PAACConfig.log_every_seconds = 0.000001']
+    first = _run(_flags(bindings + ['PAACConfig.total_steps = 200']) + ['--run_dir=run'],
+                 tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    second = _run(_flags(bindings + ['PAACConfig.total_steps = 400', 'PAACConfig.num_envs = 8'])
+                  + ['--run_dir=run'], tmp_path)
+    assert second.returncode == 0, second.stderr[-3000:]
+    changed = [line for line in second.stdout.splitlines() if line.startswith('resuming with')]
+    assert changed == ['resuming with 2 changed binding(s): PAACConfig.num_envs: 4 -> 8; '
+                       'PAACConfig.total_steps: 200 -> 400']
+    rows = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')
+    resumed = [row for row in rows if int(row['env_steps']) > 200]
+    # Each row is one update; its rate is the schedule's at the steps before that update.
+    for row in resumed:
+        before = int(row['env_steps']) - 40
+        assert float(row['learning_rate']) == pytest.approx(0.01 * (1 - before / 800), rel=1e-4)
+    assert float(resumed[0]['learning_rate']) == pytest.approx(0.0075, rel=1e-4)

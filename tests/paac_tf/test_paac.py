@@ -8,6 +8,7 @@ import tensorflow as tf
 from common import actor_critic
 from common import evaluate
 from common import on_policy
+from common import optim
 from common import samplers
 from common.envs import gym as gym_envs
 from common.envs import pools
@@ -49,8 +50,11 @@ def test_train_step_anneals_learning_rate_and_changes_weights():
     actions = rng.integers(0, 2, size=(5, 4)).astype(np.int32)
     rewards = np.ones((5, 4), np.float32)
     terminals = np.zeros((5, 4), np.float32)
-    rates = [float(learner.train_on_rollout(observations, actions, rewards, terminals)
-                   ['learning_rate'].numpy()) for _ in range(4)]
+    rates = []
+    for update in range(4):  # the loop tells the schedule the env steps before each update
+        optim.set_schedule_steps(learner.optimizer, update * config.steps_per_update)
+        rates.append(float(learner.train_on_rollout(observations, actions, rewards, terminals)
+                           ['learning_rate'].numpy()))
     np.testing.assert_allclose(rates, [0.01, 0.0075, 0.005, 0.0025], rtol=1e-5)
     after = learner.model.trainable_variables
     assert any(np.abs(b - a.numpy()).max() > 0 for b, a in zip(before, after))
