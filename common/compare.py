@@ -17,7 +17,7 @@ from common import metrics
 from common import run_clock
 from common import run_files
 
-COLUMNS = ('run', 'paper', 'game', 'env_steps', 'frames', 'hours', 'episodes',
+COLUMNS = ('run', 'paper', 'game', 'env_steps', 'frames', 'hours', 'own_hours', 'episodes',
            'score_mean_100', 'best_score_mean_100', 'steps_per_sec', 'eval_score_mean',
            'eval_env_steps')
 flags.DEFINE_string('csv', None, 'Also write the table here.')
@@ -44,6 +44,8 @@ def summarize(run_dir):
         'env_steps': int(run_files.number(last.get('env_steps', 0)) or 0),
         'frames': int(run_files.number(last.get('frames', 0)) or 0),
         'hours': run_files.number(last.get('wall_time')) / 3600,
+        'own_hours': (run_clock.own_hours(rows, run_clock.read_cores(run_dir))[-1] if rows
+                      else math.nan),
         'episodes': int(run_files.number(last.get('episodes', 0)) or 0),
         'score_mean_100': scores[-1] if scores else math.nan,
         'best_score_mean_100': max(scores) if scores else math.nan,

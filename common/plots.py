@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
+from common import run_clock  # noqa: E402
 from common import run_files  # noqa: E402
 
 FIGURE_SIZE = (8.0, 4.5)  # inches
@@ -20,10 +21,11 @@ DPI = 100
 FIGURES = (
     ('score_vs_frames.png', 'frames', 'score_mean_100', 'emulator frames (millions)',
      'score (100-episode mean)'),
-    ('score_vs_hours.png', 'hours', 'score_mean_100', 'wall-clock hours',
+    ('score_vs_hours.png', 'hours', 'score_mean_100',
+     "training hours (the run's own clock: time held or starved of CPU left out)",
      'score (100-episode mean)'),
-    ('steps_per_sec.png', 'hours', 'steps_per_sec', 'wall-clock hours',
-     'environment steps per second'),
+    ('steps_per_sec.png', 'hours', 'steps_per_sec',
+     "training hours (the run's own clock)", 'environment steps per second'),
 )
 X_SCALE = {'frames': 1e-6, 'hours': 1.0}
 
@@ -32,12 +34,13 @@ def load_run(run_dir, label):
     """The curves of one run: {'label', 'metrics': {column: [...]}, 'eval': {column: [...]}}.
 
     Frames of evaluation points are env_steps times the run's frames per step (from
-    metrics.csv); hours are metrics.csv's wall_time (training time, resumes included).
+    metrics.csv); hours are the run's own clock (common/run_clock.py: metrics.csv's wall_time,
+    resumes included, less the intervals it was held or starved of CPU).
     """
     rows = run_files.resumed_history(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')))
     columns = {name: [run_files.number(row.get(name)) for row in rows]
                for name in ('env_steps', 'frames', 'score_mean_100', 'steps_per_sec')}
-    columns['hours'] = [run_files.number(row.get('wall_time')) / 3600 for row in rows]
+    columns['hours'] = run_clock.own_hours(rows, run_clock.read_cores(run_dir))
     frames_per_step = 1.0
     for steps, frames in zip(columns['env_steps'], columns['frames']):
         if steps > 0 and not math.isnan(frames):

@@ -149,3 +149,21 @@ def test_cli_thresholds_print_steps_and_hours_to_each_score(tmp_path):
     bad = subprocess.run(command[:-1] + ['--thresholds=-15,high'], capture_output=True,
                          text=True, env=env, timeout=60)
     assert bad.returncode == 2 and "--thresholds='high' is not a score" in bad.stderr
+
+
+def test_held_time_is_left_off_the_own_clock_the_table_and_the_figures_use(tmp_path):
+    """A run held for 15 minutes between two 10-second rows: the table shows both clocks, the
+    curves use the own clock."""
+    from common import plots
+    run_dir = tmp_path / 'held'
+    _write_run(str(run_dir), 'paac', [])
+    (run_dir / 'metrics.csv').write_text(
+        'wall_time,env_steps,frames,updates,episodes,score_mean_100,steps_per_sec,'
+        'load_1m,run_cpu_cores\n'
+        '10,100,400,1,1,-21,10,1.9,2.0\n20,200,800,2,2,-20,10,2.0,2.0\n'
+        '930,300,1200,3,3,-19,0.1,0.2,0.022\n940,400,1600,4,4,-18,10,2.0,2.0\n')
+    row = compare.summarize(str(run_dir))
+    assert row['hours'] == pytest.approx(940 / 3600)
+    assert row['own_hours'] == pytest.approx((10 + 10 + 910 * 0.011 + 10) / 3600, rel=1e-3)
+    run = plots.load_run(str(run_dir), 'held')
+    assert run['metrics']['hours'][-1] == pytest.approx(row['own_hours'])
