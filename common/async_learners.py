@@ -22,6 +22,7 @@ import tensorflow as tf
 from common import parameter_store
 from common.config import ON_LEARNER_DEATH
 from common import processes
+from common import segments
 from common import tracker as tracker_lib
 
 POLL_SECONDS = 0.5
@@ -53,9 +54,12 @@ def use_own_gpu(index):
         tf.config.set_visible_devices(gpus[index % len(gpus)], 'GPU')
 
 
-def _learner_main(index, open_unit, config, handle, seed, reports, stop_event, parent_pid):
+def _learner_main(index, open_unit, config, handle, seed, reports, stop_event, parent_pid,
+                  segment_prefix):
     """A learner process: runs its unit until stop_event; a failure is reported in one line
-    (then exit status 1) for the main process to end the run with."""
+    (then exit status 1) for the main process to end the run with. Its shared memory (its
+    pool's) is named under segment_prefix, for the main process to remove if it dies."""
+    segments.adopt(segment_prefix)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process stops the learners
     # Ended by the main process (a learner slower than JOIN_SECONDS to stop): close the pool.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
@@ -80,7 +84,8 @@ class LearnerProcesses:
     """num_learners processes running open_unit's units on the store of handle; close() (or
     leaving the with block) stops and ends them all. A learner that fails or dies ends the run
     (on_death 'stop'), or is left out with a message while others remain ('continue'; the
-    store frees the locks it held: common/parameter_store.py)."""
+    store frees the locks it held: common/parameter_store.py). The shared memory a learner
+    created is removed here once it has exited: a SIGKILLed learner removes nothing."""
 
     def __init__(self, open_unit, config, handle, num_learners, seed, on_death='stop'):
         if on_death not in ON_LEARNER_DEATH:
@@ -91,14 +96,17 @@ class LearnerProcesses:
         self.processes = []
         self.on_death = on_death
         self.lost = set()  # indices of the learners left out
+        self._prefixes = []  # each learner's segment names start with its prefix
+        self._removed = set()  # lost learners whose segments are removed
         self._closed = False
         try:
             for index in range(num_learners):
+                self._prefixes.append(segments.child_prefix())
                 # Not daemonic: each learner starts its own environment worker processes.
                 process = context.Process(
                     target=_learner_main, name=f'learner-{index}', daemon=False,
                     args=(index, open_unit, config, handle, seed + 1_000_003 * index,
-                          self.reports, self.stop_event, os.getpid()))
+                          self.reports, self.stop_event, os.getpid(), self._prefixes[-1]))
                 processes.start_process(process)
                 self.processes.append(process)
         except BaseException:
@@ -123,6 +131,10 @@ class LearnerProcesses:
             if index not in self.lost and not process.is_alive():
                 self._lose(index, f'learner {index} (pid {process.pid}) died with exit code '
                                   f'{process.exitcode}')
+        for index in self.lost - self._removed:  # left out: what it created goes once it exited
+            if not self.processes[index].is_alive():
+                segments.remove(self._prefixes[index])
+                self._removed.add(index)
         return [report for report in reports if report[1] is not None]
 
     def _lose(self, index, message):
@@ -144,6 +156,8 @@ class LearnerProcesses:
                 self._drain()  # a learner blocked on a full queue must be able to finish
                 process.join(timeout=0.05)
             processes.end_process(process, TERMINATE_SECONDS)
+        for prefix in self._prefixes:
+            segments.remove(prefix)
         self._drain()
         self.reports.close()
         self.reports.join_thread()
@@ -216,10 +230,11 @@ class _Session:
         return self
 
     def __exit__(self, *exc_info):
-        try:
-            self.learners.close()
-        finally:
-            self.store.close()
+        with processes.held_interrupts():  # a Ctrl-C meanwhile waits for the end of it
+            try:
+                self.learners.close()
+            finally:
+                self.store.close()
 
 
 def train(config, run_dir, model, open_unit, num_learners, num_chunks, slot_initial_values,
@@ -269,4 +284,5 @@ def train(config, run_dir, model, open_unit, num_learners, num_chunks, slot_init
         finally:  # what run_training saves: at the end, on Ctrl-C, when a learner died
             state.pull_from(session.store, variables)
 
-    return tracker_lib.run_training(tracker, open_session, loop)
+    with segments.scope():  # whatever an ending leaves of the run's shared memory goes
+        return tracker_lib.run_training(tracker, open_session, loop)

@@ -16,6 +16,7 @@ from multiprocessing import shared_memory
 import numpy as np
 
 from common import processes
+from common import segments
 
 KEY_DTYPE = np.dtype('<u8')
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux); named in fcntl from Python 3.10 on Linux
@@ -139,8 +140,7 @@ class ReplyBoard:
         self._context = context
         self._dtype = np.dtype(dtype)
         self._shape = (num_rows, row_width)
-        self._shm = shared_memory.SharedMemory(
-            create=True, size=max(int(np.prod(self._shape)) * self._dtype.itemsize, 1))
+        self._shm = segments.create(max(int(np.prod(self._shape)) * self._dtype.itemsize, 1))
         self.rows = np.ndarray(self._shape, self._dtype, buffer=self._shm.buf)
         self._owners = {}  # row -> (tag, the server's write end of that row's pipe)
         self._lock = threading.Lock()

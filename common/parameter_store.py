@@ -19,6 +19,7 @@ from multiprocessing import shared_memory
 import numpy as np
 
 from common import processes
+from common import segments
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +82,7 @@ class ParameterStore:
             raise ValueError(f'num_chunks={num_chunks!r}; must be an int in [1, size={size}]')
         context = context or multiprocessing.get_context('spawn')
         nbytes = cls.nbytes(size, len(slots), num_chunks)
-        shm = shared_memory.SharedMemory(create=True, size=nbytes)
+        shm = segments.create(nbytes)
         shm.buf[:nbytes] = bytes(nbytes)
         handle = StoreHandle(name=shm.name, size=size, slots=tuple(slots),
                              locks=tuple(context.Lock() for _ in range(num_chunks)),

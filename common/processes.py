@@ -2,9 +2,11 @@
 
 Start spawn processes without re-importing the parent's __main__ (which would import TensorFlow
 into every worker), end stubborn ones with SIGTERM then SIGKILL, make children exit when their
-parent is gone, release shared memory whatever views remain; and the one error a dead worker
-raises, on which every training loop saves a checkpoint and stops. No TensorFlow here.
+parent is gone, release shared memory whatever views remain, hold Ctrl-C back while a teardown
+runs; and the one error a dead worker raises, on which every training loop saves a checkpoint and
+stops. No TensorFlow here.
 """
+import contextlib
 import os
 import signal
 import sys
@@ -29,6 +31,42 @@ def release_shared_memory(shm, unlink=True):
             shm.unlink()
         except FileNotFoundError:
             pass
+
+
+@contextlib.contextmanager
+def held_interrupts(signums=(signal.SIGINT, signal.SIGTERM)):
+    """Runs the block to its end whatever Ctrl-C or SIGTERM comes: a teardown cut short leaves
+    workers, threads and shared memory behind. The handler in place still runs at once (app's
+    prints, or switches to 'already stopping'), but what it raises (KeyboardInterrupt), or a
+    default action, comes after the block. Only the main thread can; elsewhere the block runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    raised, pending = [], []
+
+    def hold(signum, frame):
+        handler = previous[signum]
+        if callable(handler):
+            try:
+                handler(signum, frame)
+            except BaseException as error:  # pylint: disable=broad-except
+                raised.append(error)
+        elif handler in (signal.SIG_DFL, None):
+            pending.append(signum)
+
+    previous = {signum: signal.getsignal(signum) for signum in signums}
+    for signum in signums:
+        signal.signal(signum, hold)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            if signal.getsignal(signum) is hold:  # not replaced by the handler meanwhile
+                signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        if raised:
+            raise raised[0]
+        if pending:
+            signal.raise_signal(pending[0])
 
 
 def pid_alive(pid):

@@ -17,6 +17,7 @@ from common import async_learners
 from common import parameter_store
 from common import processes
 from common import scalars
+from common import segments
 from ga3c_tf import agent as agent_lib
 
 POLL_SECONDS = 0.1
@@ -32,9 +33,9 @@ class SharedParameters:
     creator fills both; a process attaching by name sees what they hold)."""
 
     def __init__(self, size, name=None):
-        create = name is None
         nbytes = 2 * size * 4
-        self.shm = shared_memory.SharedMemory(name=name, create=create, size=nbytes)
+        self.shm = (segments.create(nbytes) if name is None
+                    else shared_memory.SharedMemory(name=name, size=nbytes))
         self.size = size
         self.parameters = np.ndarray((size,), np.float32, buffer=self.shm.buf)
         self.mean_square = np.ndarray((size,), np.float32, buffer=self.shm.buf, offset=size * 4)
@@ -157,8 +158,7 @@ class A3CServer:
             self.shared.mean_square[:] = state.mean_square.numpy()
             self._start_updates = int(state.updates.numpy())
         self._slots = config.max_agents
-        self._counters_shm = shared_memory.SharedMemory(create=True,
-                                                        size=self._slots * 2 * 8)
+        self._counters_shm = segments.create(self._slots * 2 * 8)
         self.counters = np.ndarray((self._slots, 2), np.int64, buffer=self._counters_shm.buf)
         self.counters.fill(0)
         self.episode_queue = self._context.Queue()
@@ -224,9 +224,19 @@ class A3CServer:
                 return items
 
     def close(self):
+        """Ends the agents and frees the shared memory; a Ctrl-C meanwhile waits for it."""
         if self._closed:
             return
         self._closed = True
+        with processes.held_interrupts():
+            try:
+                self._end_agents()
+            finally:
+                self.counters = None
+                self.shared.close(unlink=True)
+                processes.release_shared_memory(self._counters_shm)
+
+    def _end_agents(self):
         for process, stop_event in self.agents.values():
             stop_event.set()
         deadline = time.monotonic() + JOIN_SECONDS
@@ -240,9 +250,6 @@ class A3CServer:
         self.drain_episodes()
         self.episode_queue.close()
         self.episode_queue.join_thread()
-        self.counters = None
-        self.shared.close(unlink=True)
-        processes.release_shared_memory(self._counters_shm)
 
     def __enter__(self):
         return self
@@ -290,6 +297,7 @@ def train(config, run_dir):
             server.pull_into_learner()
 
     # A resumed run continues with fresh environments, seeded apart from the first session.
-    return tracker_lib.run_training(
-        tracker, lambda: A3CServer(config, learner, seed=config.seed + tracker.env_steps,
-                                   state=state, start_steps=tracker.env_steps), loop)
+    with segments.scope():  # whatever an ending leaves of the run's shared memory goes
+        return tracker_lib.run_training(
+            tracker, lambda: A3CServer(config, learner, seed=config.seed + tracker.env_steps,
+                                       state=state, start_steps=tracker.env_steps), loop)

@@ -6,6 +6,7 @@ import numpy as np
 
 from common import actor_critic
 from common import scalars
+from common import segments
 from common import tracker as tracker_lib
 from ga3c_tf import learner as learner_lib
 from ga3c_tf.server import GA3CServer
@@ -111,5 +112,7 @@ def train(config, run_dir):
         run_loop(config, server, tracker)
 
     # A resumed run continues with fresh environments, seeded apart from the first session.
-    return tracker_lib.run_training(
-        tracker, lambda: GA3CServer(config, learner, seed=config.seed + tracker.env_steps), loop)
+    with segments.scope():  # whatever an ending leaves of the run's shared memory goes
+        return tracker_lib.run_training(
+            tracker, lambda: GA3CServer(config, learner, seed=config.seed + tracker.env_steps),
+            loop)

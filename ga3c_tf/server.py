@@ -8,13 +8,13 @@ import queue as queue_lib
 import signal
 import threading
 import time
-from multiprocessing import shared_memory
 
 import numpy as np
 
 from common import ipc
 from common import predictor as predictor_lib
 from common import processes
+from common import segments
 from common import trainer as trainer_lib
 from ga3c_tf import agent as agent_lib
 from ga3c_tf import learner as learner_lib
@@ -57,7 +57,7 @@ class GA3CServer:
             env_config.observation_shape)
         self._observation_dtype = np.dtype(env_config.observation_dtype)
         size = int(np.prod(self._observation_array_shape)) * self._observation_dtype.itemsize
-        self._shm = shared_memory.SharedMemory(create=True, size=max(size, 1))
+        self._shm = segments.create(max(size, 1))
         self.observations = np.ndarray(self._observation_array_shape, self._observation_dtype,
                                        buffer=self._shm.buf)
         self._seeds = itertools.count(seed)
@@ -312,13 +312,17 @@ class GA3CServer:
         return self._drain(self.episode_queue)
 
     def close(self):
-        """Stops agents, threads and queues and frees the shared memory; safe to call twice."""
+        """Stops agents, threads and queues and frees the shared memory; safe to call twice.
+        A Ctrl-C meanwhile (a finished run closing) waits for the end of it."""
         if self._closed:
             return
         self._closed = True
-        self._stop_actors()
-        self.observations = None
-        processes.release_shared_memory(self._shm)
+        with processes.held_interrupts():
+            try:
+                self._stop_actors()
+            finally:
+                self.observations = None
+                processes.release_shared_memory(self._shm)
 
     def __enter__(self):
         return self

@@ -13,6 +13,7 @@ from multiprocessing import shared_memory
 import numpy as np
 
 from common import processes
+from common import segments
 from common.envs.pool_base import (EnvPool, StepResult, _arrays, _check_common, _check_divides,
                                    _check_int, _EnvSlice, _is_int, _layout, _result)
 from common.processes import WorkerDiedError
@@ -124,7 +125,7 @@ class ProcessPool(EnvPool):
         self.num_groups = num_groups
         layout, size = _layout(num_envs, self.observation_shape, self.observation_dtype)
         self._processes, self._connections = [], []
-        self._shm = _SharedMemory(create=True, size=size)
+        self._shm = segments.create(size, _SharedMemory)  # a parent can remove it by name
         # Registered at once: an exception or Ctrl-C from here on leaves no process or segment.
         self._finalizer = weakref.finalize(self, _shutdown, self._processes, self._connections,
                                            self._shm)

@@ -1,6 +1,7 @@
 """The asynchronous learners' plumbing: flat parameter vectors round-trip through a model's
-variables, and a learner process that does not stop in time is ended with its unit closed (its
-environment pool would otherwise be left to the orphan watchdogs)."""
+variables, a learner process that does not stop in time is ended with its unit closed (its
+environment pool would otherwise be left to the orphan watchdogs), and the main process removes
+the shared memory of a learner that died."""
 import os
 import subprocess
 import sys
@@ -173,3 +174,85 @@ def test_a_dead_learner_stops_the_run_or_is_left_out_as_configured(tmp_path):
     assert 'stopped' not in going_on
     assert going_on.strip().endswith('lost [1]'), going_on
     assert 'reports after the loss 20' in going_on, going_on  # learner 0 went on
+
+
+# A unit holding an environment pool (a shared-memory segment its learner creates); learner 1
+# writes the segment's name down, then dies by SIGKILL, which removes nothing.
+POOL_UNIT_MODULE = textwrap.dedent('''
+    import os
+    import signal
+    import time
+
+    from common.envs import GymConfig, ProcessPool
+
+
+    class Unit:
+        def __init__(self, index):
+            self.index = index
+            self.rounds = 0
+            self.pool = None
+
+        def __enter__(self):
+            self.pool = ProcessPool(GymConfig(), 2, num_workers=1)
+            return self
+
+        def __exit__(self, *exc_info):
+            self.pool.close()
+
+        def iterate(self):
+            self.rounds += 1
+            time.sleep(0.01)
+            if self.index == 1 and self.rounds == 3:
+                with open(os.environ['KILLED_POOL_SEGMENT'], 'w') as f:
+                    f.write(self.pool.shm_name)
+                os.kill(os.getpid(), signal.SIGKILL)
+            return 1, [], {'updates': 1.0, 'policy_lag': 0.0}
+
+
+    def open_unit(config, store, seed, index):
+        return Unit(index)
+''')
+
+KILLED_LEARNER_SCRIPT = textwrap.dedent('''
+    import os
+    import time
+
+    from common import async_learners
+    from common import parameter_store
+    from pool_unit import open_unit
+
+    store = parameter_store.ParameterStore.create(4)
+    try:
+        with async_learners.LearnerProcesses(open_unit, None, store.handle, num_learners=2,
+                                             seed=0, on_death='continue') as learners:
+            after_loss = 0  # learner 0's reports once learner 1 is left out
+            deadline = time.monotonic() + 60
+            while after_loss < 20 and time.monotonic() < deadline:
+                for index, _, _, _ in learners.take_reports():
+                    after_loss += bool(learners.lost) and index == 0
+            with open(os.environ['KILLED_POOL_SEGMENT']) as f:
+                name = f.read()
+            print(f'while learner 0 goes on: segment {name} exists '
+                  f'{os.path.exists("/dev/shm/" + name)}', flush=True)
+    finally:
+        store.close()
+''')
+
+
+def test_a_killed_learners_segment_is_removed_while_the_others_go_on(tmp_path, process_tree):
+    """A SIGKILLed learner cannot remove its pool's segment; multiprocessing's resource tracker
+    would only at the end of the run, with a warning. With on_learner_death 'continue' that
+    end can be days away: the main process removes it as soon as the learner is gone."""
+    shm_before = process_tree.shm_entries()
+    (tmp_path / 'pool_unit.py').write_text(POOL_UNIT_MODULE)
+    script = tmp_path / 'killed_learner.py'
+    script.write_text(KILLED_LEARNER_SCRIPT)
+    result = subprocess.run(
+        [sys.executable, str(script)], cwd=REPO, capture_output=True, text=True, timeout=180,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, str(tmp_path)]),
+                 KILLED_POOL_SEGMENT=str(tmp_path / 'segment')))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert 'going on with 1 learner' in result.stdout, result.stdout
+    assert 'exists False' in result.stdout, result.stdout
+    assert 'leaked shared_memory' not in result.stderr, result.stderr[-2000:]
+    assert not process_tree.leaked_shm(shm_before)
