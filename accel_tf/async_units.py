@@ -29,6 +29,12 @@ APPO_STATS = A3C_STATS + ('clip_fraction', 'approx_kl')
 
 class A3CUnit:
     """One A2C sampler-learner unit updating the store with RMSProp's central statistics."""
+    OPTIMIZER = 'rmsprop'
+    STATS = A3C_STATS
+
+    @staticmethod
+    def slot_initial_values(config):
+        return {'mean_square': config.rmsprop_initial_mean_square}
 
     def __init__(self, config, learner, sampler, store, seed):
         del seed  # the learner's generator, seeded per unit, is all A3C draws from
@@ -71,6 +77,13 @@ class A3CUnit:
 class APPOUnit:
     """One PPO sampler-learner unit taking local Adam steps, synchronized with the store every
     local_steps_per_sync of them by Appendix B's rule."""
+    OPTIMIZER = 'adam'
+    STATS = APPO_STATS
+
+    @staticmethod
+    def slot_initial_values(config):
+        del config
+        return {slot: 0.0 for slot in async_adam.SLOTS}
 
     def __init__(self, config, learner, sampler, store, seed):
         self.config = config
@@ -92,12 +105,14 @@ class APPOUnit:
         async_learners.assign_flat(self.variables, self.adam.parameters)
 
     def iterate(self):
-        config = self.config
+        config, phase = self.config, self.config.ppo
+        pull_every_steps = config.appo.pull_every_steps
+        local_steps_per_sync = config.appo.local_steps_per_sync
         step = 0
 
         def policy(observations):
             nonlocal step
-            if step and step % config.pull_every_steps == 0:
+            if step and step % pull_every_steps == 0:
                 self._pull()
             actions, log_probs = self.learner.act_with_log_probs(observations)
             self.sampled_log_probs[step] = log_probs.numpy()
@@ -110,11 +125,11 @@ class APPOUnit:
             rollout.observations, rollout.actions, rollout.rewards, rollout.terminals,
             self.sampled_log_probs)]
         batch = rollout.actions.size
-        minibatch = batch // config.minibatches
+        minibatch = batch // phase.minibatches
         sums, lags, updates = dict.fromkeys(APPO_STATS, 0.0), [], 0
-        for _ in range(config.epochs):
+        for _ in range(phase.epochs):
             order = self.generator.permutation(batch)
-            for index in range(config.minibatches):
+            for index in range(phase.minibatches):
                 picked = order[index * minibatch:(index + 1) * minibatch]
                 gradient, stats = self.learner.flat_minibatch_gradients(
                     *[array[picked] for array in data])
@@ -123,20 +138,27 @@ class APPOUnit:
                         sums[name] += float(value)
                 async_learners.assign_flat(self.variables,
                                            self.adam.local_step(gradient.numpy()))
-                if self.adam.local_steps == config.local_steps_per_sync:
+                if self.adam.local_steps == local_steps_per_sync:
                     count = self.adam.synchronize()
                     lags.append(count - 1 - self.synced_at)
                     self.synced_at = count
                     updates += 1
                     async_learners.assign_flat(self.variables, self.adam.parameters)
-        steps = config.epochs * config.minibatches
+        steps = phase.gradient_steps
         stats = {name: total / steps for name, total in sums.items()}
         stats.update(updates=updates, policy_lag=float(np.mean(lags)),
                      learning_rate=self.adam.learning_rate)
         return batch, episodes, stats
 
 
-UNITS = {'a3c': A3CUnit, 'appo': APPOUnit}
+# Update kind of accel_tf/algorithms.py -> its asynchronous unit; a unit's OPTIMIZER is the one
+# the rows of its update kind force (tests/accel_tf/test_algorithms.py).
+UNITS = {'actor_critic': A3CUnit, 'ppo': APPOUnit}
+
+
+def unit_class(config):
+    """The unit of config's algorithm."""
+    return UNITS[config.row.update]
 
 
 @contextlib.contextmanager
@@ -147,20 +169,19 @@ def open_unit(config, store, seed, index):
     learner = learners.build_learner(dataclasses.replace(config, seed=seed))
     with learners.open_pool(config, seed) as pool:
         sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
-        yield UNITS[config.algorithm](config, learner, sampler, store, seed)
+        yield unit_class(config)(config, learner, sampler, store, seed)
 
 
 def slot_initial_values(config):
     """The central optimizer statistics and where they start."""
-    if config.algorithm == 'a3c':
-        return {'mean_square': config.rmsprop_initial_mean_square}
-    return {slot: 0.0 for slot in async_adam.SLOTS}
+    return unit_class(config).slot_initial_values(config)
 
 
 def train(config, run_dir):
     """Runs config.num_learners units of config's asynchronous algorithm until total_steps."""
     model = learners.build_learner(config).model
-    stats = A3C_STATS if config.algorithm == 'a3c' else APPO_STATS
+    settings = config.async_learners
     return async_learners.train(config, run_dir, model, open_unit, config.num_learners,
-                                config.num_chunks, slot_initial_values(config), stats,
-                                on_learner_death=config.on_learner_death)
+                                settings.num_chunks, slot_initial_values(config),
+                                unit_class(config).STATS,
+                                on_learner_death=settings.on_learner_death)

@@ -154,7 +154,7 @@ def async_rate(settings, preset, extra=()):
     variables = learners.build_learner(config).model.trainable_variables
     size = sum(int(np.prod(variable.shape)) for variable in variables)
     state = async_learners.CentralState(size, async_units.slot_initial_values(config))
-    store = async_learners.create_store(variables, state, config.num_chunks)
+    store = async_learners.create_store(variables, state, config.async_learners.num_chunks)
     counted = {'steps': 0, 'reports': 0}
     try:
         with async_learners.LearnerProcesses(async_units.open_unit, config, store.handle,
@@ -208,9 +208,11 @@ def tf_agents_ppo_rate(settings):
     with learners.open_pool(config, seed=0) as pool:
         peer = peer_tf_agents.TFAgentsPPO(
             pool, config.env_config.num_actions(), config.horizon,
-            learning_rate=config.learning_rate, epochs=config.epochs,
-            entropy_coef=config.entropy_coef, value_loss_coef=config.value_loss_coef,
-            ratio_clip=config.ratio_clip, gae_lambda=config.gae_lambda, gamma=config.gamma)
+            learning_rate=config.learning_rate, epochs=config.ppo.epochs,
+            entropy_coef=config.actor_critic.entropy_coef,
+            value_loss_coef=config.actor_critic.value_loss_coef,
+            ratio_clip=config.ppo.ratio_clip, gae_lambda=config.actor_critic.gae_lambda,
+            gamma=config.gamma)
         return timing.rate(peer.iterate, config.steps_per_update, settings['seconds'],
                            settings['warmup_seconds'])
 

@@ -1,8 +1,10 @@
-"""Trains A2C, PPO, A3C, APPO or the Q-value family on the accelerated-methods samplers:
+"""Trains an algorithm of accel_tf/algorithms.py (A2C, PPO, A3C, APPO, DQN, categorical DQN,
+eps-Rainbow) on the accelerated-methods samplers:
 `python -m accel_tf.main --gin_file=gin/accel/ppo_pong.gin [--gin_bindings=...]`; on several
 machines, the same command on each with `--cluster=host1:port,host2:port --task_index=i` and
 DistributeConfig.strategy = 'multi_worker'."""
 import dataclasses
+import re
 
 from absl import flags
 
@@ -20,24 +22,34 @@ from common import on_policy
 
 FLAGS = flags.FLAGS
 PAPER = 'accel'
-RENAMED = common_config.renamed_bindings('AccelConfig')
+RENAMED = {**common_config.renamed_bindings('AccelConfig'), **config_lib.RENAMED}
+MOVED = config_lib.MOVED  # common.reproduce reads published runs' old names through it
+# gin's line for a binding of a parameter its configurable does not have.
+_UNKNOWN_PARAMETER = re.compile(r"Configurable '(\w+)' doesn't have a parameter named '(\w+)'")
 
 
 def configure(gin_files, gin_bindings):
     """Parses and validates the config; raises ConfigError before anything starts."""
-    app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
-    config = config_lib.AccelConfig()
+    try:
+        app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
+    except app.ConfigError as error:
+        # A renamed binding in a file the given ones include (app.parse_gin looks for renamed
+        # bindings in the given files and bindings only) reaches gin, which only says the
+        # parameter is unknown: say what to bind instead.
+        found = _UNKNOWN_PARAMETER.search(str(error))
+        old = found and f'{found.group(1)}.{found.group(2)}'
+        if old in RENAMED:
+            raise app.ConfigError(f'{old} (in a file the gin files include) is not a binding: '
+                                  f'{RENAMED[old]}') from None
+        raise
+    config = config_lib.from_gin()
     return common_config.validate_sampled_run(config, pin_cpus=config.pin_cpus)
 
 
-def train(config, run_dir, make_pool=learners.open_pool, on_first_pool=None):
-    """Runs config's algorithm until config.total_steps, resuming from run_dir's checkpoint."""
-    if config.algorithm in config_lib.ASYNC_ALGORITHMS:
-        if on_first_pool is not None:
-            on_first_pool()
-        return async_units.train(config, run_dir)
+def _sampling(config, make_pool, on_first_pool):
+    """(strategy, pool_for(seed)) of a synchronous run: a multi-worker run's worker samples its
+    share of the simulators."""
     strategy = distribute.strategy_of(config.distribute)
-    # A multi-worker run's worker samples its share of the simulators.
     workers = multi_worker.WorkerShare.of(strategy).num_workers
     config_share = dataclasses.replace(config, num_workers=config.num_workers // workers)
 
@@ -47,38 +59,87 @@ def train(config, run_dir, make_pool=learners.open_pool, on_first_pool=None):
             on_first_pool()
         return pool
 
-    if config.algorithm in config_lib.Q_ALGORITHMS:
-        return q_family.train(config, run_dir, q_family.build_q_learner(config, strategy),
-                              pool_for, strategy)
+    return strategy, pool_for
+
+
+def _train_on_policy(config, run_dir, make_pool, on_first_pool):
+    strategy, pool_for = _sampling(config, make_pool, on_first_pool)
     learner = learners.build_learner(config, strategy)
     return on_policy.train(config, run_dir, learner, pool_for, config.sampler, config.horizon,
                            config.num_envs, strategy)
+
+
+def _train_q_values(config, run_dir, make_pool, on_first_pool):
+    strategy, pool_for = _sampling(config, make_pool, on_first_pool)
+    return q_family.train(config, run_dir, learners.build_learner(config, strategy), pool_for,
+                          strategy)
+
+
+def _train_asynchronous(config, run_dir, make_pool, on_first_pool):
+    del make_pool  # each learner process opens its unit's pool (async_units.open_unit)
+    if on_first_pool is not None:
+        on_first_pool()
+    return async_units.train(config, run_dir)
+
+
+# Loop kind of accel_tf/algorithms.py -> its trainer: (config, run_dir, make_pool(config, seed),
+# on_first_pool) -> the environment steps reached.
+TRAINERS = {'on_policy': _train_on_policy, 'q_values': _train_q_values,
+            'asynchronous': _train_asynchronous}
+
+
+def train(config, run_dir, make_pool=learners.open_pool, on_first_pool=None):
+    """Runs config's algorithm until config.total_steps, resuming from run_dir's checkpoint."""
+    return TRAINERS[config.row.loop](config, run_dir, make_pool, on_first_pool)
+
+
+def model_identity(config):
+    """What the run's checkpoints depend on besides the environment (run.json): the algorithm
+    and the model's shape (network, torso, and for the Q-value family dueling streams and
+    atoms)."""
+    model = {'algorithm': config.algorithm, 'network': config.network,
+             'torso_kwargs': config.torso_kwargs}
+    if config.q_values is not None:
+        model.update(dueling=config.q_values.dueling, num_atoms=config.q_values.num_atoms)
+    return model
 
 
 def main():
     config = configure(FLAGS.gin_file, FLAGS.gin_bindings)
     found = cluster_lib.configure(config, FLAGS.cluster, FLAGS.task_index)
     with multi_worker.run_dir_of(found, lambda: app.start_run_dir(
-            PAPER, config.env_config, algorithm=config.algorithm,
-            network=config.network)) as (run_dir, is_chief):
+            PAPER, config.env_config,
+            **model_identity(config))) as (run_dir, is_chief):
         train(config, run_dir, on_first_pool=(lambda: app.write_operative_config(run_dir))
               if is_chief else None)
+
+
+def _actor_critic_policy(run_dir, greedy):
+    return evaluate.actor_critic_policy(run_dir, lambda: config_lib.from_gin(refuse_unread=False),
+                                        learners.build_learner, greedy, obsolete=RENAMED)
+
+
+def _q_policy(run_dir, greedy):
+    from common import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
+    app.parse_recorded_config(run_dir, RENAMED)
+    config = config_lib.from_gin(refuse_unread=False)
+    learner = q_family.build_q_learner(config)
+    env_steps = checkpoint_lib.restore_latest(run_dir, online=learner.online)
+    epsilon = 0.0 if greedy else config.q_values.final_epsilon
+    return (config.env_config, evaluate.epsilon_greedy_policy(learner, epsilon,
+                                                             config.seed + env_steps), env_steps)
+
+
+# Update kind of accel_tf/algorithms.py -> its policy read back from a run for common.evaluate.
+POLICIES = {'actor_critic': _actor_critic_policy, 'ppo': _actor_critic_policy,
+            'q_learning': _q_policy}
 
 
 def load_policy(run_dir, greedy=False):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps);
     for the Q-value family, greedy or epsilon-greedy at the run's final epsilon."""
     app.parse_recorded_config(run_dir, RENAMED)
-    config = config_lib.AccelConfig()
-    if config.algorithm not in config_lib.Q_ALGORITHMS:
-        return evaluate.actor_critic_policy(run_dir, config_lib.AccelConfig,
-                                            learners.build_learner, greedy, obsolete=RENAMED)
-    from common import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
-    learner = q_family.build_q_learner(config)
-    env_steps = checkpoint_lib.restore_latest(run_dir, online=learner.online)
-    epsilon = 0.0 if greedy else config.q_values.final_epsilon
-    return (config.env_config, evaluate.epsilon_greedy_policy(learner, epsilon,
-                                                             config.seed + env_steps), env_steps)
+    return POLICIES[config_lib.from_gin(refuse_unread=False).row.update](run_dir, greedy)
 
 
 if __name__ == '__main__':

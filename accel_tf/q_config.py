@@ -1,20 +1,23 @@
 """The Q-value family's knobs (Stooke & Abbeel 2018, sections 2 and 5, Appendix A.3): replay,
-training intensity, targets, exploration, and the DQN variants Rainbow combines. AccelConfig
-holds one as `q_values` for algorithm 'dqn', 'cat_dqn' or 'rainbow'; gin/accel/*_pong.gin set
-and cite the values."""
+training intensity, targets, exploration, and the DQN variants Rainbow combines: the config
+section of the algorithms whose row reads QValueConfig (accel_tf/algorithms.py), held as
+AccelConfig.q_values; gin/accel/*_pong.gin set and cite the values."""
 import dataclasses
 
 import gin
 
+from accel_tf import sections
 from common import app
+from common import config as config_lib
 from common import replay_feed
 
 
 @gin.configurable
 @dataclasses.dataclass
-class QValueConfig:
+class QValueConfig(sections.Section):
     """Defaults are Nature DQN's (Mnih et al. 2015) where the paper keeps "the original
     publication's" values; the presets cite each."""
+    FIELD = 'q_values'
     batch_size: int = 32
     # Training intensity (section 4.2: 8 for DQN and its variants): updates_per_phase x
     # batch_size transitions trained per num_envs x horizon sampled.
@@ -60,10 +63,11 @@ class QValueConfig:
         spacing = (self.v_max - self.v_min) / (self.num_atoms - 1)
         return [self.v_min + index * spacing for index in range(self.num_atoms)]
 
-    def validate(self, algorithm):
-        """Raises ConfigError naming the first value out of range for algorithm."""
+    def validate(self, config):
+        """Raises ConfigError naming the first value out of range for config's algorithm."""
         require = app.require
-        app.require_field_types('QValueConfig', self)
+        super().validate(config)
+        row = config.row
         app.require_positive_ints('QValueConfig', self, (
             'batch_size', 'updates_per_phase', 'replay_capacity', 'min_replay_steps',
             'target_period', 'n_step', 'num_atoms', 'epsilon_decay_steps', 'eval_max_steps',
@@ -76,10 +80,9 @@ class QValueConfig:
         require(self.eval_max_steps >= self.eval_envs,
                 f'QValueConfig.eval_max_steps={self.eval_max_steps} must be >= eval_envs='
                 f'{self.eval_envs}')
-        categorical = algorithm in ('cat_dqn', 'rainbow')
-        require(categorical == (self.num_atoms > 1),
-                f"QValueConfig.num_atoms={self.num_atoms}; algorithm={algorithm!r} needs "
-                f"{'>= 2 atoms' if categorical else '1 (no atoms)'}")
+        require(row.categorical == (self.num_atoms > 1),
+                f"QValueConfig.num_atoms={self.num_atoms}; algorithm={row.name!r} needs "
+                f"{'>= 2 atoms' if row.categorical else '1 (no atoms)'}")
         require(self.v_min < self.v_max,
                 f'QValueConfig.v_min={self.v_min} must be below v_max={self.v_max}')
         require(self.priority_alpha >= 0,
@@ -96,3 +99,21 @@ class QValueConfig:
         require(self.batch_size <= self.min_replay_steps <= self.replay_capacity,
                 f'QValueConfig needs batch_size <= min_replay_steps <= replay_capacity, got '
                 f'{self.batch_size}, {self.min_replay_steps}, {self.replay_capacity}')
+        stack = getattr(config.env_config, 'stack', 1)
+        per_stream = self.replay_capacity // config.num_envs
+        require(per_stream >= stack + self.n_step,
+                f'QValueConfig.replay_capacity={self.replay_capacity} gives {per_stream} steps '
+                f'per simulator for {config.num_envs} simulators; need at least stack + n_step '
+                f'= {stack + self.n_step}')
+
+    def validate_distribute(self, config, distribute):
+        app.require(distribute.strategy != 'multi_worker' or not self.asynchronous,
+                    "QValueConfig.asynchronous=True is not built for DistributeConfig."
+                    "strategy='multi_worker'; bind QValueConfig.asynchronous = False")
+        app.require(self.batch_size % distribute.num_replicas == 0,
+                    f'QValueConfig.batch_size={self.batch_size} does not split evenly over '
+                    f'DistributeConfig.num_replicas={distribute.num_replicas}')
+
+    def validate_cluster(self, config, num_cluster_workers):
+        config_lib.require_cluster_split('QValueConfig', num_cluster_workers,
+                                         batch_size=self.batch_size)

@@ -206,14 +206,15 @@ def check_run_dir(run_dir, identity):
         raise ConfigError(f'--run_dir={run_dir!r} is a file, not a directory')
     read_invocation(run_dir)  # a damaged one is named here, not after a traceback
     recorded = _read_json(os.path.join(run_dir, RUN_FILE))
-    recorded = None if recorded is None else run_record.identity_of(recorded)
-    if recorded is not None and recorded != identity:
-        differences = '; '.join(
-            f'{key}: {recorded.get(key)!r} there, {identity.get(key)!r} here'
-            for key in sorted(set(recorded) | set(identity))
-            if recorded.get(key) != identity.get(key))
-        raise ConfigError(f'{run_dir} holds another run ({differences}); its checkpoints '
-                          f'cannot be resumed by this command: give another --run_dir')
+    # A key the record lacks was added to the identity after that run began: its value then
+    # is not known, so only what the record holds is compared.
+    differences = [] if recorded is None else [
+        f'{key}: {value!r} there, {identity.get(key)!r} here'
+        for key, value in sorted(run_record.identity_of(recorded).items())
+        if value != identity.get(key)]
+    if differences:
+        raise ConfigError(f'{run_dir} holds another run ({"; ".join(differences)}); its '
+                          f'checkpoints cannot be resumed by this command: give another --run_dir')
     from common import checkpoint  # pylint: disable=import-outside-toplevel  (TensorFlow)
     try:
         checkpoint.first_readable(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR), quiet=True)

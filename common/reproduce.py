@@ -21,14 +21,17 @@ def differences(run_dir):
     path = os.path.join(run_dir, app.OPERATIVE_CONFIG_FILE)
     if not os.path.isfile(path):
         return [f'{run_dir} has no {app.OPERATIVE_CONFIG_FILE} to compare with']
-    with open(path) as f:
-        recorded = gin_text.operative_bindings(f.read())
     try:
         entry = registry.entry_point(invocation.get('paper', '?'))
         entry.configure([_resolve(name) for name in invocation.get('gin_files', [])],
                         invocation.get('gin_bindings', []))
     except app.ConfigError as error:
         return [f'the recorded command no longer parses: {error}']
+    # A paper's MOVED maps bindings it has renamed to their names today.
+    moved = getattr(entry, 'MOVED', {})
+    with open(path) as f:
+        recorded = {moved.get(name, name): value
+                    for name, value in gin_text.operative_bindings(f.read()).items()}
     today = gin_text.operative_bindings(gin.operative_config_str())
     gin.clear_config()
     return [f'{name} = {value} today, {recorded[name] if name in recorded else "absent"} in '

@@ -141,10 +141,10 @@ def _async_unit_update(preset, rollout, bindings=()):
     before = _values(variables)
     size = sum(int(np.prod(variable.shape)) for variable in variables)
     state = async_learners.CentralState(size, async_units.slot_initial_values(config))
-    store = async_learners.create_store(variables, state, config.num_chunks)
+    store = async_learners.create_store(variables, state, config.async_learners.num_chunks)
     try:
-        unit = async_units.UNITS[config.algorithm](config, learner, _PlaybackSampler(rollout),
-                                                   store, seed=SEED)
+        unit = async_units.unit_class(config)(config, learner, _PlaybackSampler(rollout),
+                                              store, seed=SEED)
         unit.iterate()
         after = np.array(store.pull())
     finally:

@@ -13,6 +13,7 @@ import common  # noqa: F401
 from accel_tf import async_units
 from accel_tf import config as config_lib
 from accel_tf import learners
+from accel_tf import sections
 from common import app
 from common import async_learners
 from common import parameter_store
@@ -85,6 +86,11 @@ def _started_learning(run_dir):
 
 @pytest.mark.parametrize('stop', ['ctrl_c', 'dead_learner'])
 def test_ctrl_c_or_a_dead_learner_ends_the_run_with_a_checkpoint(tmp_path, stop, process_tree):
+    """Either ends the run with a checkpoint and no shared memory left: a SIGKILLed learner
+    removes nothing of its own (its pool's segment), so the main process does, where
+    multiprocessing's resource tracker would only once every process of the run is gone (with
+    a 'leaked shared_memory' warning)."""
+    shm_before = process_tree.shm_entries()
     run = _start(_flags('a3c', ['AccelConfig.total_steps = 100000000']) + ['--run_dir=run'],
                  cwd=tmp_path)
     try:
@@ -112,6 +118,8 @@ def test_ctrl_c_or_a_dead_learner_ends_the_run_with_a_checkpoint(tmp_path, stop,
         assert 'learner' in errors[0] and 'died with exit code -9' in errors[0]
         assert 'saved' in errors[0] and 'rerun the same command' in errors[0]
     assert process_tree.wait_for(lambda: not process_tree.alive(tree), 10)
+    assert 'leaked shared_memory' not in stderr, stderr[-3000:]
+    assert not process_tree.leaked_shm(shm_before)
 
 
 def test_a3c_unit_applies_rmsprop_with_the_central_mean_squares():
@@ -119,7 +127,9 @@ def test_a3c_unit_applies_rmsprop_with_the_central_mean_squares():
         env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', algorithm='a3c',
         num_workers=1, envs_per_worker=3, horizon=4, optimizer='rmsprop', learning_rate=0.01,
         learning_rate_scaling='none', rmsprop_decay=0.9, rmsprop_epsilon=0.1,
-        rmsprop_epsilon_inside_sqrt=True, rmsprop_initial_mean_square=1.0, clip_norm=0.0)
+        rmsprop_epsilon_inside_sqrt=True, rmsprop_initial_mean_square=1.0,
+        actor_critic=sections.ActorCriticConfig(clip_norm=0.0),
+        async_learners=sections.AsyncLearnersConfig())
     config.validate()
     learner = learners.build_learner(config)
     variables = learner.model.trainable_variables

@@ -31,30 +31,39 @@ import tensorflow as tf
 from accel_tf import config as config_lib
 from accel_tf import learners
 from accel_tf import main as accel_main
+from accel_tf import sections
 from common import evaluate
 from common.envs import gym as gym_envs
 from common.envs import pools
 
 A2C = dict(algorithm='a2c', envs_per_worker=16, horizon=5, total_steps=150_000,
            optimizer='rmsprop', learning_rate=3e-3, rmsprop_epsilon=1e-5,
-           rmsprop_epsilon_inside_sqrt=False, rmsprop_initial_mean_square=0.0,
-           entropy_coef=0.01, value_loss_coef=0.25, clip_norm=1.0, seed=0)
+           rmsprop_epsilon_inside_sqrt=False, rmsprop_initial_mean_square=0.0, seed=0,
+           actor_critic=sections.ActorCriticConfig(entropy_coef=0.01, value_loss_coef=0.25,
+                                                   clip_norm=1.0))
 PPO = dict(algorithm='ppo', envs_per_worker=16, horizon=16, total_steps=100_000,
-           optimizer='adam', learning_rate=1e-3, gae_lambda=0.95, epochs=4, minibatches=4,
-           ratio_clip=0.2, entropy_coef=0.01, value_loss_coef=0.25, clip_norm=1.0, seed=1)
+           optimizer='adam', learning_rate=1e-3, seed=1,
+           actor_critic=sections.ActorCriticConfig(gae_lambda=0.95, entropy_coef=0.01,
+                                                   value_loss_coef=0.25, clip_norm=1.0),
+           ppo=sections.PPOConfig(epochs=4, minibatches=4, ratio_clip=0.2))
 
 # Two learner processes, each with its own worker process (process pools: the units' pools are
 # opened in the learner processes); A3C's units of 16 environments as the paper's.
 A3C = dict(algorithm='a3c', num_learners=2, envs_per_worker=16, horizon=5, total_steps=250_000,
            optimizer='rmsprop', learning_rate=2e-3, rmsprop_epsilon=1e-3,
            rmsprop_epsilon_inside_sqrt=False, rmsprop_initial_mean_square=0.0,
-           entropy_coef=0.01, value_loss_coef=0.25, clip_norm=1.0, checkpoint_every_steps=50_000,
-           seed=0)
+           checkpoint_every_steps=50_000, seed=0,
+           actor_critic=sections.ActorCriticConfig(entropy_coef=0.01, value_loss_coef=0.25,
+                                                   clip_norm=1.0),
+           async_learners=sections.AsyncLearnersConfig())
 APPO = dict(algorithm='appo', num_learners=2, envs_per_worker=8, horizon=32,
-            total_steps=250_000, optimizer='adam', learning_rate=1e-3, gae_lambda=0.95, epochs=4,
-            minibatches=4, ratio_clip=0.2, entropy_coef=0.01, value_loss_coef=0.25,
-            clip_norm=1.0, pull_every_steps=16, local_steps_per_sync=1,
-            checkpoint_every_steps=50_000, seed=0)
+            total_steps=250_000, optimizer='adam', learning_rate=1e-3,
+            checkpoint_every_steps=50_000, seed=0,
+            actor_critic=sections.ActorCriticConfig(gae_lambda=0.95, entropy_coef=0.01,
+                                                    value_loss_coef=0.25, clip_norm=1.0),
+            ppo=sections.PPOConfig(epochs=4, minibatches=4, ratio_clip=0.2),
+            async_learners=sections.AsyncLearnersConfig(),
+            appo=sections.APPOConfig(pull_every_steps=16, local_steps_per_sync=1))
 
 
 def checkpoint_scores(config, run_dir):

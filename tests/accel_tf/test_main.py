@@ -1,5 +1,6 @@
 """`python -m accel_tf.main` end to end: presets, config errors, run directory, resume,
 evaluation, and Pong through both samplers' worker processes."""
+import json
 import os
 import subprocess
 import sys
@@ -59,23 +60,30 @@ def test_a2c_preset_holds_the_papers_values():
 
 def test_ppo_presets_hold_the_papers_values():
     config = _preset('ppo_pong')
+    phase, loss = config.ppo, config.actor_critic
     assert (config.algorithm, config.num_envs, config.horizon) == ('ppo', 8, 256)
-    assert (config.epochs, config.minibatches, config.steps_per_update) == (4, 4, 2048)
-    assert (config.learning_rate, config.ratio_clip, config.gae_lambda) == (2.5e-4, 0.1, 0.95)
-    assert config.anneal_learning_rate and config.anneal_ratio_clip
-    assert config.scaled_learning_rate == 2.5e-4 and config.clip_norm == 0.0
+    assert (phase.epochs, phase.minibatches, config.steps_per_update) == (4, 4, 2048)
+    assert (config.learning_rate, phase.ratio_clip, loss.gae_lambda) == (2.5e-4, 0.1, 0.95)
+    assert config.anneal_learning_rate and phase.anneal_ratio_clip
+    assert config.scaled_learning_rate == 2.5e-4 and loss.clip_norm == 0.0
     assert isinstance(learners.build_learner(config).optimizer, optim.Adam)
     gin.clear_config()
     scaled = _preset('ppo_scaled_pong')
     assert (scaled.num_envs, scaled.horizon, scaled.steps_per_update) == (128, 16, 2048)
     gin.clear_config()
     original = _preset('ppo_original_code_pong')
+    loss = original.actor_critic
     assert (original.num_envs, original.horizon, original.steps_per_update) == (32, 64, 2048)
-    assert (original.learning_rate, original.ratio_clip, original.gae_lambda) == (1e-3, 0.1, 0.98)
-    assert (original.clip_norm, original.value_loss_coef, original.adam_epsilon) == (1.0, 0.5, 1e-8)
-    assert original.anneal_learning_rate and not original.normalize_advantages
+    assert (original.learning_rate, original.ppo.ratio_clip, loss.gae_lambda) == (1e-3, 0.1, 0.98)
+    assert (loss.clip_norm, loss.value_loss_coef, original.adam_epsilon) == (1.0, 0.5, 1e-8)
+    assert original.anneal_learning_rate and not original.ppo.normalize_advantages
     gin.clear_config()
     assert _preset('pong').algorithm == 'ppo'
+
+
+A3C_ON_A2C = ['gin/accel/a2c_pong.gin', "AccelConfig.algorithm = 'a3c'"]
+APPO = ["AccelConfig.algorithm = 'appo'", 'AccelConfig.anneal_learning_rate = False',
+        'PPOConfig.anneal_ratio_clip = False']
 
 
 @pytest.mark.parametrize('bindings, named', [
@@ -84,27 +92,30 @@ def test_ppo_presets_hold_the_papers_values():
     (['AccelConfig.horizon = 0'], 'AccelConfig.horizon'),
     (["AccelConfig.algorithm = 'trpo'"], "algorithm='trpo'"),
     (["AccelConfig.sampler = 'gpu'"], "sampler='gpu'"),
-    (['AccelConfig.minibatches = 3'], 'minibatches=3 must divide the batch'),
-    (['AccelConfig.gae_lambda = None'], "algorithm='ppo' needs gae_lambda"),
+    (['PPOConfig.minibatches = 3'], 'minibatches=3 must divide the batch'),
+    (['ActorCriticConfig.gae_lambda = None'], "algorithm='ppo' needs gae_lambda"),
     (['AccelConfig.envs_per_worker = 0'], 'AccelConfig.envs_per_worker'),
     (["AccelConfig.optimizer = 'sgd'"], "optimizer='sgd'"),
     (["AccelConfig.pin_cpus = 'yes'"], 'AccelConfig.pin_cpus'),
-    (['AccelConfig.ratio_clip = 1.5'], 'AccelConfig.ratio_clip'),
+    (['PPOConfig.ratio_clip = 1.5'], 'PPOConfig.ratio_clip'),
     (['RMSProp.epsilon = 0.5'], 'bind AccelConfig.rmsprop_epsilon instead'),
-    (['AccelConfig.num_chunks = 0'], 'AccelConfig.num_chunks'),
+    (APPO + ['AsyncLearnersConfig.num_chunks = 0'], 'AsyncLearnersConfig.num_chunks'),
     (['AccelConfig.num_learners = 0'], 'AccelConfig.num_learners'),
-    (["AccelConfig.algorithm = 'a3c'"], "algorithm='a3c' updates the central store with "
-                                        "'rmsprop' only"),
+    # One learner but for the asynchronous algorithms: a second would be ignored.
+    (['AccelConfig.num_learners = 2'], "AccelConfig.num_learners=2; algorithm='ppo' trains one "
+                                       'learner'),
+    (A3C_ON_A2C + ["AccelConfig.optimizer = 'adam'"],
+     "algorithm='a3c' updates the central store with 'rmsprop' only"),
     (["AccelConfig.algorithm = 'appo'"], 'anneal_learning_rate=True; not available'),
+    (["AccelConfig.algorithm = 'appo'", 'AccelConfig.anneal_learning_rate = False'],
+     'PPOConfig.anneal_ratio_clip=True; not available'),
     (['DistributeConfig.num_replicas = 2'], "num_replicas=2 needs strategy='mirrored'"),
     (["DistributeConfig.strategy = 'ring'"], "DistributeConfig.strategy='ring'; allowed"),
-    (["DistributeConfig.strategy = 'multi_worker'", "AccelConfig.algorithm = 'a3c'",
-      "AccelConfig.optimizer = 'rmsprop'", 'AccelConfig.anneal_learning_rate = False',
-      'AccelConfig.anneal_ratio_clip = False'],
+    (A3C_ON_A2C + ["DistributeConfig.strategy = 'multi_worker'"],
      "strategy='multi_worker' is built for algorithm a2c, ppo, dqn, cat_dqn, rainbow, not "
      "'a3c'"),
-    (["DistributeConfig.strategy = 'multi_worker'", "AccelConfig.algorithm = 'dqn'",
-      'AccelConfig.q_values = @QValueConfig()', 'QValueConfig.asynchronous = True'],
+    (['gin/accel/dqn_pong.gin', "DistributeConfig.strategy = 'multi_worker'",
+      'QValueConfig.asynchronous = True'],
      "QValueConfig.asynchronous=True is not built for DistributeConfig.strategy='multi_worker'"),
     (MIRRORED + ['DistributeConfig.num_replicas = 3'],
      '8 simulators do not split evenly over DistributeConfig.num_replicas=3'),
@@ -113,25 +124,57 @@ def test_ppo_presets_hold_the_papers_values():
                  'AccelConfig.envs_per_worker = 4'],
      'AccelConfig.num_workers=2 does not split into 4 sampler groups (2 per replica of '
      'DistributeConfig.num_replicas=2'),
-    (MIRRORED + ['AccelConfig.minibatches = 2048'],
+    (MIRRORED + ['PPOConfig.minibatches = 2048'],
      'PPO minibatches of 1 do not split evenly over DistributeConfig.num_replicas=2'),
-    (MIRRORED + ["AccelConfig.algorithm = 'a3c'", "AccelConfig.optimizer = 'rmsprop'",
-                 'AccelConfig.anneal_learning_rate = False', 'AccelConfig.anneal_ratio_clip = False'],
+    (A3C_ON_A2C + MIRRORED,
      "strategy='mirrored' is built for algorithm a2c, ppo, dqn, cat_dqn, rainbow, not 'a3c'"),
-    (["AccelConfig.algorithm = 'a3c'", "AccelConfig.optimizer = 'rmsprop'",
-      'AccelConfig.anneal_learning_rate = False', 'AccelConfig.anneal_ratio_clip = False',
-      "AccelConfig.on_learner_death = 'maybe'"],
-     "AccelConfig.on_learner_death='maybe'; allowed: ('stop', 'continue')"),
-    (["AccelConfig.algorithm = 'appo'", 'AccelConfig.anneal_learning_rate = False',
-      'AccelConfig.anneal_ratio_clip = False', 'AccelConfig.local_steps_per_sync = 3'],
+    (A3C_ON_A2C + ["AsyncLearnersConfig.on_learner_death = 'maybe'"],
+     "AsyncLearnersConfig.on_learner_death='maybe'; allowed: ('stop', 'continue')"),
+    (APPO + ['APPOConfig.local_steps_per_sync = 3'],
      'local_steps_per_sync=3 must divide the gradient steps per batch'),
+    # A section the algorithm does not read: its bindings would do nothing.
+    (['gin/accel/a2c_pong.gin', 'PPOConfig.epochs = 2'],
+     "PPOConfig.epochs is bound, but algorithm 'a2c' does not read PPOConfig; remove the "
+     'binding'),
+    (['gin/accel/dqn_pong.gin', 'ActorCriticConfig.clip_norm = 1.0'],
+     "ActorCriticConfig.clip_norm is bound, but algorithm 'dqn' does not read "
+     'ActorCriticConfig'),
+    (['APPOConfig.pull_every_steps = 16'], "algorithm 'ppo' does not read APPOConfig"),
+    (A3C_ON_A2C + ['APPOConfig.local_steps_per_sync = 2'],
+     "algorithm 'a3c' does not read APPOConfig"),
+    (['QValueConfig.batch_size = 64'], "algorithm 'ppo' does not read QValueConfig"),
+    # A binding of the flat AccelConfig before the sections: what to bind instead.
+    (['AccelConfig.epochs = 2'], 'AccelConfig.epochs (--gin_bindings=\'AccelConfig.epochs = 2\') '
+                                 'is not a binding: bind PPOConfig.epochs instead'),
+    (['AccelConfig.clip_norm = 1.0'], 'bind ActorCriticConfig.clip_norm instead'),
+    (['AccelConfig.pull_every_steps = 16'], 'bind APPOConfig.pull_every_steps instead'),
+    (['AccelConfig.num_chunks = 2'], 'bind AsyncLearnersConfig.num_chunks instead'),
+    (['gin/accel/dqn_pong.gin', 'AccelConfig.q_values = @QValueConfig()'],
+     'AccelConfig.q_values (--gin_bindings=\'AccelConfig.q_values = @QValueConfig()\') is not a '
+     'binding: remove it'),
 ])
 def test_bad_config_is_named_in_one_line(bindings, named):
+    """bindings: on gin/accel/ppo_pong.gin unless they start with another gin file."""
+    gin_file = 'gin/accel/ppo_pong.gin'
+    if bindings[0].endswith('.gin'):
+        gin_file, bindings = bindings[0], bindings[1:]
     with pytest.raises(app.ConfigError) as error:
-        accel_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/accel/ppo_pong.gin')],
-                             bindings)
+        accel_main.configure([os.path.join(app.PROJECT_ROOT, gin_file)], bindings)
     message = str(error.value)
     assert named in message and '\n' not in message
+
+
+def test_an_old_binding_in_an_included_file_says_what_to_bind_instead(tmp_path):
+    """A user file of the flat AccelConfig, included by another: gin alone would only say the
+    parameter is unknown."""
+    old = tmp_path / 'old.gin'
+    old.write_text("include 'gin/accel/ppo_pong.gin'\nAccelConfig.minibatches = 8\n")
+    (tmp_path / 'mine.gin').write_text(f"include '{old}'\n")
+    with pytest.raises(app.ConfigError) as error:
+        accel_main.configure([str(tmp_path / 'mine.gin')], [])
+    assert str(error.value) == (
+        'AccelConfig.minibatches (in a file the gin files include) is not a binding: bind '
+        'PPOConfig.minibatches instead (read by algorithm ppo, appo)')
 
 
 def test_bad_config_stops_the_command_before_anything_starts(tmp_path):
@@ -190,12 +233,37 @@ def test_a_run_dir_of_another_algorithm_is_refused(tmp_path):
     assert len(errors) == 1 and "algorithm: 'ppo' there, 'a2c' here" in errors[0]
 
 
+def test_a_run_dir_of_another_model_shape_is_refused_and_an_older_record_is_not(tmp_path):
+    """run.json records the torso (and the Q-value family's dueling and atoms); a run.json
+    written before it did (tests/fixtures/checkpoints/accel_*) is compared on what it holds."""
+    torso = "AccelConfig.torso_kwargs = {'hidden_sizes': (16,)}"
+    a2c = CARTPOLE_BINDINGS + ['AccelConfig.total_steps = 160', torso]
+    first = _run(_flags(a2c, 'gin/accel/a2c_pong.gin') + ['--run_dir=run'], cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    record = json.loads((tmp_path / 'run' / 'run.json').read_text())
+    assert (record['algorithm'], record['torso_kwargs']) == ('a2c', {'hidden_sizes': [16]})
+    assert 'dueling' not in record and 'num_atoms' not in record  # Q-value family only
+    wider = a2c[:-1] + ["AccelConfig.torso_kwargs = {'hidden_sizes': (32,)}"]
+    other = _run(_flags(wider, 'gin/accel/a2c_pong.gin') + ['--run_dir=run'], cwd=tmp_path)
+    assert other.returncode == 2
+    errors = [line for line in other.stderr.splitlines() if line.startswith('error:')]
+    assert len(errors) == 1, other.stderr[-3000:]
+    assert "torso_kwargs: {'hidden_sizes': [16]} there, {'hidden_sizes': [32]} here" in errors[0]
+    # As a run.json of the code before: without torso_kwargs, the same command resumes.
+    del record['torso_kwargs']
+    (tmp_path / 'run' / 'run.json').write_text(json.dumps(record))
+    longer = _run(_flags(a2c[:-2] + ['AccelConfig.total_steps = 320', torso],
+                         'gin/accel/a2c_pong.gin') + ['--run_dir=run'], cwd=tmp_path)
+    assert longer.returncode == 0, longer.stderr[-3000:]
+    assert 'resuming from' in longer.stdout and 'at step 160' in longer.stdout
+
+
 @pytest.mark.parametrize('sampler', ['synchronized', 'alternating'])
 def test_pong_runs_through_each_sampler_and_leaves_nothing_behind(tmp_path, sampler, process_tree):
     shm_before = process_tree.shm_entries()
     result = _run(_flags([f"AccelConfig.sampler = '{sampler}'", 'AccelConfig.envs_per_worker = 2',
                           'AccelConfig.horizon = 8', 'AccelConfig.total_steps = 64',
-                          'AccelConfig.minibatches = 2', 'AccelConfig.epochs = 1',
+                          'PPOConfig.minibatches = 2', 'PPOConfig.epochs = 1',
                           'AtariConfig.decorrelation_steps = 20']) + ['--run_dir=run'],
                   cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -298,8 +366,8 @@ def test_async_bench_rows_count_both_learners_steps(process_tree):
     # accel/appo's function, with a short horizon and one epoch of 2 minibatches.
     rows = {'accel/a3c': bench_rows.ROWS['accel/a3c'],
             'accel/appo': lambda settings: bench_rows.async_rate(settings, 'appo_pong', [
-                'AccelConfig.horizon = 16', 'AccelConfig.minibatches = 2',
-                'AccelConfig.epochs = 1'])}
+                'AccelConfig.horizon = 16', 'PPOConfig.minibatches = 2',
+                'PPOConfig.epochs = 1'])}
     for name, row in rows.items():
         gin.clear_config()
         result = row(settings)

@@ -1,5 +1,7 @@
 """PPO's learner: its targets against tf-agents' GAE, the number of gradient steps per call, the
 annealed ratio clip, and the minibatches covering the batch once per epoch."""
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -10,18 +12,24 @@ from tf_agents.utils import value_ops
 from accel_tf import config as config_lib
 from accel_tf import learners
 from accel_tf import ppo
+from accel_tf import sections
 from common.envs import gym as gym_envs
 
 HORIZON, NUM_ENVS = 6, 4
+PPO_FIELDS = {field.name for field in dataclasses.fields(sections.PPOConfig)}
 
 
 def _config(**overrides):
+    """A validated PPO config; overrides of PPOConfig's fields go to that section."""
     values = dict(env_config=gym_envs.GymConfig('CartPole-v1'), algorithm='ppo', network='mlp',
                   num_workers=1, envs_per_worker=NUM_ENVS, horizon=HORIZON, optimizer='adam',
-                  learning_rate=1e-3, learning_rate_scaling='none', gae_lambda=0.9, epochs=3,
-                  minibatches=2, total_steps=10_000, seed=4)
-    values.update(overrides)
-    config = config_lib.AccelConfig(**values)
+                  learning_rate=1e-3, learning_rate_scaling='none', total_steps=10_000, seed=4)
+    phase = dict(epochs=3, minibatches=2)
+    for name, value in overrides.items():
+        (phase if name in PPO_FIELDS else values)[name] = value
+    config = config_lib.AccelConfig(
+        **values, actor_critic=sections.ActorCriticConfig(gae_lambda=0.9),
+        ppo=sections.PPOConfig(**phase))
     config.validate()
     return config
 

@@ -9,8 +9,11 @@ import sys
 import gin
 import pytest
 
+from accel_tf import config as config_lib
 from accel_tf import main as accel_main
+from accel_tf import q_config
 from accel_tf import q_family
+from accel_tf import sections
 from common import app
 from common import evaluate
 from common import off_policy
@@ -108,7 +111,10 @@ def test_every_q_preset_trains_8_transitions_per_sampled_one(preset, batch_size,
      'needs batch_size <= min_replay_steps <= replay_capacity'),
     ('dqn_pong', ['QValueConfig.replay_capacity = 64', 'QValueConfig.min_replay_steps = 32'],
      'gives 4 steps per simulator for 16 simulators; need at least stack + n_step = 5'),
-    ('dqn_pong', ['AccelConfig.q_values = None'], "algorithm='dqn' needs AccelConfig.q_values"),
+    # QValueConfig is built for the Q-value algorithms from its own bindings, not bound.
+    ('dqn_pong', ['AccelConfig.q_values = None'],
+     "AccelConfig.q_values (--gin_bindings='AccelConfig.q_values = None') is not a binding: "
+     'remove it'),
     ('dqn_pong', ['QValueConfig.eval_max_steps = 2'], 'eval_max_steps=2 must be >= eval_envs=4'),
     ('dqn_pong', ['QValueConfig.clip_norm = -1.0'], 'clip_norm must be >= 0, got -1.0'),
     ('dqn_pong', ["QValueConfig.replay_input = 'queue'"],
@@ -120,6 +126,19 @@ def test_bad_q_configs_are_named_in_one_line(preset, bindings, named):
         _configure(preset, bindings)
     message = str(error.value)
     assert named in message and '\n' not in message
+
+
+def test_a_q_value_config_without_its_section_is_refused():
+    """Built in Python: a Q-value algorithm needs QValueConfig, and no other algorithm
+    takes one."""
+    values = dict(env_config=CARTPOLE, network='mlp', num_workers=1, envs_per_worker=2)
+    with pytest.raises(app.ConfigError, match=r"algorithm='dqn' needs AccelConfig.q_values = "
+                                              r'QValueConfig\(\), got None'):
+        config_lib.AccelConfig(algorithm='dqn', **values).validate()
+    with pytest.raises(app.ConfigError, match="AccelConfig.q_values is set, but algorithm 'a2c' "
+                                              'does not read QValueConfig'):
+        config_lib.AccelConfig(algorithm='a2c', q_values=q_config.QValueConfig(),
+                               actor_critic=sections.ActorCriticConfig(), **values).validate()
 
 
 def _entry_flags(preset, bindings):

@@ -1,0 +1,146 @@
+"""The config sections of the accelerated methods that only some algorithms read (their rows in
+accel_tf/algorithms.py name them): the actor-critic loss, PPO's optimization phase, the
+asynchronous learner processes and APPO's unit. The Q-value family's is QValueConfig
+(accel_tf/q_config.py). AccelConfig holds what every algorithm reads; gin/accel/*.gin set and
+cite the values.
+
+Each section checks its own values against the run (validate), the devices it is split over
+(validate_distribute) and a multi-worker cluster's share (validate_cluster); each raises
+app.ConfigError naming the first value out of range.
+"""
+import dataclasses
+from typing import Optional
+
+import gin
+
+from common import app
+from common import config as config_lib
+
+
+class Section:
+    """What every section has: FIELD, the AccelConfig field holding it, and its checks (none by
+    default)."""
+    FIELD = None
+
+    @property
+    def owner(self):
+        return type(self).__name__
+
+    def validate(self, config):
+        """config: the AccelConfig holding this section, its own fields already checked."""
+        app.require_field_types(self.owner, self)
+
+    def validate_distribute(self, config, distribute):
+        """distribute: config's DistributeConfig, strategy other than 'none', validated."""
+        del config, distribute
+
+    def validate_cluster(self, config, num_cluster_workers):
+        del config, num_cluster_workers
+
+    def require_non_negative(self, names):
+        for name in names:
+            value = getattr(self, name)
+            app.require(value >= 0, f'{self.owner}.{name} must be >= 0, got {value!r}')
+
+
+@gin.configurable
+@dataclasses.dataclass
+class ActorCriticConfig(Section):
+    """The actor-critic loss of A2C, PPO, A3C and APPO: entropy - value - policy terms and the
+    gradient's clipping (the Q-value family's loss and clipping are QValueConfig's)."""
+    FIELD = 'actor_critic'
+    entropy_coef: float = 0.01
+    value_loss_coef: float = 0.5        # times mean (R - V)^2
+    clip_norm: float = 0.5              # global-norm gradient clipping; 0 disables
+    gae_lambda: Optional[float] = None  # None: n-step returns (A2C); a float: GAE
+
+    def validate(self, config):
+        super().validate(config)
+        self.require_non_negative(('entropy_coef', 'value_loss_coef', 'clip_norm'))
+        app.require(self.gae_lambda is None or 0 <= self.gae_lambda <= 1,
+                    f'ActorCriticConfig.gae_lambda must be None or in [0, 1], got '
+                    f'{self.gae_lambda!r}')
+        row = config.row
+        app.require(self.gae_lambda is not None or not row.needs_gae,
+                    f'ActorCriticConfig.gae_lambda=None; algorithm={row.name!r} needs '
+                    'gae_lambda (a float in [0, 1])')
+
+
+@gin.configurable
+@dataclasses.dataclass
+class PPOConfig(Section):
+    """PPO's optimization phase (Schulman et al. 2017): epochs over the batch in minibatches,
+    the clipped ratio; PPO and APPO."""
+    FIELD = 'ppo'
+    epochs: int = 4
+    minibatches: int = 4
+    ratio_clip: float = 0.1
+    anneal_ratio_clip: bool = False     # ratio_clip x the same linear decay as the rate
+    normalize_advantages: bool = False  # per minibatch, to mean 0 and standard deviation 1
+
+    @property
+    def gradient_steps(self):
+        """Gradient steps in one optimization phase."""
+        return self.epochs * self.minibatches
+
+    def validate(self, config):
+        super().validate(config)
+        app.require_positive_ints(self.owner, self, ('epochs', 'minibatches'))
+        app.require(0 < self.ratio_clip < 1,
+                    f'PPOConfig.ratio_clip must be in (0, 1), got {self.ratio_clip!r}')
+        row = config.row
+        app.require(row.schedules or not self.anneal_ratio_clip,
+                    f'PPOConfig.anneal_ratio_clip=True; not available for algorithm='
+                    f'{row.name!r} (no schedule, Appendix A.3)')
+        app.require(config.steps_per_update % self.minibatches == 0,
+                    f'PPOConfig.minibatches={self.minibatches} must divide the batch, '
+                    f'num_envs * horizon = {config.steps_per_update}')
+
+    def validate_distribute(self, config, distribute):
+        minibatch = config.steps_per_update // self.minibatches
+        app.require(minibatch % distribute.num_replicas == 0,
+                    f'PPOConfig: PPO minibatches of {minibatch} do not split evenly over '
+                    f'DistributeConfig.num_replicas={distribute.num_replicas}')
+
+    def validate_cluster(self, config, num_cluster_workers):
+        local_batch = config.steps_per_update // num_cluster_workers
+        app.require(local_batch % self.minibatches == 0,
+                    f'PPOConfig.minibatches={self.minibatches} must divide each of the '
+                    f'{num_cluster_workers} workers\' batch of {local_batch}')
+
+
+@gin.configurable
+@dataclasses.dataclass
+class AsyncLearnersConfig(Section):
+    """A3C's and APPO's learner processes on one central parameter store (section 5.1); their
+    number is AccelConfig.num_learners."""
+    FIELD = 'async_learners'
+    num_chunks: int = 3                 # store chunks, a lock each (section 5.1, footnote 2)
+    # A learner process that dies: 'stop' the run (a checkpoint, one line) or 'continue' with
+    # the others (the store frees its locks and rolls back its half-written chunk).
+    on_learner_death: str = 'stop'
+
+    def validate(self, config):
+        super().validate(config)
+        app.require_positive_ints(self.owner, self, ('num_chunks',))
+        app.require(self.on_learner_death in config_lib.ON_LEARNER_DEATH,
+                    f'AsyncLearnersConfig.on_learner_death={self.on_learner_death!r}; allowed: '
+                    f'{config_lib.ON_LEARNER_DEATH}')
+
+
+@gin.configurable
+@dataclasses.dataclass
+class APPOConfig(Section):
+    """APPO's unit (section 4.2, Appendix B): local Adam steps between synchronizations with
+    the store, sampling steps between pulls of the central parameters."""
+    FIELD = 'appo'
+    local_steps_per_sync: int = 1       # local Adam steps per synchronization (App. B)
+    pull_every_steps: int = 64          # sampling steps between pulls (section 4.2)
+
+    def validate(self, config):
+        super().validate(config)
+        app.require_positive_ints(self.owner, self, ('local_steps_per_sync', 'pull_every_steps'))
+        steps = config.ppo.gradient_steps
+        app.require(steps % self.local_steps_per_sync == 0,
+                    f'APPOConfig.local_steps_per_sync={self.local_steps_per_sync} must divide '
+                    f'the gradient steps per batch, epochs * minibatches = {steps}')
