@@ -384,7 +384,11 @@ def run(main_fn, takes_args=False):
         if len(argv) > 1 and not takes_args:
             fail(f'unexpected arguments {argv[1:]}; use --gin_file / --gin_bindings / --run_dir')
         try:
-            return main_fn(argv[1:]) if takes_args else main_fn()
+            status = main_fn(argv[1:]) if takes_args else main_fn()
+            # Done: a late Ctrl-C must not cut Python's own exit (its workers' cleanup) short.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            return status
         except ConfigError as error:
             fail(str(error))
         except RunError as error:

@@ -7,6 +7,7 @@ updates diverge stops (DivergedError): after the metrics row whose loss or gradi
 finite, or where a checkpoint would hold weights that are not; none of those is written, so the
 newest checkpoint, written before, stays.
 """
+import contextlib
 import csv
 import math
 import os
@@ -229,25 +230,30 @@ def run_training(tracker, open_runner, loop, resume_note=''):
             print(f'run already complete: {tracker.env_steps:,} >= total_steps '
                   f'{tracker.total_steps:,}')
             return tracker.env_steps
-        with open_runner() as runner:
-            try:
-                loop(runner)
-            except processes.WorkerDiedError as error:
-                # The learner is whole (a worker only steps environments or feeds it): keep it.
-                path = tracker.save()
-                first_line = str(error).strip().splitlines()[0]
-                raise app.RunError(f'{first_line}; run stopped at step {tracker.env_steps:,}, '
-                                   f'saved {path}; rerun the same command to resume') from error
-            except BaseException as error:  # pylint: disable=broad-except
-                if not app.is_interrupt(error):
-                    raise
-                path = tracker.save()
-                print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the same '
-                      f'command to resume')
-                if isinstance(error, KeyboardInterrupt):
-                    raise
-                raise KeyboardInterrupt from error
-        tracker.save()
+        with contextlib.ExitStack() as end:
+            with open_runner() as runner:
+                try:
+                    loop(runner)
+                except processes.WorkerDiedError as error:
+                    # The learner is whole (a worker only steps environments or feeds it).
+                    path = tracker.save()
+                    first_line = str(error).strip().splitlines()[0]
+                    raise app.RunError(
+                        f'{first_line}; run stopped at step {tracker.env_steps:,}, saved {path}; '
+                        'rerun the same command to resume') from error
+                except BaseException as error:  # pylint: disable=broad-except
+                    if not app.is_interrupt(error):
+                        raise
+                    path = tracker.save()
+                    print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the '
+                          'same command to resume')
+                    if isinstance(error, KeyboardInterrupt):
+                        raise
+                    raise KeyboardInterrupt from error
+                # A normal end: the runner's close and the final save run to their end; a
+                # Ctrl-C meanwhile is raised after them (processes.held_interrupts).
+                end.enter_context(processes.held_interrupts())
+            tracker.save()
         return tracker.env_steps
     finally:
         tracker.close()
