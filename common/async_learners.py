@@ -22,6 +22,7 @@ import tensorflow as tf
 from common import parameter_store
 from common.config import ON_LEARNER_DEATH
 from common import processes
+from common import runner
 from common import segments
 from common import tracker as tracker_lib
 
@@ -262,27 +263,45 @@ def train(config, run_dir, model, open_unit, num_learners, num_chunks, slot_init
         return _Session(store, learners)
 
     def loop(session):
-        sums = dict.fromkeys(stat_names, 0.0)
-        reports_counted = 0
-        tracker.start_interval()
-        try:
-            while not tracker.done:
-                for _, steps, episodes, stats in session.learners.take_reports():
-                    tracker.add_steps(steps, updates=int(stats['updates']))
-                    tracker.add_episodes(episodes)
-                    for name in stat_names:
-                        sums[name] += stats[name]
-                    reports_counted += 1
-                if tracker.checkpoint_due():  # before the row: the tracker checks the weights
-                    state.pull_from(session.store, variables)
-                if tracker.interval_due() or tracker.done:
-                    means = {name: total / max(reports_counted, 1)
-                             for name, total in sums.items()}
-                    tracker.log_interval(session.store.updates, means)
-                    sums, reports_counted = dict.fromkeys(stat_names, 0.0), 0
-                tracker.maybe_checkpoint()
-        finally:  # what run_training saves: at the end, on Ctrl-C, when a learner died
-            state.pull_from(session.store, variables)
+        runner.run(tracker, AsyncUnit(session, state, variables, stat_names))
 
     with segments.scope():  # whatever an ending leaves of the run's shared memory goes
         return tracker_lib.run_training(tracker, open_session, loop)
+
+
+class AsyncUnit(runner.Unit):
+    """The main process of an asynchronous run: takes the learner processes' reports (steps,
+    episodes, per-update statistics) and pulls the store's parameters into the model to save."""
+
+    def __init__(self, session, state, variables, stat_names):
+        self.session = session
+        self.state = state
+        self.variables = variables
+        self.stat_names = tuple(stat_names)
+        self._sums, self._reports = dict.fromkeys(self.stat_names, 0.0), 0
+
+    def advance(self, env_steps):
+        steps = updates = 0
+        episodes = []
+        for _, report_steps, report_episodes, stats in self.session.learners.take_reports():
+            steps += report_steps
+            updates += int(stats['updates'])
+            episodes.extend(report_episodes)
+            for name in self.stat_names:
+                self._sums[name] += stats[name]
+            self._reports += 1
+        return steps, updates, episodes
+
+    def updates(self):
+        return self.session.store.updates
+
+    def settle(self):
+        self.state.pull_from(self.session.store, self.variables)
+
+    finish = settle  # what run_training saves: at the end, on Ctrl-C, when a learner died
+
+    def row(self, seconds):
+        """The mean of each statistic over the interval's reports."""
+        means = {name: total / max(self._reports, 1) for name, total in self._sums.items()}
+        self._sums, self._reports = dict.fromkeys(self.stat_names, 0.0), 0
+        return means

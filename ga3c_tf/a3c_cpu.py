@@ -16,6 +16,7 @@ import numpy as np
 from common import async_learners
 from common import parameter_store
 from common import processes
+from common import runner
 from common import scalars
 from common import segments
 from ga3c_tf import agent as agent_lib
@@ -271,33 +272,47 @@ def train(config, run_dir):
     state = OptimizerState(num_parameters(learner), learner.optimizer.initial_mean_square)
     tracker = tracker_lib.tracker_for(run_dir, config, A3C_COLUMNS,
                                       {'model': learner.model, **state.trackables()})
-    frames = tracker_lib.frames_per_step(config.env_config)
-
     def loop(server):
-        try:
-            server.apply(config.num_agents)
-            last = server.counts()
-            interval_start = dict(last)
-            tracker.start_interval()
-            while not tracker.done:
-                time.sleep(0.05)
-                counts = last = loop_lib.poll_progress(server, tracker, last)
-                if tracker.checkpoint_due():  # before the row: the tracker checks the weights
-                    server.pull_into_learner()
-                if tracker.interval_due() or tracker.done:
-                    seconds = tracker.interval_seconds()
-                    steps = counts['predictions'] - interval_start['predictions']
-                    tracker.log_interval(counts['updates'], {
-                        'pps': steps / seconds, 'frames_per_sec': steps * frames / seconds,
-                        'tps': (counts['updates'] - interval_start['updates']) / seconds,
-                        'num_agents': len(server.agents)})
-                    interval_start = dict(counts)
-                tracker.maybe_checkpoint()
-        finally:  # what run_training saves, at the end or on Ctrl-C
-            server.pull_into_learner()
+        server.apply(config.num_agents)
+        runner.run(tracker, A3CCPUUnit(server, tracker_lib.frames_per_step(config.env_config),
+                                       loop_lib.take_progress))
 
     # A resumed run continues with fresh environments, seeded apart from the first session.
     with segments.scope():  # whatever an ending leaves of the run's shared memory goes
         return tracker_lib.run_training(
             tracker, lambda: A3CServer(config, learner, seed=config.seed + tracker.env_steps,
                                        state=state, start_steps=tracker.env_steps), loop)
+
+
+class A3CCPUUnit(runner.Unit):
+    """The main process of the CPU A3C baseline: polls the agent processes' counts every
+    poll_seconds; the shared parameters come into the learner's model to be saved or logged."""
+
+    def __init__(self, server, frames_per_step, take_progress, poll_seconds=0.05):
+        self.server = server
+        self.frames_per_step = frames_per_step
+        self.take_progress = take_progress
+        self.poll_seconds = poll_seconds
+        self.last = server.counts()
+        self.interval_start = dict(self.last)
+
+    def advance(self, env_steps):
+        time.sleep(self.poll_seconds)
+        steps, updates, episodes, self.last = self.take_progress(self.server, self.last)
+        return steps, updates, episodes
+
+    def updates(self):
+        return self.last['updates']
+
+    def settle(self):
+        self.server.pull_into_learner()
+
+    finish = settle  # what run_training saves, at the end or on Ctrl-C
+
+    def row(self, seconds):
+        steps = self.last['predictions'] - self.interval_start['predictions']
+        row = {'pps': steps / seconds, 'frames_per_sec': steps * self.frames_per_step / seconds,
+               'tps': (self.last['updates'] - self.interval_start['updates']) / seconds,
+               'num_agents': len(self.server.agents)}
+        self.interval_start = dict(self.last)
+        return row

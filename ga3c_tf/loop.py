@@ -5,6 +5,7 @@ import time
 import numpy as np
 
 from common import actor_critic
+from common import runner
 from common import scalars
 from common import segments
 from common import tracker as tracker_lib
@@ -61,42 +62,57 @@ class _IntervalMeter:
         return row
 
 
-def poll_progress(server, tracker, last):
-    """Checks the agents, hands the env steps and updates since last (server.counts() then) and
-    the finished episodes to tracker; returns server.counts() now. GA3C's and A3C-CPU's."""
+def take_progress(server, last):
+    """Checks the agents; returns the env steps and updates since last (server.counts() then),
+    the finished episodes, and server.counts() now. GA3C's and A3C-CPU's."""
     server.check_agents()
     counts = server.counts()
-    tracker.add_steps(counts['predictions'] - last['predictions'],
-                      counts['updates'] - last['updates'])
-    tracker.add_episodes(server.drain_episodes())
-    return counts
+    return (counts['predictions'] - last['predictions'], counts['updates'] - last['updates'],
+            server.drain_episodes(), counts)
 
 
-def run_loop(config, server, tracker, poll_seconds=0.05):
-    """The main thread's loop: watch agents and threads, count, log, checkpoint, anneal."""
-    annealer = make_annealer(config) if config.dynamic_settings else None
-    next_adjustment = time.monotonic() + config.dynamic_initial_wait_seconds
-    adjustment_start, updates_at_adjustment = time.monotonic(), server.counts()['updates']
-    meter = _IntervalMeter(server)
-    last = server.counts()
-    frames = tracker_lib.frames_per_step(config.env_config)
-    tracker.start_interval()
-    while not tracker.done:
-        time.sleep(poll_seconds)
+class GA3CUnit(runner.Unit):
+    """The main thread's share of GA3C: every poll_seconds, watch the agents and threads,
+    count, and anneal NP, NT and NA (the paper's dynamic adjustment) while the server trains."""
+
+    def __init__(self, config, server, poll_seconds=0.05):
+        self.config = config
+        self.server = server
+        self.poll_seconds = poll_seconds
+        self.annealer = make_annealer(config) if config.dynamic_settings else None
+        self.next_adjustment = time.monotonic() + config.dynamic_initial_wait_seconds
+        self.adjustment_start = time.monotonic()
+        self.updates_at_adjustment = server.counts()['updates']
+        self.meter = _IntervalMeter(server)
+        self.last = server.counts()
+        self.frames = tracker_lib.frames_per_step(config.env_config)
+
+    def advance(self, env_steps):
+        server = self.server
+        time.sleep(self.poll_seconds)
         server.check_threads()
-        counts = last = poll_progress(server, tracker, last)
-        scalars.assign(server.learner.env_steps, tracker.env_steps)
-        meter.sample_queues()
+        steps, updates, episodes, self.last = take_progress(server, self.last)
+        scalars.assign(server.learner.env_steps, env_steps + steps)
+        self.meter.sample_queues()
+        self._adjust()
+        return steps, updates, episodes
+
+    def _adjust(self):
         now = time.monotonic()
-        if annealer is not None and now >= next_adjustment:
-            tps = (counts['updates'] - updates_at_adjustment) / max(now - adjustment_start, 1e-9)
-            server.apply(annealer.step(tps))
-            adjustment_start, updates_at_adjustment = time.monotonic(), server.counts()['updates']
-            next_adjustment = adjustment_start + config.dynamic_interval_seconds
-        if tracker.interval_due() or tracker.done:
-            seconds = tracker.interval_seconds()
-            tracker.log_interval(server.updates, meter.row(seconds, frames))
-        tracker.maybe_checkpoint()
+        if self.annealer is None or now < self.next_adjustment:
+            return
+        tps = ((self.last['updates'] - self.updates_at_adjustment)
+               / max(now - self.adjustment_start, 1e-9))
+        self.server.apply(self.annealer.step(tps))
+        self.adjustment_start = time.monotonic()
+        self.updates_at_adjustment = self.server.counts()['updates']
+        self.next_adjustment = self.adjustment_start + self.config.dynamic_interval_seconds
+
+    def updates(self):
+        return self.server.updates
+
+    def row(self, seconds):
+        return self.meter.row(seconds, self.frames)
 
 
 def train(config, run_dir):
@@ -109,7 +125,7 @@ def train(config, run_dir):
 
     def loop(server):
         server.apply((config.num_predictors, config.num_trainers, config.num_agents))
-        run_loop(config, server, tracker)
+        runner.run(tracker, GA3CUnit(config, server))
 
     # A resumed run continues with fresh environments, seeded apart from the first session.
     with segments.scope():  # whatever an ending leaves of the run's shared memory goes
