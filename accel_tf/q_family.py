@@ -4,7 +4,6 @@ organized by simulator (prioritized for Rainbow), and the shared Q-learner. Sync
 sampling and optimization alternate; asynchronous (QValueConfig.asynchronous): a trainer thread
 optimizes while the sampler samples, at the same replay ratio."""
 import contextlib
-import time
 
 import tensorflow as tf
 
@@ -97,22 +96,14 @@ def evaluate_now(config, learner, run_dir, env_steps, trained_seconds):
     steps in all, whole games (no episodic life) cut at eval_max_path_steps, epsilon-greedy at
     eval_epsilon; the episodes that ended count. Returns the row, None if none ended."""
     q_values = config.q_values
-    start = time.perf_counter()
     env_config = evaluate.evaluation_env_config(config.env_config,
                                                 max_episode_steps=q_values.eval_max_path_steps)
     policy = evaluate.epsilon_greedy_policy(learner, q_values.eval_epsilon,
                                             config.seed + env_steps)
-    scores = evaluate.run_for_steps(env_config, policy, q_values.eval_envs,
-                                    q_values.eval_max_steps, seed=config.seed + 7919 + env_steps)
-    if not len(scores):
-        print(f'eval at step {env_steps:,}: no episode ended within '
-              f'{q_values.eval_max_steps:,} steps', flush=True)
-        return None
-    row = evaluate.write_eval_row(run_dir, env_steps, scores, time.perf_counter() - start,
-                                  trained_seconds)
-    print(f"eval at step {env_steps:,}: mean {row['score_mean']:.2f} over {row['episodes']} "
-          f"episodes", flush=True)
-    return row
+    return evaluate.evaluation_round(
+        run_dir, env_steps, trained_seconds, lambda: evaluate.run_for_steps(
+            env_config, policy, q_values.eval_envs, q_values.eval_max_steps,
+            seed=config.seed + 7919 + env_steps), f'{q_values.eval_max_steps:,} steps')
 
 
 def train(config, run_dir, learner, open_pool, strategy=None):

@@ -91,6 +91,22 @@ def write_eval_row(run_dir, env_steps, scores, seconds, wall_time):
     return row
 
 
+def evaluation_round(run_dir, env_steps, trained_seconds, play, budget_text):
+    """One periodic evaluation of a training run: play() -> the scores of the episodes that
+    ended; writes them to eval.csv and prints one line. Returns the row, None if no episode
+    ended (budget_text says within what)."""
+    start = time.perf_counter()
+    scores = play()
+    if not len(scores):
+        print(f'eval at step {env_steps:,}: no episode ended within {budget_text}', flush=True)
+        return None
+    row = write_eval_row(run_dir, env_steps, scores, time.perf_counter() - start,
+                         trained_seconds)
+    print(f"eval at step {env_steps:,}: mean {row['score_mean']:.2f} over {row['episodes']} "
+          f'episodes', flush=True)
+    return row
+
+
 def epsilon_greedy_policy(learner, epsilon, seed):
     """policy_fn of a Q-learner (common.q_learner): epsilon-greedy on its online network,
     batched."""

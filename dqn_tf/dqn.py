@@ -15,7 +15,6 @@ round), so that in the concurrent modes it can yield the CPU to the learner (act
 The Q-learner is common/q_learner.py; this module holds FastDQN (actors and trainer) and the
 unit the shared runner (common/runner.py) drives.
 """
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -210,16 +209,13 @@ DQN_COLUMNS = ('epsilon',) + q_learner.UPDATE_STATS + ('replay_size', 'minibatch
 
 def evaluate_now(config, learner, run_dir, env_steps, trained_seconds):
     """The paper's evaluation round (epsilon 0.05, separate environments) into eval.csv."""
-    start = time.perf_counter()
-    scores = evaluate.run_episodes(
-        evaluate.evaluation_env_config(config.env_config),
-        evaluate.epsilon_greedy_policy(learner, config.eval_epsilon, config.seed + env_steps),
-        config.eval_episodes, seed=config.seed + 7919 + env_steps)
-    row = evaluate.write_eval_row(run_dir, env_steps, scores, time.perf_counter() - start,
-                                  trained_seconds)
-    print(f"eval at step {env_steps:,}: mean {row['score_mean']:.2f} over "
-          f"{row['episodes']} episodes", flush=True)
-    return row
+    return evaluate.evaluation_round(
+        run_dir, env_steps, trained_seconds, lambda: evaluate.run_episodes(
+            evaluate.evaluation_env_config(config.env_config),
+            evaluate.epsilon_greedy_policy(learner, config.eval_epsilon,
+                                           config.seed + env_steps),
+            config.eval_episodes, seed=config.seed + 7919 + env_steps),
+        f'{config.eval_episodes} episodes')
 
 
 def train(config, run_dir, on_start=None):
