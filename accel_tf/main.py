@@ -6,22 +6,18 @@ DistributeConfig.strategy = 'multi_worker'."""
 import dataclasses
 import re
 
-from absl import flags
-
 from accel_tf import async_units
 from accel_tf import config as config_lib
 from accel_tf import learners
 from accel_tf import q_family
 from common import app
-from common import cluster as cluster_lib
+from common import entry
 from common import config as common_config
 from common import distribute
 from common import evaluate
 from common import multi_worker
 from common import on_policy
 
-FLAGS = flags.FLAGS
-PAPER = 'accel'
 RENAMED = {**common_config.renamed_bindings('AccelConfig'), **config_lib.RENAMED}
 MOVED = config_lib.MOVED  # common.reproduce reads published runs' old names through it
 # gin's line for a binding of a parameter its configurable does not have.
@@ -46,7 +42,7 @@ def configure(gin_files, gin_bindings):
     return common_config.validate_sampled_run(config, pin_cpus=config.pin_cpus)
 
 
-def _sampling(config, make_pool, on_first_pool):
+def _sampling(config, make_pool):
     """(strategy, pool_for(seed)) of a synchronous run: a multi-worker run's worker samples its
     share of the simulators."""
     strategy = distribute.strategy_of(config.distribute)
@@ -54,43 +50,38 @@ def _sampling(config, make_pool, on_first_pool):
     config_share = dataclasses.replace(config, num_workers=config.num_workers // workers)
 
     def pool_for(seed):
-        pool = make_pool(config_share, seed)
-        if on_first_pool is not None:
-            on_first_pool()
-        return pool
+        return make_pool(config_share, seed)
 
     return strategy, pool_for
 
 
-def _train_on_policy(config, run_dir, make_pool, on_first_pool):
-    strategy, pool_for = _sampling(config, make_pool, on_first_pool)
+def _train_on_policy(config, run_dir, make_pool):
+    strategy, pool_for = _sampling(config, make_pool)
     learner = learners.build_learner(config, strategy)
     return on_policy.train(config, run_dir, learner, pool_for, config.sampler, config.horizon,
                            config.num_envs, strategy)
 
 
-def _train_q_values(config, run_dir, make_pool, on_first_pool):
-    strategy, pool_for = _sampling(config, make_pool, on_first_pool)
+def _train_q_values(config, run_dir, make_pool):
+    strategy, pool_for = _sampling(config, make_pool)
     return q_family.train(config, run_dir, learners.build_learner(config, strategy), pool_for,
                           strategy)
 
 
-def _train_asynchronous(config, run_dir, make_pool, on_first_pool):
+def _train_asynchronous(config, run_dir, make_pool):
     del make_pool  # each learner process opens its unit's pool (async_units.open_unit)
-    if on_first_pool is not None:
-        on_first_pool()
     return async_units.train(config, run_dir)
 
 
-# Loop kind of accel_tf/algorithms.py -> its trainer: (config, run_dir, make_pool(config, seed),
-# on_first_pool) -> the environment steps reached.
+# Loop kind of accel_tf/algorithms.py -> its trainer: (config, run_dir, make_pool(config, seed))
+# -> the environment steps reached.
 TRAINERS = {'on_policy': _train_on_policy, 'q_values': _train_q_values,
             'asynchronous': _train_asynchronous}
 
 
-def train(config, run_dir, make_pool=learners.open_pool, on_first_pool=None):
+def train(config, run_dir, make_pool=learners.open_pool):
     """Runs config's algorithm until config.total_steps, resuming from run_dir's checkpoint."""
-    return TRAINERS[config.row.loop](config, run_dir, make_pool, on_first_pool)
+    return TRAINERS[config.row.loop](config, run_dir, make_pool)
 
 
 def model_identity(config):
@@ -102,16 +93,6 @@ def model_identity(config):
     if config.q_values is not None:
         model.update(dueling=config.q_values.dueling, num_atoms=config.q_values.num_atoms)
     return model
-
-
-def main():
-    config = configure(FLAGS.gin_file, FLAGS.gin_bindings)
-    found = cluster_lib.configure(config, FLAGS.cluster, FLAGS.task_index)
-    with multi_worker.run_dir_of(found, lambda: app.start_run_dir(
-            PAPER, config.env_config,
-            **model_identity(config))) as (run_dir, is_chief):
-        train(config, run_dir, on_first_pool=(lambda: app.write_operative_config(run_dir))
-              if is_chief else None)
 
 
 def _actor_critic_policy(run_dir, greedy):
@@ -142,5 +123,7 @@ def load_policy(run_dir, greedy=False):
     return POLICIES[config_lib.from_gin(refuse_unread=False).row.update](run_dir, greedy)
 
 
+PAPER = entry.Paper('accel', configure, train, model_identity, cluster=True)
+
 if __name__ == '__main__':
-    app.run(main)
+    entry.main(PAPER)

@@ -232,6 +232,8 @@ def run_training(tracker, open_runner, loop, resume_note=''):
             return tracker.env_steps
         with contextlib.ExitStack() as end:
             with open_runner() as runner:
+                # What ran, once every gin-configured piece (the pool's too) has been built.
+                app.write_operative_config(tracker.run_dir)
                 try:
                     loop(runner)
                 except processes.WorkerDiedError as error:

@@ -218,11 +218,10 @@ def evaluate_now(config, learner, run_dir, env_steps, trained_seconds):
         f'{config.eval_episodes} episodes')
 
 
-def train(config, run_dir, on_start=None):
+def train(config, run_dir):
     """Trains until config.total_steps, resuming counters, networks and optimizer from run_dir.
 
-    Replay contents do not survive a restart: a resumed run prepopulates again. on_start() is
-    called once the run is known not to be complete, before the actors start.
+    Replay contents do not survive a restart: a resumed run prepopulates again.
     """
     learner = build_learner(config)
     tracker = tracker_lib.tracker_for(
@@ -230,8 +229,6 @@ def train(config, run_dir, on_start=None):
         {'online': learner.online, 'target': learner.target, 'optimizer': learner.optimizer})
 
     def open_runner():
-        if on_start is not None:
-            on_start()
         # A resumed run continues with fresh environments, seeded apart from the first session.
         return FastDQN(config, learner, seed=config.seed + tracker.env_steps)
 

@@ -1,13 +1,9 @@
 """Trains fast DQN: `python -m dqn_tf.main --gin_file=gin/dqn/pong.gin [--gin_bindings=...]`."""
-from absl import flags
-
 from common import app
+from common import entry
 from common import evaluate
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
-
-FLAGS = flags.FLAGS
-PAPER = 'dqn'
 
 
 def configure(gin_files, gin_bindings):
@@ -16,14 +12,6 @@ def configure(gin_files, gin_bindings):
     config = config_lib.DQNConfig()
     config.validate()
     return config
-
-
-def main():
-    config = configure(FLAGS.gin_file, FLAGS.gin_bindings)
-    app.set_intra_op_threads(config.intra_op_threads())
-    run_dir = app.start_run_dir(PAPER, config.env_config, network=config.network,
-                                dueling=config.dueling, torso_kwargs=config.torso_kwargs)
-    dqn.train(config, run_dir, on_start=lambda: app.write_operative_config(run_dir))
 
 
 def load_policy(run_dir, greedy=False):
@@ -38,5 +26,11 @@ def load_policy(run_dir, greedy=False):
     return config.env_config, policy, env_steps
 
 
+PAPER = entry.Paper(
+    'dqn', configure, dqn.train,
+    model_identity=lambda config: {'network': config.network, 'dueling': config.dueling,
+                                   'torso_kwargs': config.torso_kwargs},
+    prepare=lambda config: app.set_intra_op_threads(config.intra_op_threads()))
+
 if __name__ == '__main__':
-    app.run(main)
+    entry.main(PAPER)

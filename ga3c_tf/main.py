@@ -3,12 +3,8 @@
 GA3CConfig.algorithm = 'a3c_cpu' runs the paper's CPU A3C baseline on the same config instead.
 Play a trained run: `python -m common.evaluate --run_dir=runs/ga3c-pong-...`.
 """
-from absl import flags
-
 from common import app
-
-FLAGS = flags.FLAGS
-PAPER = 'ga3c'
+from common import entry
 
 
 def configure(gin_files, gin_bindings):
@@ -29,15 +25,6 @@ def train(config, run_dir):
     return loop.train(config, run_dir)
 
 
-def main():
-    config = configure(FLAGS.gin_file, FLAGS.gin_bindings)
-    run_dir = app.start_run_dir(
-        PAPER, config.env_config, algorithm=config.algorithm, network=config.network,
-        torso_kwargs=config.model_kwargs()['torso_kwargs'])
-    app.write_operative_config(run_dir)
-    train(config, run_dir)  # a dead agent: one line and a checkpoint (app.RunError)
-
-
 def load_policy(run_dir, greedy=False):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
     from common import config as config_lib  # pylint: disable=import-outside-toplevel
@@ -49,5 +36,10 @@ def load_policy(run_dir, greedy=False):
         obsolete=config_lib.renamed_bindings('GA3CConfig'))
 
 
+PAPER = entry.Paper(
+    'ga3c', configure, train,
+    model_identity=lambda config: {'algorithm': config.algorithm, 'network': config.network,
+                                   'torso_kwargs': config.model_kwargs()['torso_kwargs']})
+
 if __name__ == '__main__':
-    app.run(main)
+    entry.main(PAPER)  # a dead agent: one line and a checkpoint (app.RunError)
