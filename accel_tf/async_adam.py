@@ -1,5 +1,5 @@
 """Multi-step asynchronous Adam (Stooke & Abbeel 2018, Appendix B), in numpy on the central
-parameter store (common/parameter_store.py): a learner takes several local Adam steps and then
+parameter store (common/units/parameter_store.py): a learner takes several local Adam steps and then
 applies them to the central parameters and moments at once.
 
 Local step (ordinary Adam, all values zero-initialized but the parameters):

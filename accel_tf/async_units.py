@@ -1,5 +1,5 @@
 """A3C's and APPO's sampler-learner units (Stooke & Abbeel 2018, sections 4.2 and 5.1), each
-running in its own learner process (common/async_learners.py) on the central parameter store.
+running in its own learner process (common/units/async_learners.py) on the central parameter store.
 
 A3C: a 16-environment A2C unit; after each rollout it computes its clipped gradient locally,
 then, chunk by chunk under the chunk's lock, applies RMSProp with the central mean squares to the
@@ -17,9 +17,9 @@ import numpy as np
 
 from accel_tf import async_adam
 from accel_tf import learners
-from common import async_learners
-from common import parameter_store
-from common import samplers
+from common.units import async_learners
+from common.units import parameter_store
+from common.units import samplers
 
 # The statistics each unit reports per round, logged as interval means.
 A3C_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate',

@@ -42,13 +42,13 @@ from accel_tf import async_units
 from accel_tf import learners
 from accel_tf import main as accel_main
 from accel_tf import q_family
-from common import app
-from common import async_learners
-from common import cluster
-from common import distribute
-from common import on_policy
-from common import samplers
-from common import timing
+from common.run import app
+from common.scale import cluster
+from common.scale import distribute
+from common.tools import timing
+from common.units import async_learners
+from common.units import on_policy
+from common.units import samplers
 
 PPO_BATCH = 2048
 ASYNC_LEARNERS = 2
@@ -133,7 +133,7 @@ def q_training_rate(settings, preset, batch_size, extra=()):
         f'QValueConfig.updates_per_phase = {updates}',
         f'QValueConfig.replay_capacity = {Q_REPLAY_CAPACITY}',
         f'QValueConfig.min_replay_steps = {min_replay_steps}'] + list(extra))
-    learner = q_family.build_q_learner(config)
+    learner = learners.build_q_learner(config)
     with learners.open_pool(config, seed=0) as pool:
         sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
         with q_family.make_runner(config, sampler, learner, q_family.make_replay(config, seed=0),

@@ -16,10 +16,10 @@ import gin
 from accel_tf import algorithms
 from accel_tf import q_config
 from accel_tf import sections
-from common import app
-from common import config as config_lib
-from common import networks
-from common import samplers
+from common.learners import networks
+from common.run import app
+from common.run import config as config_lib
+from common.units import samplers
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401
@@ -92,7 +92,7 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     async_learners: Optional[sections.AsyncLearnersConfig] = None
     appo: Optional[sections.APPOConfig] = None
     q_values: Optional[q_config.QValueConfig] = None
-    # Several devices (section 4.2): a common.config.DistributeConfig; None until configure()
+    # Several devices (section 4.2): a common.run.config.DistributeConfig; None until configure()
     # sets the one DistributeConfig's bindings make.
     distribute: Any = None
 

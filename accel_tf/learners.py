@@ -1,12 +1,15 @@
 """The learner of each update kind (accel_tf/algorithms.py UPDATES), built from an AccelConfig
 (the network, the optimizer with the (scaled, optionally annealed) learning rate, and the
 update), and the environment pool its sampler steps."""
+import tensorflow as tf
+
 from accel_tf import ppo
-from common import actor_critic
-from common import config as config_lib
-from common import networks
-from common import optim
 from common.envs import pools
+from common.learners import actor_critic
+from common.learners import networks
+from common.learners import optim
+from common.learners import q_learner
+from common.run import config as config_lib
 
 
 def open_pool(config, seed):
@@ -27,7 +30,7 @@ def make_optimizer(config, total_updates):
     if config.optimizer == 'adam':
         return optim.Adam(rate, beta1=config.adam_beta1, beta2=config.adam_beta2,
                           epsilon=config.adam_epsilon)
-    return config.make_rmsprop(rate)
+    return optim.rmsprop_of(config, rate)
 
 
 def _model(config):
@@ -64,10 +67,29 @@ def build_ppo_learner(config):
 
 
 def build_q_learner(config):
-    """The Q-value family's QLearner (accel_tf/q_family.py, which imports this module for
-    make_optimizer: imported here when called)."""
-    from accel_tf import q_family  # pylint: disable=import-outside-toplevel
-    return q_family.build_q_learner(config)
+    """The Q-value family's QLearner (AccelConfig with q_values): network, variants,
+    optimizer; build_learner puts it under a strategy's scope (every minibatch then split
+    over its replicas)."""
+    q_values = config.q_values
+    env_config = config.env_config
+    num_actions = env_config.num_actions()
+
+    def make_network():
+        return networks.make_q_network(
+            num_actions, env_config.observation_shape, env_config.observation_dtype,
+            network=config.network, dueling=q_values.dueling, torso_kwargs=config.torso_kwargs,
+            initializer=config.initializer, seed=config.seed, support=q_values.support)
+
+    settings = q_learner.QSettings(
+        gamma=config.gamma, double_dqn=q_values.double_dqn, huber_delta=q_values.huber_delta,
+        n_step=q_values.n_step, importance_weighted=q_values.prioritized,
+        categorical=q_values.num_atoms > 1, clip_norm=q_values.clip_norm)
+    total_updates = (config.total_steps // config.steps_per_update) * q_values.updates_per_phase
+    optimizer = make_optimizer(config, total_updates)
+    spec = tf.TensorSpec((None,) + tuple(env_config.observation_shape),
+                         tf.as_dtype(env_config.observation_dtype))
+    return q_learner.QLearner(make_network, num_actions, optimizer, settings, spec,
+                              name='accel_q_learner')
 
 
 # Update kind of accel_tf/algorithms.py -> the builder of its learner.

@@ -10,16 +10,16 @@ from accel_tf import async_units
 from accel_tf import config as config_lib
 from accel_tf import learners
 from accel_tf import q_family
-from common import app
-from common import entry
-from common import config as common_config
-from common import distribute
 from common import evaluate
-from common import multi_worker
-from common import on_policy
+from common.run import app
+from common.run import config as common_config
+from common.run import entry
+from common.scale import distribute
+from common.scale import multi_worker
+from common.units import on_policy
 
 RENAMED = {**common_config.renamed_bindings('AccelConfig'), **config_lib.RENAMED}
-MOVED = config_lib.MOVED  # common.reproduce reads published runs' old names through it
+MOVED = config_lib.MOVED  # common.tools.reproduce reads published runs' old names through it
 # gin's line for a binding of a parameter its configurable does not have.
 _UNKNOWN_PARAMETER = re.compile(r"Configurable '(\w+)' doesn't have a parameter named '(\w+)'")
 
@@ -101,10 +101,10 @@ def _actor_critic_policy(run_dir, greedy):
 
 
 def _q_policy(run_dir, greedy):
-    from common import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
+    from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
     app.parse_recorded_config(run_dir, RENAMED)
     config = config_lib.from_gin(refuse_unread=False)
-    learner = q_family.build_q_learner(config)
+    learner = learners.build_q_learner(config)
     env_steps = checkpoint_lib.restore_latest(run_dir, online=learner.online)
     epsilon = 0.0 if greedy else config.q_values.final_epsilon
     return (config.env_config, evaluate.epsilon_greedy_policy(learner, epsilon,

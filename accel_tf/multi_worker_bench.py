@@ -15,12 +15,12 @@ import tensorflow as tf
 
 from accel_tf import bench_rows
 from accel_tf import learners
-from common import cluster  # and its --cluster and --task_index flags
-from common import distribute
-from common import multi_worker
-from common import on_policy
-from common import samplers
-from common import timing
+from common.scale import cluster  # and its --cluster and --task_index flags
+from common.scale import distribute
+from common.scale import multi_worker
+from common.tools import timing
+from common.units import on_policy
+from common.units import samplers
 
 TRACING_UPDATES = 3   # the first calls trace the update's tf.function
 PROBE_UPDATES = 3     # timed to turn the bench's seconds into update counts

@@ -11,9 +11,9 @@ from typing import Optional
 
 import tensorflow as tf
 
-from common import actor_critic
-from common import distribute
-from common import losses
+from common.learners import actor_critic
+from common.learners import losses
+from common.scale import distribute
 
 UPDATE_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate',
                 'ratio_clip', 'clip_fraction', 'approx_kl')
@@ -43,7 +43,7 @@ class PPOLearner(actor_critic.PolicyLearner):
                  name='ppo_learner'):
         super().__init__(model, optimizer, settings, observation_spec, seed, UPDATE_STATS, name)
         # Built under a tf.distribute strategy's scope: each minibatch step runs on every
-        # replica with its share of the minibatch (common/distribute.py).
+        # replica with its share of the minibatch (common/scale/distribute.py).
         self.strategy = distribute.current_strategy()
         signature = actor_critic.rollout_signature(observation_spec, horizon)
         self.train_on_rollout = tf.function(self._train_on_rollout, input_signature=signature)

@@ -7,9 +7,9 @@ import dataclasses
 import gin
 
 from accel_tf import sections
-from common import app
-from common import config as config_lib
-from common import replay_feed
+from common.replay import replay_feed
+from common.run import app
+from common.run import config as config_lib
 
 
 @gin.configurable

@@ -5,50 +5,18 @@ sampling and optimization alternate; asynchronous (QValueConfig.asynchronous): a
 optimizes while the sampler samples, at the same replay ratio."""
 import contextlib
 
-import tensorflow as tf
-
 from accel_tf import learners
-from common import concurrent_off_policy
 from common import evaluate
-from common import multi_worker
-from common import networks
-from common import off_policy
-from common import prioritized_replay
-from common import q_learner
-from common import replay as replay_lib
-from common import runner
-from common import samplers
-from common import tracker as tracker_lib
+from common.replay import prioritized_replay
+from common.replay import replay as replay_lib
+from common.run import runner
+from common.run import tracker as tracker_lib
+from common.scale import multi_worker
+from common.units import concurrent_off_policy
+from common.units import off_policy
+from common.units import samplers
 
 Q_COLUMNS = ('env_share', 'act_share', 'learn_share', 'epsilon', 'replay_ratio', 'replay_size')
-
-
-def build_q_learner(config, strategy=None):
-    """The Q-learner of config (AccelConfig with q_values): network, variants, optimizer;
-    under strategy's scope if given (every minibatch then split over its replicas)."""
-    if strategy is not None:
-        with strategy.scope():
-            return build_q_learner(config)
-    q_values = config.q_values
-    env_config = config.env_config
-    num_actions = env_config.num_actions()
-
-    def make_network():
-        return networks.make_q_network(
-            num_actions, env_config.observation_shape, env_config.observation_dtype,
-            network=config.network, dueling=q_values.dueling, torso_kwargs=config.torso_kwargs,
-            initializer=config.initializer, seed=config.seed, support=q_values.support)
-
-    settings = q_learner.QSettings(
-        gamma=config.gamma, double_dqn=q_values.double_dqn, huber_delta=q_values.huber_delta,
-        n_step=q_values.n_step, importance_weighted=q_values.prioritized,
-        categorical=q_values.num_atoms > 1, clip_norm=q_values.clip_norm)
-    total_updates = (config.total_steps // config.steps_per_update) * q_values.updates_per_phase
-    optimizer = learners.make_optimizer(config, total_updates)
-    spec = tf.TensorSpec((None,) + tuple(env_config.observation_shape),
-                         tf.as_dtype(env_config.observation_dtype))
-    return q_learner.QLearner(make_network, num_actions, optimizer, settings, spec,
-                              name='accel_q_learner')
 
 
 def settings_for(config):
@@ -111,7 +79,7 @@ def train(config, run_dir, learner, open_pool, strategy=None):
     checkpoint; replay is not checkpointed (a resumed run refills it). With a multi-worker
     strategy, open_pool(seed) opens this worker's share of the simulators; each worker fills its
     own replay and trains on its share of every minibatch, starting from the chief's state
-    (common/multi_worker.py); only the chief evaluates."""
+    (common/scale/multi_worker.py); only the chief evaluates."""
     tracker = tracker_lib.tracker_for(
         run_dir, config, Q_COLUMNS + learner.update_means.names,
         {'online': learner.online, 'target': learner.target, 'optimizer': learner.optimizer})

@@ -13,8 +13,8 @@ from typing import Optional
 
 import gin
 
-from common import app
-from common import config as config_lib
+from common.run import app
+from common.run import config as config_lib
 
 
 class Section:

@@ -8,7 +8,7 @@ import os
 os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
 # TensorFlow's C++ start-up chatter (oneDNN, CUDA probing) drowns the progress line: silenced
 # unless the user sets TF_CPP_MIN_LOG_LEVEL or passes --verbose.
-from common import quiet_import  # noqa: E402  (no TensorFlow in it)
+from common.run import quiet_import  # noqa: E402  (no TensorFlow in it)
 
 quiet_import.configure()
 # TensorFlow turns its oneDNN CPU kernels on by default only on CPUs with AVX-512 VNNI/BF16 or

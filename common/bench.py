@@ -38,13 +38,13 @@ from absl import flags
 import numpy as np
 
 import common  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-from common import app
-from common import prioritized
-from common import processes
-from common import registry
-from common import timing
 from common.envs import atari
 from common.envs import pools
+from common.replay import prioritized
+from common.run import app
+from common.run import processes
+from common.run import registry
+from common.tools import timing
 
 FLAGS = flags.FLAGS
 
@@ -136,7 +136,8 @@ def measure_row(name, settings):
     reader, writer = context.Pipe(duplex=False)
     # By its importable name: under `python -m common.bench` this module is __main__, which a
     # spawned process cannot look functions up in.
-    target = importlib.import_module('common.bench')._row_process  # pylint: disable=protected-access
+    bench = importlib.import_module('common.bench')
+    target = bench._row_process  # pylint: disable=protected-access
     process = context.Process(target=target, args=(name, settings, writer),
                               name=f'bench-{name}')
     try:
@@ -207,7 +208,7 @@ def main():
         app.fail(str(error))
     print(format_table(rows))
     if FLAGS.plot:
-        from common import plots  # pylint: disable=import-outside-toplevel  (matplotlib)
+        from common.tools import plots  # pylint: disable=import-outside-toplevel  (matplotlib)
         plots.plot_bench(rows, best_env_rate(rows), FLAGS.plot)
         print(f'wrote {FLAGS.plot}')
     if FLAGS.json:

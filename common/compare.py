@@ -12,10 +12,10 @@ import sys
 
 from absl import flags
 
-from common import app
-from common import metrics
-from common import run_clock
-from common import run_files
+from common.run import app
+from common.run import metrics
+from common.tools import run_clock
+from common.tools import run_files
 
 COLUMNS = ('run', 'paper', 'game', 'env_steps', 'frames', 'hours', 'own_hours', 'episodes',
            'score_mean_100', 'best_score_mean_100', 'steps_per_sec', 'eval_score_mean',
@@ -136,7 +136,7 @@ def main(run_dirs):
             writer.writeheader()
             writer.writerows(summaries)
     if flags.FLAGS.plot and summaries:
-        from common import plots  # matplotlib only when asked for
+        from common.tools import plots  # matplotlib only when asked for
         runs = [plots.load_run(run_dir, run_files.run_label(run_dir)) for run_dir in readable]
         for path in plots.plot_runs(runs, flags.FLAGS.plot):
             print(f'wrote {path}')

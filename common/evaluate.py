@@ -13,10 +13,10 @@ from absl import flags
 import gin
 import numpy as np
 
-from common import app
-from common import registry
 from common.envs import atari
 from common.envs import pools
+from common.run import app
+from common.run import registry
 
 EVAL_COLUMNS = ('wall_time', 'env_steps', 'episodes', 'score_mean', 'score_min', 'score_max',
                 'score_std', 'seconds')
@@ -108,7 +108,7 @@ def evaluation_round(run_dir, env_steps, trained_seconds, play, budget_text):
 
 
 def epsilon_greedy_policy(learner, epsilon, seed):
-    """policy_fn of a Q-learner (common.q_learner): epsilon-greedy on its online network,
+    """policy_fn of a Q-learner (common.learners.q_learner): epsilon-greedy on its online network,
     batched."""
     rng = np.random.default_rng(seed)
     num_actions = learner.num_actions
@@ -126,7 +126,7 @@ def actor_critic_policy(run_dir, make_config, make_learner, greedy=False, obsole
     """A paper's load_policy for an actor-critic learner with act/greedy_act: the run's
     operative config (without the obsolete bindings) into make_config(), make_learner(config)'s
     model from the newest readable checkpoint. Returns (env_config, policy_fn, env_steps)."""
-    from common import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
+    from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
     app.parse_recorded_config(run_dir, obsolete)
     config = make_config()
     learner = make_learner(config)
@@ -142,7 +142,7 @@ def evaluate_run(run_dir, num_episodes=30, greedy=False, seed=12345):
         raise app.ConfigError(f'{run_dir!r} is not a run directory (no {app.INVOCATION_FILE})')
     paper_main = registry.entry_point(invocation.get('paper'))
     env_config, policy_fn, env_steps = paper_main.load_policy(run_dir, greedy=greedy)
-    from common import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
+    from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
     trained_seconds = checkpoint_lib.trained_seconds(run_dir)
     start = time.perf_counter()
     scores = run_episodes(evaluation_env_config(env_config), policy_fn, num_episodes, seed)

@@ -11,9 +11,9 @@ import sys
 
 from absl import flags
 
-from common import app
-from common import reproduce
-from common import run_files
+from common.run import app
+from common.tools import reproduce
+from common.tools import run_files
 
 RUN_FILES = (app.INVOCATION_FILE, app.RUN_FILE, app.OPERATIVE_CONFIG_FILE, 'metrics.csv',
              'episodes.csv', 'eval.csv')
@@ -45,7 +45,7 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR):
         if os.path.isfile(source):
             shutil.copyfile(source, os.path.join(target, file_name))
             written.append(os.path.join(target, file_name))
-    from common import plots  # pylint: disable=import-outside-toplevel  (matplotlib)
+    from common.tools import plots  # pylint: disable=import-outside-toplevel  (matplotlib)
     written += plots.plot_runs([plots.load_run(target, run_files.run_label(target))], target)
     published = sorted(os.path.join(results_dir, entry) for entry in os.listdir(results_dir)
                        if os.path.isfile(os.path.join(results_dir, entry, 'metrics.csv')))
@@ -67,7 +67,7 @@ def summary_path(results_dir):
 
 def write_summary(published, results_dir, thresholds=THRESHOLDS):
     """Rewrites the time-to-score table (every published run's env steps and hours, on the wall
-    clock and the own clock of common/run_clock.py, to each score) between its markers in
+    clock and the own clock of common/tools/run_clock.py, to each score) between its markers in
     summary_path(results_dir), adding the section if the file has none; the rest is kept."""
     from common import compare  # pylint: disable=import-outside-toplevel  (absl flags)
     table = compare.time_to_score_rows(published, thresholds)
@@ -75,9 +75,9 @@ def write_summary(published, results_dir, thresholds=THRESHOLDS):
         TABLE_START,
         '',
         "Env steps, wall-clock hours and own-clock hours (the wall clock less the time the run "
-        'was held or starved of CPU, `common/run_clock.py`) at which the 100-episode training '
-        "mean first reached each score. 'unrecorded h': hours logged before the load columns "
-        'existed, where holds and starvation cannot be told.',
+        'was held or starved of CPU, `common/tools/run_clock.py`) at which the 100-episode '
+        "training mean first reached each score. 'unrecorded h': hours logged before the load "
+        'columns existed, where holds and starvation cannot be told.',
         '',
         '| ' + ' | '.join(table[0]) + ' |',
         '|' + '---|' * len(table[0]),

@@ -1,5 +1,5 @@
 """Fast DQN's actor threads: each owns one environment and takes one step per round (the
-paper's "samplers"; here "sampler" is the object that fills a rollout, common/samplers.py)."""
+paper's "samplers"; here "sampler" is the object that fills a rollout, common/units/samplers.py)."""
 import os
 import sys
 import threading
@@ -7,7 +7,7 @@ import threading
 from absl import logging
 import numpy as np
 
-from common import replay as replay_lib
+from common.replay import replay as replay_lib
 
 
 def lower_thread_priority(increment):

@@ -8,8 +8,8 @@ much shorter than the speed test's makes the join dominate: C = 400 gave both/W=
 where the speed test gave 1.65x). The spread is over the BENCH_PERIODS periods. The rows ignore
 the bench's --seconds: a period takes 10-20 s on a 2-core CPU.
 """
-from common import app
-from common import timing
+from common.run import app
+from common.tools import timing
 from dqn_tf import speedtest
 
 BENCH_PERIOD = 4000  # C: divisible by W = 8 and F = 4

@@ -6,10 +6,10 @@ from typing import Any, Optional
 
 import gin
 
-from common import app
-from common import config as config_lib
-from common import networks
-from common import optim
+from common.learners import networks
+from common.learners import optim
+from common.run import app
+from common.run import config as config_lib
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401

@@ -1,30 +1,27 @@
 """Fast DQN (Daley & Amato 2021): Nature DQN with concurrent training and synchronized execution.
 
-Four execution modes, each with W actor threads that own one environment apiece:
-  standard      every actor computes its own action with the online network; one minibatch
-                is trained in the main thread every F steps;
-  concurrent    actions come from the target network, so a trainer thread trains the C/F
-                minibatches of a target period while the actors collect its C steps; the new
-                steps wait in per-actor staging buffers until the period ends (section 3);
-  synchronized  the W actors step, then one batched inference gives all W actions (sec. 4);
-  both          Algorithm 1: concurrent and synchronized.
-The main thread only orchestrates; actors and the trainer wait for it (rounds.RoundGate, the
-trainer's events), so the order of minibatches and of replay writes is fixed for a fixed seed and W.
-All acting runs on the actor threads (actor 0 makes the batched inference at the start of a
-round), so that in the concurrent modes it can yield the CPU to the learner (acting_nice).
-The Q-learner is common/q_learner.py; this module holds FastDQN (actors and trainer) and the
-unit the shared runner (common/runner.py) drives.
-"""
+Four execution modes, each with W actor threads that own one environment apiece: standard      every
+actor computes its own action with the online network; one minibatch is trained in the main thread
+every F steps; concurrent    actions come from the target network, so a trainer thread trains the
+C/F minibatches of a target period while the actors collect its C steps; the new steps wait in
+per-actor staging buffers until the period ends (section 3); synchronized  the W actors step, then
+one batched inference gives all W actions (sec. 4); both          Algorithm 1: concurrent and
+synchronized. The main thread only orchestrates; actors and the trainer wait for it
+(rounds.RoundGate, the trainer's events), so the order of minibatches and of replay writes is fixed
+for a fixed seed and W. All acting runs on the actor threads (actor 0 makes the batched inference at
+the start of a round), so that in the concurrent modes it can yield the CPU to the learner
+(acting_nice). The Q-learner is common/learners/q_learner.py; this module holds FastDQN (actors and
+trainer) and the unit the shared runner (common/run/runner.py) drives."""
 
 import numpy as np
 import tensorflow as tf
 
 from common import evaluate
-from common import networks
-from common import q_learner
-from common import replay as replay_lib
-from common import runner
-from common import tracker as tracker_lib
+from common.learners import networks
+from common.learners import q_learner
+from common.replay import replay as replay_lib
+from common.run import runner
+from common.run import tracker as tracker_lib
 from dqn_tf import actors
 from dqn_tf import rounds
 from dqn_tf import trainer as trainer_lib

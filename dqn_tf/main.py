@@ -1,7 +1,7 @@
 """Trains fast DQN: `python -m dqn_tf.main --gin_file=gin/dqn/pong.gin [--gin_bindings=...]`."""
-from common import app
-from common import entry
 from common import evaluate
+from common.run import app
+from common.run import entry
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
 
@@ -16,7 +16,7 @@ def configure(gin_files, gin_bindings):
 
 def load_policy(run_dir, greedy=False):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
-    from common import checkpoint as checkpoint_lib
+    from common.run import checkpoint as checkpoint_lib
     app.parse_recorded_config(run_dir, config_lib.RENAMED)
     config = config_lib.DQNConfig()
     learner = dqn.build_learner(config)

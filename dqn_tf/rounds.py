@@ -11,7 +11,7 @@ Conditions: the actors share the cores with the learner here, and every wake-up 
 """
 import _thread
 
-from common import processes
+from common.run import processes
 
 
 class ActorFailed(processes.WorkerDiedError):

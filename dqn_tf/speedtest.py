@@ -18,7 +18,7 @@ from absl import flags
 import numpy as np
 
 import common  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
-from common import app
+from common.run import app
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
 from dqn_tf import main as dqn_main
@@ -90,7 +90,8 @@ class Session:
         own path (the next minibatch drawn from replay while the current one trains)."""
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as prefetcher:
             start = time.perf_counter()
-            trainer_lib.train_prefetched(self.runner, num_steps // self.config.train_period, prefetcher)
+            trainer_lib.train_prefetched(self.runner, num_steps // self.config.train_period,
+                                         prefetcher)
             return time.perf_counter() - start
 
     def close(self):

@@ -13,12 +13,12 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from common import async_learners
-from common import parameter_store
-from common import processes
-from common import runner
-from common import scalars
-from common import segments
+from common.run import processes
+from common.run import runner
+from common.run import scalars
+from common.run import segments
+from common.units import async_learners
+from common.units import parameter_store
 from ga3c_tf import agent as agent_lib
 
 POLL_SECONDS = 0.1
@@ -265,7 +265,7 @@ A3C_COLUMNS = ('pps', 'tps', 'frames_per_sec', 'num_agents')
 def train(config, run_dir):
     """Runs the CPU A3C baseline until config.total_steps, in the common run format, resuming
     from run_dir's checkpoint (model, shared RMSProp statistics, counters) if there is one."""
-    from common import tracker as tracker_lib  # pylint: disable=import-outside-toplevel
+    from common.run import tracker as tracker_lib  # pylint: disable=import-outside-toplevel
     from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
     from ga3c_tf import loop as loop_lib  # pylint: disable=import-outside-toplevel
     learner = learner_lib.build_learner(config)

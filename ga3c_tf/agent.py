@@ -1,7 +1,7 @@
 """GA3C's agent process: plays its own environment, asks the predictors for every action, and
 sends t_max-step experience with its n-step returns to the training queue. No TensorFlow here.
 
-Protocol (common/ipc.py): the agent writes its observation into its row of the shared observation
+Protocol (ga3c_tf/ipc.py): the agent writes its observation into its row of the shared observation
 array and puts its key (generation << 16 | slot) on the prediction pipe; a predictor writes the
 reply into the agent's row of the reply board, float64 [model version, value, policy
 probabilities...], and wakes it with one byte. Experience items are sequence_item()s.
@@ -13,7 +13,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from common import processes
+from common.run import processes
 
 SLOT_BITS = 16
 MAX_SLOTS = 1 << SLOT_BITS
@@ -39,7 +39,7 @@ def sample_action(probabilities, uniform):
 def sequence_item(observations, actions, rewards, bootstrap_value, versions):
     """One experience item: the steps of one sequence, with its end marked (sequence_ends 1.0
     at the last step) and its bootstrap value there (end_values); the trainer computes the
-    n-step returns (common.losses.sequence_returns)."""
+    n-step returns (common.learners.losses.sequence_returns)."""
     count = len(actions)
     sequence_ends = np.zeros(count, np.float32)
     sequence_ends[-1] = 1.0

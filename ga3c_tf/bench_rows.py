@@ -1,16 +1,16 @@
 """Rows of `python -m common.bench` for GA3C and the CPU A3C baseline (paper, Table 2).
 
 Each row trains for real (predict + step + update) on the bench's game with fixed settings
-(no annealing) and returns PPS, predictions (= env steps) per second, with its per-second spread. GA3C runs num_envs agents
-with NP = NT = 2 and the paper's minimum training batch; A3C-CPU runs one agent process per
-worker (num_workers, the CPU count by default), each with its own model replica, as A3C's one
-agent per core. 'large' is the paper's larger DNN with first stride 4 (Table 2's first large row).
+(no annealing) and returns PPS, predictions (= env steps) per second, with its per-second
+spread. GA3C runs num_envs agents with NP = NT = 2 and the paper's minimum training batch;
+A3C-CPU runs one agent process per worker (num_workers, the CPU count by default), each with
+its own model replica, as A3C's one agent per core. 'large' is the paper's larger DNN with first stride 4 (Table 2's first large row).
 """
 import os
 import time
 
-from common import app
-from common import timing
+from common.run import app
+from common.tools import timing
 
 GIN_FILE = os.path.join(app.PROJECT_ROOT, 'gin/ga3c/paper.gin')
 LARGE = ["GA3CConfig.network = 'ga3c_large'", "GA3CConfig.torso_kwargs = {'first_stride': 4}"]

@@ -5,9 +5,9 @@ from typing import Any, Optional
 
 import gin
 
-from common import app
-from common import config as config_lib
-from common import networks
+from common.learners import networks
+from common.run import app
+from common.run import config as config_lib
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401
@@ -109,7 +109,7 @@ class GA3CConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
 
     def learning_rate_schedule(self):
         """Env steps -> learning rate: linear from learning_rate to final_learning_rate."""
-        from common import optim  # pylint: disable=import-outside-toplevel  (TensorFlow)
+        from common.learners import optim  # pylint: disable=import-outside-toplevel  (TensorFlow)
         final = self.learning_rate if self.final_learning_rate is None else \
             self.final_learning_rate
         return optim.LinearSchedule(self.learning_rate, final,

@@ -1,10 +1,11 @@
-"""GA3C's one model and its updates: the shared actor-critic learner (common/actor_critic.py)
-with eq. (5)'s loss (log(pi + epsilon)), summed over the batch as the original code does, and
-the learning rate annealed over the run's environment steps."""
+"""GA3C's one model and its updates: the shared actor-critic learner
+(common/learners/actor_critic.py) with eq. (5)'s loss (log(pi + epsilon)), summed over the batch
+as the original code does, and the learning rate annealed over the run's environment steps."""
 import tensorflow as tf
 
-from common import actor_critic
-from common import networks
+from common.learners import actor_critic
+from common.learners import networks
+from common.learners import optim
 
 
 def observation_spec(config):
@@ -32,7 +33,7 @@ def build_learner(config):
     model = networks.make_actor_critic(**config.model_kwargs())
     env_steps = tf.Variable(0, dtype=tf.int64, trainable=False, name='env_steps')
     schedule = config.learning_rate_schedule()
-    optimizer = config.make_rmsprop(lambda _: schedule(env_steps))
+    optimizer = optim.rmsprop_of(config, lambda _: schedule(env_steps))
     learner = actor_critic.ActorCriticLearner(model, optimizer, loss_settings(config),
                                               observation_spec(config), seed=config.seed,
                                               name='ga3c_learner')

@@ -4,11 +4,11 @@ import time
 
 import numpy as np
 
-from common import actor_critic
-from common import runner
-from common import scalars
-from common import segments
-from common import tracker as tracker_lib
+from common.learners import actor_critic
+from common.run import runner
+from common.run import scalars
+from common.run import segments
+from common.run import tracker as tracker_lib
 from ga3c_tf import learner as learner_lib
 from ga3c_tf.server import GA3CServer
 

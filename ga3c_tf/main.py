@@ -3,13 +3,13 @@
 GA3CConfig.algorithm = 'a3c_cpu' runs the paper's CPU A3C baseline on the same config instead.
 Play a trained run: `python -m common.evaluate --run_dir=runs/ga3c-pong-...`.
 """
-from common import app
-from common import entry
+from common.run import app
+from common.run import entry
 
 
 def configure(gin_files, gin_bindings):
     """Parses and validates the config; raises ConfigError before anything starts."""
-    from common import config as config_lib  # pylint: disable=import-outside-toplevel
+    from common.run import config as config_lib  # pylint: disable=import-outside-toplevel
     from ga3c_tf import config as ga3c_config  # pylint: disable=import-outside-toplevel
     app.parse_gin(gin_files, gin_bindings, renamed=config_lib.renamed_bindings('GA3CConfig'))
     config = ga3c_config.GA3CConfig()
@@ -27,7 +27,7 @@ def train(config, run_dir):
 
 def load_policy(run_dir, greedy=False):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
-    from common import config as config_lib  # pylint: disable=import-outside-toplevel
+    from common.run import config as config_lib  # pylint: disable=import-outside-toplevel
     from common import evaluate  # pylint: disable=import-outside-toplevel
     from ga3c_tf import config as ga3c_config  # pylint: disable=import-outside-toplevel
     from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel

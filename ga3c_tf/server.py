@@ -11,13 +11,13 @@ import time
 
 import numpy as np
 
-from common import ipc
-from common import predictor as predictor_lib
-from common import processes
-from common import segments
-from common import trainer as trainer_lib
+from common.run import processes
+from common.run import segments
 from ga3c_tf import agent as agent_lib
+from ga3c_tf import ipc
 from ga3c_tf import learner as learner_lib
+from ga3c_tf import predictor as predictor_lib
+from ga3c_tf import trainer as trainer_lib
 
 POLL_SECONDS = 0.05       # how often threads waiting on a queue look at their stop flag
 AGENT_POLL_SECONDS = 0.1  # the same for agent processes

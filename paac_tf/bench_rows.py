@@ -2,10 +2,10 @@
 of what the README's first command runs (`gin/paac/pong.gin`: the paper's config, nw = 8 worker
 processes), on the bench's game with its number of environments. The bench's --num_workers
 applies to the env-only rows, not here: the row measures the command a user runs."""
-from common import on_policy
-from common import samplers
-from common import timing
 from common.envs import pools
+from common.tools import timing
+from common.units import on_policy
+from common.units import samplers
 from paac_tf import main as paac_main
 from paac_tf import paac
 

@@ -1,9 +1,9 @@
 """Trains PAAC: `python -m paac_tf.main --gin_file=gin/paac/pong.gin [--gin_bindings=...]`."""
-from common import app
-from common import config as config_lib
-from common import entry
 from common import evaluate
 from common.envs import pools
+from common.run import app
+from common.run import config as config_lib
+from common.run import entry
 from paac_tf import paac
 
 RENAMED = {**config_lib.renamed_bindings('PAACConfig'),

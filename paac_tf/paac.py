@@ -1,24 +1,24 @@
 """PAAC (Clemente et al. 2017, Algorithm 1): ne environments stepped by nw worker processes, one
 batched policy/value forward per time step, one update on the ne * t_max batch every t_max steps.
 
-PAAC is a composition of shared pieces: the on-policy runner (common/on_policy.py) drives a
-sampler (common/samplers.py) over a pool of worker processes and the actor-critic learner
-(common/actor_critic.py). What is PAAC's own is its config (section 5.1 and the authors' code).
-"""
+PAAC is a composition of shared pieces: the on-policy runner (common/units/on_policy.py) drives a
+sampler (common/units/samplers.py) over a pool of worker processes and the actor-critic learner
+(common/learners/actor_critic.py). What is PAAC's own is its config (section 5.1 and the authors'
+code)."""
 import dataclasses
 from typing import Any, Optional
 
 import gin
 
-from common import actor_critic
-from common import app
-from common import config as config_lib
-from common import distribute
-from common import multi_worker
-from common import networks
-from common import on_policy
-from common import optim
-from common import samplers
+from common.learners import actor_critic
+from common.learners import networks
+from common.learners import optim
+from common.run import app
+from common.run import config as config_lib
+from common.scale import distribute
+from common.scale import multi_worker
+from common.units import on_policy
+from common.units import samplers
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401
@@ -51,7 +51,7 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     value_loss_coef: float = 0.25
     clip_norm: float = 40.0            # global-norm gradient clipping; 0 disables
     # Several devices or machines (Stooke & Abbeel 2018, section 4.2: PAAC's update at scale):
-    # a common.config.DistributeConfig; None until main.configure() sets the bindings' one.
+    # a common.run.config.DistributeConfig; None until main.configure() sets the bindings' one.
     distribute: Any = None
 
     def validate(self):
@@ -95,7 +95,7 @@ def build_learner(config, strategy=None):
             return build_learner(config)
     model = networks.actor_critic_for(config.env_config, config.network, config.initializer,
                                       config.seed)
-    optimizer = config.make_rmsprop(optim.EnvStepSchedule(optim.LinearSchedule(
+    optimizer = optim.rmsprop_of(config, optim.EnvStepSchedule(optim.LinearSchedule(
         config.learning_rate, config.final_learning_rate,
         config.anneal_steps or config.total_steps)))
     settings = actor_critic.LossSettings(

@@ -113,7 +113,7 @@ class _PlaybackSampler:
     collects from, without environments."""
 
     def __init__(self, rollout):
-        from common import samplers  # pylint: disable=import-outside-toplevel
+        from common.units import samplers  # pylint: disable=import-outside-toplevel
         observations, _, rewards, terminals = rollout
         self.rollout = samplers.Rollout(rewards.shape[0], rewards.shape[1],
                                         observations.shape[2:], observations.dtype)
@@ -134,7 +134,7 @@ def _async_unit_update(preset, rollout, bindings=()):
     # pylint: disable=import-outside-toplevel
     from accel_tf import async_units
     from accel_tf import learners
-    from common import async_learners
+    from common.units import async_learners
     config = _accel_config(preset, bindings)
     learner = learners.build_learner(config)
     variables = learner.model.trainable_variables
@@ -200,8 +200,8 @@ def dqn_update(transitions):
 def accel_dqn_update(transitions):
     """The accelerated methods' DQN (gin/accel/dqn_pong.gin): one minibatch update, through
     the call its off-policy runner makes (a stack of the phase's minibatches, here one)."""
-    from accel_tf import q_family  # pylint: disable=import-outside-toplevel
-    learner = q_family.build_q_learner(_accel_config('dqn_pong', ACCEL_Q))
+    from accel_tf import learners  # pylint: disable=import-outside-toplevel
+    learner = learners.build_q_learner(_accel_config('dqn_pong', ACCEL_Q))
     before = _values(learner.online.trainable_variables)
     learner.train_steps(*[field[None] for field in transitions[:5]])
     return before, _values(learner.online.trainable_variables)
@@ -210,9 +210,9 @@ def accel_dqn_update(transitions):
 def accel_rainbow_update(transitions):
     """eps-Rainbow's categorical Q-learner (gin/accel/rainbow_pong.gin: double, dueling,
     3-step, prioritized): one importance-weighted minibatch update."""
-    from accel_tf import q_family  # pylint: disable=import-outside-toplevel
+    from accel_tf import learners  # pylint: disable=import-outside-toplevel
     # At 1e-3 (tests/accel_tf/test_q_family.py's CartPole rate), not Atari's 6.25e-5.
-    learner = q_family.build_q_learner(_accel_config('rainbow_pong', ACCEL_Q + [
+    learner = learners.build_q_learner(_accel_config('rainbow_pong', ACCEL_Q + [
         'QValueConfig.v_min = 0.0', 'QValueConfig.v_max = 100.0',
         'AccelConfig.learning_rate = 0.001']))
     before = _values(learner.online.trainable_variables)

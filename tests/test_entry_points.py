@@ -14,8 +14,8 @@ import typing
 
 import pytest
 
-from common import app
 from common.envs import atari
+from common.run import app
 
 ROOT = app.PROJECT_ROOT
 PAPERS = sorted(os.path.basename(os.path.dirname(path))[:-len('_tf')]

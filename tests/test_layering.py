@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from common import app
-from common import registry
+from common.run import app
+from common.run import registry
 
 ROOT = app.PROJECT_ROOT
 PAPER_PACKAGES = [f'{paper}{registry.SUFFIX}' for paper in registry.papers()]
@@ -58,10 +58,54 @@ def test_the_checker_sees_both_kinds_of_import(tmp_path):
     assert {'paac_tf', 'dqn_tf'} <= found
 
 
-@pytest.mark.parametrize('module', ['common.envs', 'common.processes', 'common.ipc',
-                                    'common.field_types', 'common.prioritized', 'ga3c_tf.agent'])
+@pytest.mark.parametrize('module', ['common.envs', 'common.run.processes', 'ga3c_tf.ipc',
+                                    'common.run.field_types', 'common.replay.prioritized',
+                                    'ga3c_tf.agent'])
 def test_what_workers_import_stays_free_of_tensorflow(module):
     code = f'import sys, {module}; print("tensorflow" in sys.modules)'
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                             env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
     assert result.stdout.strip() == 'False', result.stderr[-2000:]
+
+
+def _module_name(path):
+    name = os.path.relpath(path, ROOT)[:-len('.py')].replace(os.sep, '.')
+    return name[:-len('.__init__')] if name.endswith('.__init__') else name
+
+
+def _imported_modules(path, known):
+    """The modules of the tree (known) that a module imports anywhere in it, function-level
+    imports included: `from a.b import c` counts a.b.c if that is a module, else a.b."""
+    tree = ast.parse(open(path).read(), path)
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                full = f'{node.module}.{alias.name}'
+                found.add(full if full in known else node.module)
+    return found & known
+
+
+def test_no_module_imports_itself_through_others():
+    """The tree's imports (function-level ones too) form no circle: each module can be read,
+    and moved, standing on what it imports."""
+    paths = {_module_name(path): path
+             for package in ['common'] + PAPER_PACKAGES for path in _modules(package)}
+    edges = {name: _imported_modules(path, set(paths)) - {name} for name, path in paths.items()}
+    state, circles = {}, []
+
+    def visit(name, trail):
+        state[name] = 'open'
+        for other in sorted(edges[name]):
+            if state.get(other) == 'open':
+                circles.append(trail[trail.index(other):] + [other])
+            elif other not in state:
+                visit(other, trail + [other])
+        state[name] = 'done'
+
+    for name in sorted(paths):
+        if name not in state:
+            visit(name, [name])
+    assert circles == [], '; '.join(' -> '.join(circle) for circle in circles)

@@ -15,9 +15,9 @@ import common  # noqa: F401
 import tensorflow as tf
 import tf_keras
 
+from accel_tf import learners
 from accel_tf import main as accel_main
-from accel_tf import q_family
-from common import app
+from common.run import app
 from dqn_tf import dqn
 from dqn_tf import main as dqn_main
 
@@ -79,7 +79,7 @@ def test_accelerated_dqn_updates_as_nature_dqns_rmsprop_on_the_summed_loss(gin_f
     NeuralQLearner.lua, whose gradient dw is summed over the minibatch: g = 0.95 g + 0.05 dw,
     g2 = 0.95 g2 + 0.05 dw^2, w += lr dw / sqrt(g2 - g^2 + 0.01), from g = g2 = 0."""
     config = _preset(accel_main.configure, gin_file)
-    learner = q_family.build_q_learner(config)
+    learner = learners.build_q_learner(config)
     # A stand-in batch of at most 64 keeps the test small: its mean gradient is taken as the
     # preset's batch's, whose summed gradient is then batch_size times it.
     size = min(batch_size, 64)

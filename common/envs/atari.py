@@ -15,7 +15,7 @@ import cv2
 import gin
 import numpy as np
 
-from common import field_types
+from common.run import field_types
 
 VARIANTS = ('nature', 'stooke')
 # Default start-up decorrelation per variant (Stooke & Abbeel use rlpyt's

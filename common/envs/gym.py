@@ -6,7 +6,7 @@ import gin
 import gymnasium
 import numpy as np
 
-from common import field_types
+from common.run import field_types
 
 
 @functools.lru_cache(maxsize=None)

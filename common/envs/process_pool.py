@@ -12,11 +12,11 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from common import processes
-from common import segments
 from common.envs.pool_base import (EnvPool, StepResult, _arrays, _check_common, _check_divides,
                                    _check_int, _EnvSlice, _is_int, _layout, _result)
-from common.processes import WorkerDiedError
+from common.run import processes
+from common.run import segments
+from common.run.processes import WorkerDiedError
 
 # Worker commands and replies: one byte each, so a step costs one tiny pipe round trip.
 _STEP, _RESET, _CLOSE = b's', b'r', b'c'

@@ -19,8 +19,8 @@ from accel_tf import async_units
 from accel_tf import config as config_lib
 from accel_tf import learners
 from accel_tf import main as accel_main
-from common import app
-from common import config as common_config
+from common.run import app
+from common.run import config as common_config
 
 ROOT = app.PROJECT_ROOT
 # The sections each kind's code reads from the config, besides AccelConfig.

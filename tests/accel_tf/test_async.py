@@ -14,13 +14,13 @@ from accel_tf import async_units
 from accel_tf import config as config_lib
 from accel_tf import learners
 from accel_tf import sections
-from common import app
-from common import async_learners
-from common import parameter_store
-from common import run_files
-from common import samplers
 from common.envs import gym as gym_envs
 from common.envs import pools
+from common.run import app
+from common.tools import run_files
+from common.units import async_learners
+from common.units import parameter_store
+from common.units import samplers
 
 PRESETS = {'a3c': 'gin/accel/a3c_pong.gin', 'appo': 'gin/accel/appo_pong.gin'}
 CARTPOLE_BINDINGS = [

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from accel_tf import async_adam
-from common.parameter_store import ParameterStore
+from common.units.parameter_store import ParameterStore
 
 SIZE = 7
 RATE, BETA1, BETA2, EPSILON = 0.01, 0.9, 0.999, 1e-8

@@ -10,9 +10,9 @@ import pytest
 
 from accel_tf import learners
 from accel_tf import main as accel_main
-from common import app
-from common import optim
-from common import run_files
+from common.learners import optim
+from common.run import app
+from common.tools import run_files
 
 CARTPOLE_BINDINGS = [
     'AccelConfig.env_config = @GymConfig()',

@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from accel_tf import main as accel_main
-from common import app
-from common import cluster
+from common.run import app
+from common.scale import cluster
 
 BINDINGS = [
     'AccelConfig.env_config = @GymConfig()',

@@ -10,19 +10,20 @@ import gin
 import pytest
 
 from accel_tf import config as config_lib
+from accel_tf import learners
 from accel_tf import main as accel_main
 from accel_tf import q_config
 from accel_tf import q_family
 from accel_tf import sections
-from common import app
 from common import evaluate
-from common import off_policy
-from common import optim
-from common import prioritized_replay
-from common import run_files
-from common import samplers
 from common.envs import gym as gym_envs
 from common.envs import pools
+from common.learners import optim
+from common.replay import prioritized_replay
+from common.run import app
+from common.tools import run_files
+from common.units import off_policy
+from common.units import samplers
 
 # Ctrl-C's exit status: 130, or death by SIGINT (-2; the shell shows 130 for both), which
 # CPython chooses at exit when the interrupt once surfaced inside code it ran through
@@ -61,7 +62,7 @@ def test_q_presets_hold_the_papers_values():
     assert q_values.batch_size * q_values.updates_per_phase / dqn.steps_per_update == 8
     assert (dqn.learning_rate, dqn.rmsprop_centered, q_values.replay_capacity) == (
         2.5e-4, True, 1_000_000)
-    assert isinstance(q_family.build_q_learner(dqn).optimizer, optim.RMSProp)
+    assert isinstance(learners.build_q_learner(dqn).optimizer, optim.RMSProp)
     gin.clear_config()
     categorical = _configure('cat_dqn_pong')
     assert (categorical.q_values.num_atoms, categorical.optimizer) == (51, 'adam')
@@ -81,7 +82,7 @@ def test_q_presets_hold_the_papers_values():
             q_values.clip_norm) == ('adam', 1e-4, 128, 10.0)
     assert original.adam_epsilon == pytest.approx(0.01 / 128)
     assert q_values.target_period == 312 * original.steps_per_update // q_values.updates_per_phase
-    assert q_family.build_q_learner(original).settings.clip_norm == 10.0
+    assert learners.build_q_learner(original).settings.clip_norm == 10.0
     gin.clear_config()
     assert _configure('dqn_pong').q_values.clip_norm == 0.0  # Nature DQN clips the error only
 
@@ -266,7 +267,7 @@ def test_categorical_q_learning_learns_cartpole(preset, bindings, budget):
     return >= 400 within the budget; 4 simulators x horizon 4, 16 updates of 64 per phase."""
     config = _configure(preset, CARTPOLE_BINDINGS + ['AccelConfig.seed = 2'] + bindings + [
         f'AccelConfig.total_steps = {budget}'])
-    learner = q_family.build_q_learner(config)
+    learner = learners.build_q_learner(config)
     replay = q_family.make_replay(config, seed=3)
     assert isinstance(replay, prioritized_replay.PrioritizedReplay) == (preset == 'rainbow_pong')
     greedy = lambda observations: learner.online_greedy(observations).numpy()  # noqa: E731

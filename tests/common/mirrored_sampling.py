@@ -9,17 +9,17 @@ import common  # noqa: F401
 import numpy as np
 import tensorflow as tf
 
-from common import distribute
+from common.scale import distribute
 
 STRATEGY = distribute.make_strategy('mirrored', 2)
 
-from common import actor_critic  # noqa: E402  (after the devices are made)
-from common import config as config_lib  # noqa: E402
-from common import networks  # noqa: E402
-from common import optim  # noqa: E402
-from common import samplers  # noqa: E402
 from common.envs import gym as gym_envs  # noqa: E402
 from common.envs import pools  # noqa: E402
+from common.learners import actor_critic  # noqa: E402  (after the devices are made)
+from common.learners import networks  # noqa: E402
+from common.learners import optim  # noqa: E402
+from common.run import config as config_lib  # noqa: E402
+from common.units import samplers  # noqa: E402
 
 CARTPOLE = gym_envs.GymConfig('CartPole-v1')
 NUM_ENVS = 8

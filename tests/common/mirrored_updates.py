@@ -9,16 +9,16 @@ import common  # noqa: F401
 import numpy as np
 import tensorflow as tf
 
-from common import distribute
+from common.scale import distribute
 
 STRATEGY = distribute.make_strategy('mirrored', 2)
 
 from accel_tf import ppo  # noqa: E402  (after the devices are made)
-from common import actor_critic  # noqa: E402
-from common import networks  # noqa: E402
-from common import optim  # noqa: E402
-from common import q_learner  # noqa: E402
 from common.envs import gym as gym_envs  # noqa: E402
+from common.learners import actor_critic  # noqa: E402
+from common.learners import networks  # noqa: E402
+from common.learners import optim  # noqa: E402
+from common.learners import q_learner  # noqa: E402
 from paac_tf import paac  # noqa: E402
 
 SPEC = tf.TensorSpec((None, 4), tf.float32)

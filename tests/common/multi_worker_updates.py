@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from common import cluster
+from common.scale import cluster
 
 SINGLE = sys.argv[1] == 'single'
 if not SINGLE:
@@ -21,13 +21,13 @@ if not SINGLE:
 import common  # noqa: E402,F401
 import tensorflow as tf  # noqa: E402
 
-from common import distribute  # noqa: E402
+from common.scale import distribute  # noqa: E402
 
 STRATEGY = None if SINGLE else distribute.make_strategy('multi_worker', 2)
 
-from common import actor_critic  # noqa: E402
-from common import networks  # noqa: E402
-from common import optim  # noqa: E402
+from common.learners import actor_critic  # noqa: E402
+from common.learners import networks  # noqa: E402
+from common.learners import optim  # noqa: E402
 
 T, N, UPDATES = 5, 4, 3
 SPEC = tf.TensorSpec((None, 4), tf.float32)

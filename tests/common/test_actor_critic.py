@@ -6,9 +6,9 @@ import pytest
 import tensorflow as tf
 from tf_agents.utils import value_ops
 
-from common import actor_critic
-from common import networks
-from common import optim
+from common.learners import actor_critic
+from common.learners import networks
+from common.learners import optim
 
 SPEC = tf.TensorSpec((None, 4), tf.float32)
 

@@ -9,7 +9,7 @@ import time
 import gin
 import pytest
 
-from common import app
+from common.run import app
 
 
 @gin.configurable
@@ -78,7 +78,7 @@ def test_operative_config_is_not_overwritten_by_a_different_config(tmp_path):
 
 
 def test_set_intra_op_threads_before_tensorflow_starts():
-    code = ('import common; from common import app; import tensorflow as tf; '
+    code = ('import common; from common.run import app; import tensorflow as tf; '
             'app.set_intra_op_threads(1); tf.constant(1.0) + 1.0; '
             'print(tf.config.threading.get_intra_op_parallelism_threads())')
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
@@ -89,7 +89,7 @@ def test_set_intra_op_threads_before_tensorflow_starts():
 # A main that, once stopped, takes a second to "save a checkpoint" and then writes it.
 _SLOW_SAVE_MAIN = """
 import os, time
-from common import app
+from common.run import app
 
 def main():
     try:
@@ -179,7 +179,7 @@ def test_a_run_dir_that_is_a_file_or_holds_damaged_records_is_named(tmp_path):
 def test_a_run_dir_whose_checkpoints_are_all_damaged_is_refused_untouched(tmp_path):
     import numpy as np
     import tensorflow as tf
-    from common import checkpoint
+    from common.run import checkpoint
     run_dir = str(tmp_path / 'run')
     saver = checkpoint.Checkpointer(run_dir, weights=tf.Variable(np.ones(500, np.float32)))
     saver.save(10)
@@ -212,7 +212,7 @@ def test_a_recorded_config_of_an_older_version_still_parses(tmp_path):
 # Ctrl-C landing in a C extension's callback (TensorFlow converting a numpy array) surfaces as
 # a SystemError caused by the KeyboardInterrupt.
 _INTERRUPTED_IN_C_MAIN = """
-from common import app
+from common.run import app
 
 def main():
     try:

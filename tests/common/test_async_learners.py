@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import tensorflow as tf
 
-from common import async_learners
+from common.units import async_learners
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -60,8 +60,8 @@ SLOW_UNIT_MODULE = textwrap.dedent('''
 SLOW_LEARNER_SCRIPT = textwrap.dedent('''
     import time
 
-    from common import async_learners
-    from common import parameter_store
+    from common.units import async_learners
+    from common.units import parameter_store
     from slow_unit import open_slow_unit
 
     async_learners.JOIN_SECONDS = 1.0
@@ -131,9 +131,9 @@ DYING_LEARNER_SCRIPT = textwrap.dedent('''
     import sys
     import time
 
-    from common import async_learners
-    from common import parameter_store
-    from common import processes
+    from common.units import async_learners
+    from common.units import parameter_store
+    from common.run import processes
     from dying_unit import open_unit
 
     store = parameter_store.ParameterStore.create(4)
@@ -217,8 +217,8 @@ KILLED_LEARNER_SCRIPT = textwrap.dedent('''
     import os
     import time
 
-    from common import async_learners
-    from common import parameter_store
+    from common.units import async_learners
+    from common.units import parameter_store
     from pool_unit import open_unit
 
     store = parameter_store.ParameterStore.create(4)

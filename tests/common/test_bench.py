@@ -36,7 +36,7 @@ def test_a_failing_row_raises_with_its_traceback_and_leaves_no_process():
 
 
 def test_measurement_merges_chunks_into_windows_and_keeps_the_spread():
-    from common import timing
+    from common.tools import timing
     # 0.5 s chunks: windows of two chunks each (1 s), rates 100, 300, 200 steps/s.
     chunks = [(50, 0.5), (50, 0.5), (150, 0.5), (150, 0.5), (100, 0.5), (100, 0.5)]
     result = timing.measurement(chunks)
@@ -51,7 +51,7 @@ def test_measurement_merges_chunks_into_windows_and_keeps_the_spread():
 
 
 def test_rate_counts_calls_after_the_warm_up():
-    from common import timing
+    from common.tools import timing
     calls = []
     result = timing.rate(lambda: calls.append(1), steps_per_call=4, seconds=0.2,
                          warmup_seconds=0.05)
@@ -60,7 +60,7 @@ def test_rate_counts_calls_after_the_warm_up():
 
 
 def test_rate_calls_on_start_once_between_the_warm_up_and_the_timed_calls():
-    from common import timing
+    from common.tools import timing
     calls = []
     result = timing.rate(lambda: calls.append('step'), steps_per_call=4, seconds=0.2,
                          warmup_seconds=0.05, on_start=lambda: calls.append('start'))
@@ -71,7 +71,7 @@ def test_rate_calls_on_start_once_between_the_warm_up_and_the_timed_calls():
 
 
 def test_table_and_plot_show_every_row_against_the_best_env_rate(tmp_path):
-    from common import plots
+    from common.tools import plots
     rows = [{'name': 'env/serial', 'num_envs': 32, 'steps_per_sec': 1000.0, 'min': 900.0,
              'median': 1000.0, 'max': 1100.0, 'windows': 10},
             {'name': 'env/process', 'num_envs': 32, 'steps_per_sec': 2000.0, 'min': 1800.0,

@@ -9,8 +9,8 @@ from tf_agents.networks import network
 from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 
-from common import networks
-from common import q_learner
+from common.learners import networks
+from common.learners import q_learner
 
 SUPPORT = np.linspace(-10.0, 10.0, 51).astype(np.float32)
 SPEC = tf.TensorSpec((None, 4), tf.float32)

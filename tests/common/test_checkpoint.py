@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import checkpoint
+from common.run import checkpoint
 
 
 def _state():

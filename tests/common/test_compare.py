@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from common import app
 from common import compare
-from common import run_files
+from common.run import app
+from common.tools import run_files
 
 
 def _write_run(run_dir, paper, metric_rows, eval_rows=()):
@@ -45,7 +45,7 @@ def test_summary_takes_last_best_and_mean_rate(tmp_path):
 def test_rows_superseded_by_a_resume_from_an_older_checkpoint_are_left_out(tmp_path):
     """Killed at 3000 steps with its last checkpoint at 1000: the resumed run logs 1500 and 3500
     after the lost 2000 and 3000, and only its own rows make the curve and the table."""
-    from common import plots
+    from common.tools import plots
     run_dir = str(tmp_path / 'ppo-pong-1')
     _write_run(run_dir, 'accel', [(3600, 1000, 4000, 10, 2, -21.0, 100),
                                   (7200, 2000, 8000, 20, 5, -15.0, 300),
@@ -85,7 +85,7 @@ def _write_operative_config(run_dir, game):
 
 
 def test_plot_draws_one_line_per_run_and_the_evaluation_points(tmp_path):
-    from common import plots
+    from common.tools import plots
     _write_run(str(tmp_path / 'dqn-pong-1'), 'dqn',
                [(3600, 1000, 4000, 10, 2, -21.0, 100), (7200, 2000, 8000, 20, 5, -20.0, 300)],
                eval_rows=[(1, 1500, 30, -19.5), (2, 2000, 30, -18.0)])
@@ -154,7 +154,7 @@ def test_cli_thresholds_print_steps_and_hours_to_each_score(tmp_path):
 def test_held_time_is_left_off_the_own_clock_the_table_and_the_figures_use(tmp_path):
     """A run held for 15 minutes between two 10-second rows: the table shows both clocks, the
     curves use the own clock."""
-    from common import plots
+    from common.tools import plots
     run_dir = tmp_path / 'held'
     _write_run(str(run_dir), 'paac', [])
     (run_dir / 'metrics.csv').write_text(

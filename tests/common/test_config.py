@@ -5,9 +5,10 @@ import common  # noqa: F401
 import gin
 import pytest
 
-from common import app
-from common import config as config_lib
 from common.envs import gym as gym_envs
+from common.learners import optim
+from common.run import app
+from common.run import config as config_lib
 
 
 @dataclasses.dataclass
@@ -30,7 +31,7 @@ def test_a_valid_config_passes_and_knows_its_owner():
     config = _toy()
     config.validate()
     assert config.owner == 'ToyConfig'
-    optimizer = config.make_rmsprop(0.01)
+    optimizer = optim.rmsprop_of(config, 0.01)
     assert (optimizer.decay, optimizer.epsilon, optimizer.epsilon_inside_sqrt,
             optimizer.initial_mean_square) == (0.99, 0.1, True, 1.0)
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import app
-from common import distribute
+from common.run import app
+from common.scale import distribute
 
 
 def _fresh_process_json(script):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import interval_means
+from common.learners import interval_means
 
 
 def test_take_returns_the_mean_since_the_last_take_and_resets():

@@ -13,7 +13,7 @@ from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 from tf_agents.utils import value_ops
 
-from common import losses
+from common.learners import losses
 
 
 def random_rollout(seed, num_steps=5, batch=4):

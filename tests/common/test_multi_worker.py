@@ -10,8 +10,8 @@ import time
 import numpy as np
 import pytest
 
-from common import app
-from common import cluster
+from common.run import app
+from common.scale import cluster
 
 SCRIPT = os.path.join(os.path.dirname(__file__), 'multi_worker_updates.py')
 ENV = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import networks
+from common.learners import networks
 
 ATARI_SHAPE = (84, 84, 4)
 STOOKE_SHAPE = (104, 80, 4)

@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import concurrent_off_policy
 from common import evaluate
-from common import networks
-from common import off_policy
-from common import q_learner
-from common import replay as replay_lib
-from common import samplers
 from common.envs import gym as gym_envs
 from common.envs import pools
+from common.learners import networks
+from common.learners import q_learner
+from common.replay import replay as replay_lib
+from common.units import concurrent_off_policy
+from common.units import off_policy
+from common.units import samplers
 
 CARTPOLE = gym_envs.GymConfig('CartPole-v1')
 SPEC = tf.TensorSpec((None, 4), tf.float32)

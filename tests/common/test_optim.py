@@ -8,9 +8,9 @@ import pytest
 import common  # noqa: F401
 import tensorflow as tf
 
-from common import app
-from common import config as config_lib
-from common import optim
+from common.learners import optim
+from common.run import app
+from common.run import config as config_lib
 
 
 def _two_steps(**kwargs):

@@ -10,9 +10,9 @@ import time
 import numpy as np
 import pytest
 
-from common import parameter_store
-from common import processes
-from common.parameter_store import ParameterStore
+from common.run import processes
+from common.units import parameter_store
+from common.units.parameter_store import ParameterStore
 
 SIZE, CHUNKS = 1000, 4
 
@@ -160,7 +160,7 @@ def test_the_owner_removes_the_segment():
 def test_rmsprop_step_equals_the_tf_optimizer(inside):
     import common  # noqa: F401  pylint: disable=import-outside-toplevel
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    from common import optim  # pylint: disable=import-outside-toplevel
+    from common.learners import optim  # pylint: disable=import-outside-toplevel
     rng = np.random.default_rng(3)
     start = rng.normal(size=50).astype(np.float32)
     variable = tf.Variable(start)

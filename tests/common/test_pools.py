@@ -14,11 +14,11 @@ import gin
 import numpy as np
 import pytest
 
-from common import processes
 from common.envs.atari import AtariConfig
 from common.envs.gym import GymConfig, GymEnv
 from common.envs.pools import (POOL_KINDS, AleVectorPool, ProcessPool, SerialPool, ThreadPool,
                                make_pool, validate_pool_config)
+from common.run import processes
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SMALL_PONG = AtariConfig(game='pong', stack=2, max_episode_steps=100)
@@ -297,7 +297,7 @@ def test_gym_envs_in_a_process_pool():
 def test_an_orphaned_child_exits_even_while_blocked():
     """exit_when_orphaned ends a child stuck in a call that never returns once its parent is
     killed (SIGKILL: the parent runs no clean-up)."""
-    child_code = ('import sys, threading; from common import processes; '
+    child_code = ('import sys, threading; from common.run import processes; '
                   'processes.exit_when_orphaned(int(sys.argv[1]), 0.05); '
                   'threading.Event().wait()')  # blocked for good
     parent_code = textwrap.dedent(f'''
@@ -350,7 +350,7 @@ def test_start_process_keeps_a_handler_that_a_signal_installed_while_starting():
     def stopping(signum, frame):
         pass
 
-    def sigterm_arrives():  # what common.app's first SIGTERM does: switch SIGINT, then raise
+    def sigterm_arrives():  # what common.run.app's first SIGTERM does: switch SIGINT, then raise
         signal.signal(signal.SIGINT, stopping)
         raise KeyboardInterrupt
 

@@ -3,7 +3,7 @@ maximum, importance weights by hand, beta annealing, and its errors."""
 import numpy as np
 import pytest
 
-from common import prioritized
+from common.replay import prioritized
 
 
 def _frequencies(sampling, draws=400, batch_size=64, beta=0.4):

@@ -3,8 +3,8 @@ around and n-step; draws return those steps' transitions with weights; updates s
 import numpy as np
 import pytest
 
-from common import prioritized_replay
-from common import replay
+from common.replay import prioritized_replay
+from common.replay import replay
 
 
 def _memory(capacity=2 * 12, num_streams=2, stack=3, n_step=2, seed=0):

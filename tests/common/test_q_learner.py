@@ -3,8 +3,8 @@ import common  # noqa: F401
 import numpy as np
 import tensorflow as tf
 
-from common import networks
-from common import q_learner
+from common.learners import networks
+from common.learners import q_learner
 
 SPEC = tf.TensorSpec((None, 4), tf.float32)
 
@@ -102,7 +102,7 @@ def test_weighted_updates_equal_updates_on_the_weighted_loss():
 
 
 class _SGD:
-    """Steps every variable by minus its gradient (rate 1), in common.optim's interface."""
+    """Steps every variable by minus its gradient (rate 1), in common.learners.optim's interface."""
 
     def build(self, variables):
         del variables

@@ -3,8 +3,8 @@ import os
 import subprocess
 import sys
 
-from common import app
-from common import quiet_import
+from common.run import app
+from common.run import quiet_import
 
 _IMPORT = ('import common, tensorflow as tf, sys; tf.constant(1.0) + 1; '
            'print("after import", file=sys.stderr)')
@@ -37,7 +37,7 @@ def test_verbose_or_a_log_level_brings_the_start_up_lines_back():
 
 
 def test_stderr_silenced_restores_file_descriptor_2():
-    code = ('import os; from common import quiet_import\n'
+    code = ('import os; from common.run import quiet_import\n'
             'with quiet_import.stderr_silenced():\n'
             '    os.write(2, b"hidden\\n")\n'
             'os.write(2, b"shown\\n")')

@@ -4,7 +4,7 @@ import os
 import numpy as np
 import pytest
 
-from common import replay
+from common.replay import replay
 
 
 def _observation(value, shape=(3, 2, 4)):

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import prioritized_replay
-from common import replay_feed
-from common import replay as replay_lib
+from common.replay import prioritized_replay
+from common.replay import replay as replay_lib
+from common.replay import replay_feed
 
 
 def _replay(prioritized, seed=1):

@@ -3,9 +3,9 @@ import json
 
 import gin
 
-from common import app
-from common import gin_text
-from common import reproduce
+from common.run import app
+from common.run import gin_text
+from common.tools import reproduce
 from paac_tf import main as paac_main
 
 _CONFIG = """# Parameters for PAACConfig:

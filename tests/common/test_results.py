@@ -3,8 +3,8 @@ import os
 
 import pytest
 
-from common import app
 from common import results
+from common.run import app
 
 
 def _write_run(run_dir, paper):

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from common import app
-from common import run_clock
-from common import run_record
+from common.run import app
+from common.run import run_record
+from common.tools import run_clock
 
 
 def _rows(specs):

@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from common import app
-from common import run_lock
+from common.run import app
+from common.run import run_lock
 
 _HOLD = """
 import sys, time
-from common import run_lock
+from common.run import run_lock
 try:
     line = run_lock.acquire(sys.argv[1])
 except run_lock.RunDirInUse as error:

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from common import samplers
 from common.envs import atari
 from common.envs import gym as gym_envs
 from common.envs import pools
+from common.units import samplers
 
 SMALL_PONG = atari.AtariConfig(game='pong', noop_max=5)
 

@@ -1,11 +1,11 @@
-"""common.scalars: Python numbers reach TensorFlow without adding to TF's per-value cache."""
+"""common.run.scalars: Python numbers reach TensorFlow without adding to TF's per-value cache."""
 import sys
 
 import numpy as np
 import tensorflow as tf
 
 import common  # noqa: F401
-from common import scalars
+from common.run import scalars
 
 
 def test_uncached_is_a_zero_d_array_of_the_value():

@@ -3,7 +3,7 @@ proportion to the priorities, and its errors."""
 import numpy as np
 import pytest
 
-from common import sum_tree
+from common.replay import sum_tree
 
 
 def _searchsorted_oracle(priorities, targets):

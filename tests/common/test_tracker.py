@@ -7,11 +7,11 @@ import common  # noqa: F401
 import pytest
 import tensorflow as tf
 
-from common import app
-from common import metrics
-from common import tracker as tracker_lib
-from common import processes
-from common import run_files
+from common.run import app
+from common.run import metrics
+from common.run import processes
+from common.run import tracker as tracker_lib
+from common.tools import run_files
 
 
 def _make(run_dir, variable):

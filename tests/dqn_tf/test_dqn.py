@@ -16,9 +16,9 @@ from tf_agents.specs import tensor_spec
 from tf_agents.trajectories import time_step as ts
 from tf_agents.utils import common as tfa_common
 
-from common import app
 from common import evaluate
 from common.envs import gym as gym_envs
+from common.run import app
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
 from dqn_tf import trainer as trainer_lib

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import app
-from common import run_files
+from common.run import app
+from common.tools import run_files
 from dqn_tf import bench_rows
 from dqn_tf import dqn
 from dqn_tf import main as dqn_main

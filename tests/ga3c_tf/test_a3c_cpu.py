@@ -8,8 +8,8 @@ import pytest
 import common  # noqa: F401
 import tensorflow as tf
 
-from common import async_learners
 from common.envs import gym as gym_envs
+from common.units import async_learners
 from ga3c_tf import a3c_cpu
 from ga3c_tf import config as config_lib
 from ga3c_tf import learner as learner_lib

@@ -15,8 +15,8 @@ import pytest
 import common  # noqa: F401
 import tensorflow as tf
 
-from common import app
-from common import run_files
+from common.run import app
+from common.tools import run_files
 from ga3c_tf import main as ga3c_main
 
 # Ctrl-C's exit status: 130, or death by SIGINT (-2; the shell shows 130 for both), which

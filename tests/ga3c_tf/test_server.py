@@ -12,9 +12,9 @@ import pytest
 import common  # noqa: F401
 import tensorflow as tf
 
-from common import app
-from common import losses
 from common.envs import gym as gym_envs
+from common.learners import losses
+from common.run import app
 from ga3c_tf import agent
 from ga3c_tf import config as config_lib
 from ga3c_tf import learner as learner_lib

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import app
-from common import run_files
 from common.envs import atari
+from common.run import app
+from common.tools import run_files
 from paac_tf import main as paac_main
 from paac_tf import paac
 

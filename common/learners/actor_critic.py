@@ -1,0 +1,212 @@
+"""The advantage actor-critic learner that PAAC, GA3C and the A3C-CPU baseline share.
+
+One model with policy logits and a value, its optimizer, and the tf.functions of the hot path:
+sampling an action (Gumbel-max on a seeded generator), greedy acting, the policy and value for a
+predictor, and updates on n-step returns, given (GA3C's agents' experience) or computed from a
+(t_max + 1, N) rollout with its bootstrap state (PAAC, A2C). What differs between the papers is
+a setting: the entropy and value coefficients, GA3C's log epsilon, the reduction over the batch
+(the originals' codes sum or average), a loss scale, global-norm clipping.
+"""
+import dataclasses
+from typing import Optional
+
+import tensorflow as tf
+
+from common.learners import interval_means
+from common.learners import losses
+from common.learners import optim
+from common.scale import distribute
+
+# Per-update statistics, logged as means over each log interval.
+UPDATE_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate')
+REDUCTIONS = ('mean', 'sum')
+
+
+@dataclasses.dataclass(frozen=True)
+class LossSettings:
+    """What the update optimizes: scale * reduction over the batch of
+    (-log pi(a|s) A - entropy_coef H + value_loss_coef (R - V)^2), gradients clipped to
+    clip_norm by global norm (0: none). gae_lambda None: advantages R - V on n-step returns;
+    a float: generalized advantage estimation (Schulman et al. 2016) on rollouts."""
+    gamma: float
+    entropy_coef: float
+    value_loss_coef: float
+    clip_norm: float = 0.0
+    log_epsilon: float = 0.0     # GA3C's eq. (5): log(pi + epsilon); 0: log_softmax
+    reduction: str = 'mean'      # 'sum': the mean times the batch size, as GA3C's code
+    scale: float = 1.0           # PAAC's code: loss_scaling 5
+    gae_lambda: Optional[float] = None
+
+
+def sequence_signature(observation_spec):
+    """TensorSpecs of a batch of sequences: observations, actions, rewards, sequence ends (1.0
+    at each sequence's last step) and end values (its bootstrap value there, else 0)."""
+    return [observation_spec, tf.TensorSpec((None,), tf.int32)] + [
+        tf.TensorSpec((None,), tf.float32)] * 3
+
+
+def sample_actions(logits, generator):
+    """One action per row of logits by the Gumbel-max trick from a seeded generator."""
+    uniform = generator.uniform(tf.shape(logits), minval=1e-20, maxval=1.0)
+    return tf.argmax(logits - tf.math.log(-tf.math.log(uniform)), axis=-1, output_type=tf.int32)
+
+
+def observation_spec(env_config):
+    """The TensorSpec of a batch of env_config's observations, for tf.function signatures."""
+    return tf.TensorSpec((None,) + tuple(env_config.observation_shape),
+                         tf.as_dtype(env_config.observation_dtype))
+
+
+def rollout_signature(observation_spec, t_max):
+    """TensorSpecs of a (t_max + 1, N) rollout: observations, actions, rewards, terminals."""
+    shape = tuple(observation_spec.shape[1:])
+    return [tf.TensorSpec((t_max + 1, None) + shape, observation_spec.dtype),
+            tf.TensorSpec((t_max, None), tf.int32),
+            tf.TensorSpec((t_max, None), tf.float32),
+            tf.TensorSpec((t_max, None), tf.float32)]
+
+
+class PolicyLearner(tf.Module):
+    """What the learners of a model returning (logits, values) share: the model, its optimizer
+    (built for its variables), a seeded generator, interval means of update statistics, and the
+    acting tf.functions (sampling by Gumbel-max, greedy)."""
+
+    def __init__(self, model, optimizer, settings, observation_spec, seed, update_stats, name):
+        super().__init__(name=name)
+        self.model = model
+        self.optimizer = optimizer
+        self.settings = settings
+        self.optimizer.build(self.model.trainable_variables)
+        self.generator = tf.random.Generator.from_seed(seed)
+        self.update_means = interval_means.IntervalMeans(update_stats)
+        # Built under a one-machine strategy: each replica acts for its own sampler groups.
+        self.act = distribute.acting(distribute.current_strategy(), self._act,
+                                     [observation_spec])
+        self.greedy_act = tf.function(self._greedy_act, input_signature=[observation_spec])
+
+    def _act(self, observations):
+        logits, _ = self.model(observations)
+        return sample_actions(logits, self.generator)
+
+    def _greedy_act(self, observations):
+        logits, _ = self.model(observations)
+        return tf.argmax(logits, axis=-1, output_type=tf.int32)
+
+
+class ActorCriticLearner(PolicyLearner):
+    """model(observations) -> (logits [N, A], values [N]); optimizer: optim.RMSProp (or
+    anything with apply_gradients, build and current_learning_rate)."""
+
+    def __init__(self, model, optimizer, settings, observation_spec, seed=0, t_max=None,
+                 name='actor_critic_learner'):
+        if settings.reduction not in REDUCTIONS:
+            raise ValueError(f'reduction={settings.reduction!r}; allowed: {REDUCTIONS}')
+        super().__init__(model, optimizer, settings, observation_spec, seed, UPDATE_STATS, name)
+        self.predict = tf.function(self._predict, input_signature=[observation_spec])
+        self.train_on_sequences = tf.function(self._train_on_sequences,
+                                              input_signature=sequence_signature(observation_spec))
+        self.flat_gradients = tf.function(self._flat_gradients,
+                                          input_signature=sequence_signature(observation_spec))
+        if t_max is not None:
+            signature = rollout_signature(observation_spec, t_max)
+            # Built under a tf.distribute scope: every replica trains on its share of the
+            # rollout's environments (axis 1), as one update (common/scale/distribute.py).
+            self.train_on_rollout = distribute.replicated(
+                distribute.current_strategy(), self._train_on_rollout, (1, 1, 1, 1), signature)
+            self.flat_rollout_gradients = tf.function(self._flat_rollout_gradients,
+                                                      input_signature=signature)
+
+    def _predict(self, observations):
+        logits, values = self.model(observations)
+        return tf.nn.softmax(logits), values
+
+    def _objective(self, observations, actions, returns):
+        """(what is differentiated, the loss terms) for flat batches."""
+        settings = self.settings
+        logits, values = self.model(observations)
+        if settings.gae_lambda is not None:
+            returns = returns + tf.stop_gradient(values)  # returns held the GAE advantages
+        loss = losses.actor_critic_loss(
+            logits=logits, values=values, actions=actions, returns=returns,
+            entropy_coef=settings.entropy_coef, value_loss_coef=settings.value_loss_coef,
+            log_epsilon=settings.log_epsilon)
+        objective = loss.total * settings.scale
+        if settings.reduction == 'sum':
+            objective = objective * tf.cast(tf.shape(actions)[0], objective.dtype)
+        return objective, loss
+
+    def _gradients(self, observations, actions, returns):
+        variables = self.model.trainable_variables
+        with tf.GradientTape() as tape:
+            objective, loss = self._objective(observations, actions, returns)
+        return tape.gradient(objective, variables), loss
+
+    def _apply(self, gradients, loss):
+        stats = optim.apply_actor_critic_gradients(
+            self.optimizer, gradients, self.model.trainable_variables, loss,
+            self.settings.clip_norm, self.settings.reduction)
+        self.update_means.add(stats)
+        return stats
+
+    def _train_on_returns(self, observations, actions, returns):
+        """One update on a flat batch with its n-step returns; returns the update's stats."""
+        return self._apply(*self._gradients(observations, actions, returns))
+
+    def _train_on_sequences(self, observations, actions, rewards, sequence_ends, end_values):
+        """One update on agents' sequences laid end to end (GA3C's trainers): each sequence's
+        n-step returns bootstrap from its end value (0 after a terminal step)."""
+        returns = losses.sequence_returns(rewards, sequence_ends, end_values, self.settings.gamma)
+        return self._train_on_returns(observations, actions, returns)
+
+    def _flat_gradients(self, observations, actions, rewards, sequence_ends, end_values):
+        """The clipped gradients of one agent's sequences as one flat vector, applied elsewhere
+        (A3C-CPU's agents apply theirs to shared parameters)."""
+        returns = losses.sequence_returns(rewards, sequence_ends, end_values, self.settings.gamma)
+        gradients, _ = self._gradients(observations, actions, returns)
+        return self._flatten_clipped(gradients)[0]
+
+    def _flatten_clipped(self, gradients):
+        """(gradients clipped to clip_norm by global norm, as one flat vector; the norm before)."""
+        global_norm = tf.linalg.global_norm(gradients)
+        if self.settings.clip_norm > 0:
+            gradients, _ = tf.clip_by_global_norm(gradients, self.settings.clip_norm,
+                                                  use_norm=global_norm)
+        return tf.concat([tf.reshape(gradient, [-1]) for gradient in gradients], 0), global_norm
+
+    def _flat_rollout_gradients(self, observations, actions, rewards, terminals):
+        """The clipped flat gradient of a (t_max + 1, N) rollout's loss and the update's
+        statistics but the learning rate, for an update applied elsewhere (the asynchronous
+        learners' central store)."""
+        targets = self.rollout_targets(observations, rewards, terminals)
+        shape = tf.shape(observations)
+        flat_observations = tf.reshape(observations[:-1], tf.concat([[-1], shape[2:]], 0))
+        gradients, loss = self._gradients(flat_observations, tf.reshape(actions, [-1]), targets)
+        flat, global_norm = self._flatten_clipped(gradients)
+        return flat, {'loss': loss.total, 'policy_loss': loss.policy_loss,
+                      'value_loss': loss.value_loss, 'entropy': loss.entropy,
+                      'grad_norm': global_norm}
+
+    def rollout_targets(self, observations, rewards, terminals):
+        """The flat policy/value targets of a (t_max + 1, N) rollout: n-step returns bootstrapped
+        from V(observations[t_max]), or GAE advantages (the value is added back in the loss)."""
+        settings = self.settings
+        num_steps = tf.shape(rewards)[0]
+        if settings.gae_lambda is None:
+            # V(s_{t_max}) only: no forward or backward pass over rows that get no gradient.
+            _, bootstrap = self.model(observations[-1])
+            targets = losses.n_step_returns(rewards, terminals, bootstrap, settings.gamma)
+        else:
+            shape = tf.shape(observations)
+            _, values = self.model(tf.reshape(observations, tf.concat([[-1], shape[2:]], 0)))
+            values = tf.reshape(values, [num_steps + 1, -1])
+            targets = losses.generalized_advantage_estimation(
+                rewards, values[:-1], terminals, values[-1], settings.gamma,
+                settings.gae_lambda)
+        return tf.reshape(tf.stop_gradient(targets), [-1])
+
+    def _train_on_rollout(self, observations, actions, rewards, terminals):
+        """One update on t_max steps of N environments (PAAC's Algorithm 1, lines 12-19)."""
+        targets = self.rollout_targets(observations, rewards, terminals)
+        shape = tf.shape(observations)
+        flat_observations = tf.reshape(observations[:-1], tf.concat([[-1], shape[2:]], 0))
+        return self._train_on_returns(flat_observations, tf.reshape(actions, [-1]), targets)

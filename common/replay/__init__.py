@@ -1,0 +1,1 @@
+"""Replay memory: uniform and prioritized (sum tree), and its tf.data feed."""

@@ -1,0 +1,387 @@
+"""absl + gin entry helper shared by every paper's `main`: flags, config parsing, run directory.
+
+Everything here runs before any worker process or thread starts, so a bad flag, binding or value
+ends the program with one line naming it and nothing already in a run directory is touched.
+"""
+import datetime
+import json
+import os
+import re
+import signal
+import sys
+import tokenize
+
+from absl import app
+from absl import flags
+from absl import logging
+import gin
+
+from common.run import errors
+from common.run import file_writes
+from common.run import gin_text
+from common.run import run_lock
+from common.run import run_record
+
+flags.DEFINE_multi_string('gin_file', [], 'Gin config file; repeatable, later files win.')
+flags.DEFINE_multi_string('gin_bindings', [],
+                          "Gin binding such as 'paac.train.num_envs = 16'; repeatable, "
+                          'applied after the files.')
+flags.DEFINE_string('run_dir', None,
+                    'Run directory. Default: the newest runs/<paper>-<game>-<timestamp> started '
+                    'by the same command (so rerunning resumes), else a new one.')
+flags.DEFINE_boolean('verbose', False,
+                     "Show TensorFlow's start-up logs (read by common/run/quiet_import.py before "
+                     'TensorFlow loads; setting TF_CPP_MIN_LOG_LEVEL does the same).')
+
+FLAGS = flags.FLAGS
+# The two kinds of one-line ending (common/run/errors.py), by the names callers use.
+ConfigError, RunError = errors.ConfigError, errors.RunError
+describe_tf_error = errors.describe_tf_error
+
+# gin files include each other by paths from the repository root ('gin/paac/paper.gin').
+PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+INVOCATION_FILE = 'invocation.json'
+OPERATIVE_CONFIG_FILE = 'operative_config.gin'
+# What the run's checkpoints hold (paper, environment, model); a rerun that differs is refused.
+RUN_FILE = 'run.json'
+
+
+def require(condition, message):
+    """Raises ConfigError(message) unless condition holds; for validating gin values up front."""
+    if not condition:
+        raise ConfigError(message)
+
+
+def require_field_types(owner, config):
+    """Raises ConfigError naming the first field of the config dataclass whose value is not of
+    its annotated type (a string where a number belongs, ...); call before range checks."""
+    from common.run import field_types  # pylint: disable=import-outside-toplevel
+    message = field_types.first_type_error(owner, config)
+    require(message is None, message)
+
+
+def require_env_config(owner, env_config):
+    """Checks that owner's env_config is an Atari or gym config and that its values are valid."""
+    from common.envs import atari, gym as gym_envs  # No TensorFlow behind these.
+    require(isinstance(env_config, (atari.AtariConfig, gym_envs.GymConfig)),
+            f'{owner}.env_config must be @AtariConfig() or @GymConfig(), got {env_config!r}')
+    try:
+        env_config.validate()
+    except ValueError as error:
+        raise ConfigError(str(error))
+
+
+def set_intra_op_threads(num_threads):
+    """Sets TensorFlow's intra-op thread count (0: TF's default, every core) for this process.
+
+    TF fixes it when its runtime starts; if that already happened (several runs in one process,
+    as in the tests) the count in effect stays and a warning says so.
+    """
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    if tf.config.threading.get_intra_op_parallelism_threads() == num_threads:
+        return
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(num_threads)
+    except RuntimeError:
+        logging.warning('TensorFlow already started: intra-op threads stay at %d, not %d',
+                        tf.config.threading.get_intra_op_parallelism_threads(), num_threads)
+
+
+def require_positive_ints(owner, config, names):
+    """Checks that each named field of config is an int > 0 (bools excluded)."""
+    for name in names:
+        value = getattr(config, name)
+        require(isinstance(value, int) and not isinstance(value, bool) and value > 0,
+                f'{owner}.{name} must be a positive integer, got {value!r}')
+
+
+def fail(message, exit_code=2):
+    """Prints a one-line error for the user and exits; used before anything has started."""
+    print(f'error: {message}', file=sys.stderr)
+    sys.exit(exit_code)
+
+
+def _search_project_root_first():
+    """Makes gin look for included files ('gin/paac/paper.gin') under the repository first:
+    tried relative to the working directory first, a miss makes gin's package-path reader log
+    an error-level 'Path not found' line before the search path finds the file."""
+    # gin's API only appends search paths; its list is reordered in place.
+    prefixes = gin.config._LOCATION_PREFIXES  # pylint: disable=protected-access
+    if prefixes[:1] != [PROJECT_ROOT]:
+        if PROJECT_ROOT in prefixes:
+            prefixes.remove(PROJECT_ROOT)
+        prefixes.insert(0, PROJECT_ROOT)
+
+
+def parse_gin(gin_files, gin_bindings, renamed=None):
+    """Parses gin files and bindings (after clearing any earlier config) into the global gin
+    config, turning gin's exceptions into one-line ConfigErrors.
+
+    renamed: {binding name that no longer exists: what to do instead}; a file or binding that
+    still uses one is refused with that line (gin would only say it does not know the name).
+    """
+    gin.clear_config()
+    _search_project_root_first()
+    for path in gin_files:
+        if not os.path.isfile(path):
+            raise ConfigError(f'gin file not found: {path!r}')
+    if renamed:
+        _refuse_renamed(gin_files, gin_bindings, renamed)
+    try:
+        gin.parse_config_files_and_bindings(gin_files, gin_bindings, finalize_config=False)
+    except (ValueError, SyntaxError, tokenize.TokenError, KeyError, TypeError) as error:
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ConfigError(f'bad gin config {list(gin_files) + list(gin_bindings)}: {detail}')
+
+
+def parse_recorded_config(run_dir, obsolete=()):
+    """Parses a run's operative_config.gin (to rebuild its model for evaluation), leaving out
+    bindings that no longer exist: those named in obsolete (a paper's renamed bindings) and
+    those of configurables this version does not have. A run from an older version stays
+    evaluable; what it trained with is in the file as it was."""
+    path = os.path.join(run_dir, OPERATIVE_CONFIG_FILE)
+    if not os.path.isfile(path):
+        raise ConfigError(f'{run_dir!r} has no {OPERATIVE_CONFIG_FILE}')
+    with open(path) as f:
+        lines = f.read().splitlines()
+    kept = [line for line in lines if not any(
+        re.match(rf'\s*{re.escape(name)}\s*=', line) for name in obsolete)]
+    gin.clear_config()
+    try:
+        gin.parse_config('\n'.join(kept), skip_unknown=True)
+    except (ValueError, SyntaxError, KeyError, TypeError) as error:
+        raise ConfigError(f'{path}: {str(error).strip().splitlines()[0]}')
+
+
+def _refuse_renamed(gin_files, gin_bindings, renamed):
+    texts = [(f'--gin_bindings={binding!r}', binding) for binding in gin_bindings]
+    for path in gin_files:
+        with open(path) as f:
+            texts.append((path, f.read()))
+    for where, text in texts:
+        for old, new in renamed.items():
+            if re.search(rf'(?m)^\s*{re.escape(old)}\s*=', text):
+                raise ConfigError(f'{old} ({where}) is not a binding: {new}')
+
+
+def _read_json(path):
+    """The JSON object in path, None if there is no such file; ConfigError if it is damaged."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path) as f:
+            value = json.load(f)
+    except (OSError, ValueError) as error:
+        raise ConfigError(f'{path} is not readable JSON ({error})')
+    if not isinstance(value, dict):
+        raise ConfigError(f'{path} holds {type(value).__name__}, not a JSON object')
+    return value
+
+
+def read_invocation(run_dir):
+    """run_dir's invocation.json, None if it has none; ConfigError if it is damaged."""
+    return _read_json(os.path.join(run_dir, INVOCATION_FILE))
+
+
+def run_identity(paper, env_config, **model):
+    """What a run's checkpoints depend on: paper, environment, observation and action shapes,
+    and the model settings given (network, ...), as plain JSON values."""
+    return {'paper': paper, 'env': env_name(env_config),
+            'observation_shape': [int(size) for size in env_config.observation_shape],
+            'num_actions': int(env_config.num_actions()),
+            **{key: json.loads(json.dumps(value)) for key, value in model.items()}}
+
+
+def check_run_dir(run_dir, identity):
+    """Raises ConfigError, before anything is written, when run_dir cannot take this run: it is
+    a file, its run.json records another paper, environment or model, or it holds checkpoints
+    of which none can be read."""
+    if os.path.exists(run_dir) and not os.path.isdir(run_dir):
+        raise ConfigError(f'--run_dir={run_dir!r} is a file, not a directory')
+    read_invocation(run_dir)  # a damaged one is named here, not after a traceback
+    recorded = _read_json(os.path.join(run_dir, RUN_FILE))
+    # A key the record lacks was added to the identity after that run began: its value then
+    # is not known, so only what the record holds is compared.
+    differences = [] if recorded is None else [
+        f'{key}: {value!r} there, {identity.get(key)!r} here'
+        for key, value in sorted(run_record.identity_of(recorded).items())
+        if value != identity.get(key)]
+    if differences:
+        raise ConfigError(f'{run_dir} holds another run ({"; ".join(differences)}); its '
+                          f'checkpoints cannot be resumed by this command: give another --run_dir')
+    from common.run import checkpoint  # pylint: disable=import-outside-toplevel  (TensorFlow)
+    try:
+        checkpoint.first_readable(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR), quiet=True)
+    except checkpoint.CheckpointError as error:
+        raise ConfigError(str(error))
+
+
+def resolve_run_dir(paper, game, run_dir, invocation, runs_root='runs'):
+    """Picks the run directory: the given one, else the newest one this same invocation started.
+
+    Reusing the newest matching directory is what makes rerunning an interrupted command resume
+    from its checkpoint instead of starting over in a fresh timestamped directory.
+    """
+    if run_dir:
+        return run_dir
+    prefix = f'{paper}-{game}-'
+    if os.path.isdir(runs_root):
+        candidates = sorted(
+            (name for name in os.listdir(runs_root) if name.startswith(prefix)), reverse=True)
+        for name in candidates:
+            if read_invocation(os.path.join(runs_root, name)) == invocation:
+                return os.path.join(runs_root, name)
+    stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+    path = os.path.join(runs_root, prefix + stamp)
+    suffix = 1
+    while os.path.exists(path):  # Another run started in the same second.
+        path = os.path.join(runs_root, f'{prefix}{stamp}-{suffix}')
+        suffix += 1
+    return path
+
+
+def prepare_run_dir(run_dir, invocation, identity=None):
+    """Creates run_dir and records the invocation, the identity (once) and this session
+    (run_record); never overwrites what an earlier run wrote."""
+    os.makedirs(run_dir, exist_ok=True)
+    record_path = os.path.join(run_dir, RUN_FILE)
+    if identity is not None:
+        recorded = _read_json(record_path) or dict(identity)
+        recorded.setdefault(run_record.SESSIONS, []).append(
+            run_record.session_record(PROJECT_ROOT))
+        file_writes.write_json(record_path, recorded)
+    previous = read_invocation(run_dir)
+    if previous is None:
+        file_writes.write_json(os.path.join(run_dir, INVOCATION_FILE), invocation)
+    elif previous != invocation:
+        # A changed config on resume is allowed (e.g. more total steps); keep both records.
+        stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+        file_writes.write_json(os.path.join(run_dir, f'invocation.resume-{stamp}.json'),
+                               invocation)
+
+
+def env_name(env_config):
+    """The game or environment id a run directory is named after."""
+    return getattr(env_config, 'game', None) or getattr(env_config, 'env_id', 'env')
+
+
+def start_run_dir(paper, env_config, **model):
+    """Resolves, checks (check_run_dir), creates and records the run directory for this
+    command's flags; prints it. model: the settings the checkpoints depend on (network, ...)."""
+    invocation = {'paper': paper, 'gin_files': FLAGS.gin_file, 'gin_bindings': FLAGS.gin_bindings}
+    identity = run_identity(paper, env_config, **model)
+    run_dir = resolve_run_dir(paper, env_name(env_config), FLAGS.run_dir, invocation)
+    check_run_dir(run_dir, identity)
+    try:
+        took_over = run_lock.acquire(run_dir)
+    except run_lock.RunDirInUse as error:
+        raise ConfigError(str(error)) from None
+    if took_over:
+        print(took_over)
+    prepare_run_dir(run_dir, invocation, identity)
+    print(f'run directory: {run_dir}')
+    return run_dir
+
+
+def _latest_operative_config(run_dir):
+    """The text of the newest operative config a session of run_dir wrote."""
+    names = sorted(name for name in os.listdir(run_dir)
+                   if name.startswith('operative_config.resume-') and name.endswith('.gin'))
+    with open(os.path.join(run_dir, names[-1] if names else OPERATIVE_CONFIG_FILE)) as f:
+        return f.read()
+
+
+def write_operative_config(run_dir):
+    """Writes what actually ran; a resumed run with another config gets a new file beside it."""
+    path = os.path.join(run_dir, OPERATIVE_CONFIG_FILE)
+    text = gin.operative_config_str()
+    if os.path.exists(path):
+        previous = _latest_operative_config(run_dir)
+        if previous == text:
+            return path
+        changed = gin_text.changed_bindings(previous, text)
+        if changed:
+            print(f'resuming with {len(changed)} changed binding(s): ' + '; '.join(changed))
+        stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
+        path = os.path.join(run_dir, f'operative_config.resume-{stamp}.gin')
+    file_writes.write_text(path, text)
+    return path
+
+
+def _stop_run(signum, frame):
+    """The first Ctrl-C or SIGTERM stops the run (KeyboardInterrupt: checkpoint, then shutdown).
+
+    Later ones are only reported: a second signal (an impatient Ctrl-C, or `timeout`, which
+    signals the program and then its whole process group) would otherwise cut the checkpoint
+    short and lose the run's progress. The shutdown is bounded, so nothing waits forever.
+    """
+    signal.signal(signal.SIGINT, _already_stopping)
+    signal.signal(signal.SIGTERM, _already_stopping)
+    raise KeyboardInterrupt
+
+
+def is_interrupt(error):
+    """Whether error is Ctrl-C's KeyboardInterrupt, or an error it caused: raised inside a C
+    extension's callback (TensorFlow converting a numpy array, say), the interrupt surfaces as
+    a SystemError whose cause is the KeyboardInterrupt."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _already_stopping(signum, frame):
+    # os.write, not print: the handler may run in the middle of a print to the same stream.
+    os.write(sys.stderr.fileno(), f'{signal.Signals(signum).name} ignored: already stopping '
+                                  f'(saving a checkpoint, ending workers)\n'.encode())
+
+
+def _parse_flags(argv):
+    """absl's flag parsing with a bad flag value as one line, exit 2 (absl prints two, exit 1)."""
+    try:
+        return FLAGS(argv)
+    except flags.Error as error:
+        fail(str(error))
+
+
+def run(main_fn, takes_args=False):
+    """absl.app.run with bad flags, ConfigError, RunError and KeyboardInterrupt turned into
+    clean one-line exits. main_fn() gets the positional arguments if takes_args (else any is
+    an error) and may return an exit status."""
+
+    def wrapped(argv):
+        # SIGTERM (e.g. from a job scheduler) ends a run as cleanly as Ctrl-C: checkpoint, stop.
+        signal.signal(signal.SIGINT, _stop_run)
+        signal.signal(signal.SIGTERM, _stop_run)
+        # TensorFlow's Python INFO lines (e.g. at every checkpoint) would break up the progress
+        # lines; warnings and errors still show.
+        logging.set_verbosity(logging.WARNING)
+        if len(argv) > 1 and not takes_args:
+            fail(f'unexpected arguments {argv[1:]}; use --gin_file / --gin_bindings / --run_dir')
+        try:
+            status = main_fn(argv[1:]) if takes_args else main_fn()
+            # Done: a late Ctrl-C must not cut Python's own exit (its workers' cleanup) short.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            return status
+        except ConfigError as error:
+            fail(str(error))
+        except RunError as error:
+            fail(str(error), exit_code=1)
+        except OSError as error:  # a full disk, a read-only or vanished run directory
+            fail(errors.describe_os_error(error), exit_code=1)
+        except BaseException as error:  # pylint: disable=broad-except
+            if not is_interrupt(error):
+                raise
+            # Saved and stopped; Python resets handlers to the default (kill) while it exits,
+            # but leaves ignored signals ignored, so a late one cannot change the exit status.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            print('interrupted', file=sys.stderr)
+            sys.exit(130)
+
+    app.run(wrapped, flags_parser=_parse_flags)

@@ -1,0 +1,183 @@
+"""The fields every paper's training config shares, validated once, and the TF1 RMSProp settings
+of the actor-critic papers.
+
+A paper's config is a gin-configurable dataclass deriving from RunConfig (and RMSPropConfig where
+it trains with TF1's RMSProp); its validate() calls super().validate() and then checks its own
+fields. Types are checked first (a string where a number belongs is named in one line), then
+ranges.
+"""
+import dataclasses
+from typing import Any
+
+import gin
+
+from common.envs import pools
+from common.run import app
+from common.units import samplers
+
+STRATEGIES = ('none', 'mirrored', 'multi_worker')
+# What an asynchronous run does when one of its learner processes dies (common/async_learners).
+ON_LEARNER_DEATH = ('stop', 'continue')
+
+
+@dataclasses.dataclass
+class RunConfig:
+    """What every run has: an environment, a length, a discount, a seed, a log and checkpoint
+    cadence. Subclasses set their papers' defaults."""
+    env_config: Any = None             # @AtariConfig() or @GymConfig()
+    total_steps: int = 1               # environment steps (x frame skip frames)
+    gamma: float = 0.99
+    seed: int = 0
+    log_every_seconds: float = 10.0
+    checkpoint_every_steps: int = 1_000_000
+    # Of the checkpoints the rotation drops, the first in each span of this many steps stays on
+    # disk (0: none), so a late divergence or an evaluation of the past is never left with only
+    # the newest three.
+    milestone_every_steps: int = 5_000_000
+
+    @property
+    def owner(self):
+        """The name bindings use for this config, e.g. 'PAACConfig'."""
+        return type(self).__name__
+
+    def validate(self):
+        """Raises app.ConfigError naming the first field of the wrong type or out of range."""
+        owner = self.owner
+        app.require_field_types(owner, self)
+        app.require_env_config(owner, self.env_config)
+        app.require_positive_ints(owner, self, ('total_steps', 'checkpoint_every_steps'))
+        app.require(self.milestone_every_steps >= 0, f'{owner}.milestone_every_steps must be '
+                    f'>= 0 (0: no milestones), got {self.milestone_every_steps}')
+        app.require(0 < self.gamma <= 1, f'{owner}.gamma must be in (0, 1], got {self.gamma}')
+        app.require(self.seed >= 0, f'{owner}.seed must be >= 0, got {self.seed}')
+        app.require(self.log_every_seconds > 0,
+                    f'{owner}.log_every_seconds must be > 0, got {self.log_every_seconds}')
+
+    def require_non_negative(self, names):
+        for name in names:
+            value = getattr(self, name)
+            app.require(value >= 0, f'{self.owner}.{name} must be >= 0, got {value!r}')
+
+    def require_positive(self, names):
+        for name in names:
+            value = getattr(self, name)
+            app.require(value > 0, f'{self.owner}.{name} must be > 0, got {value!r}')
+
+    def require_choice(self, name, allowed):
+        value = getattr(self, name)
+        app.require(value in allowed, f'{self.owner}.{name}={value!r}; allowed: {allowed}')
+
+
+@dataclasses.dataclass
+class RMSPropConfig:
+    """TF1's tf.train.RMSPropOptimizer as the PAAC and GA3C codes ran it: epsilon inside the
+    square root and mean squares starting at ones (tf.keras: outside, and zeros)."""
+    learning_rate: float = 1e-3
+    rmsprop_decay: float = 0.99
+    rmsprop_epsilon: float = 0.1
+    rmsprop_epsilon_inside_sqrt: bool = True
+    rmsprop_initial_mean_square: float = 1.0
+    rmsprop_centered: bool = False  # DeepMind's DQN RMSProp (Mnih et al. 2015) divides by the
+                                    # standard deviation of the gradient, not its RMS
+
+    def validate_rmsprop(self):
+        owner = type(self).__name__
+        app.require(self.learning_rate > 0,
+                    f'{owner}.learning_rate must be > 0, got {self.learning_rate!r}')
+        app.require(0 < self.rmsprop_decay < 1,
+                    f'{owner}.rmsprop_decay must be in (0, 1), got {self.rmsprop_decay!r}')
+        app.require(self.rmsprop_epsilon > 0,
+                    f'{owner}.rmsprop_epsilon must be > 0, got {self.rmsprop_epsilon!r}')
+        app.require(self.rmsprop_initial_mean_square >= 0,
+                    f'{owner}.rmsprop_initial_mean_square must be >= 0, '
+                    f'got {self.rmsprop_initial_mean_square!r}')
+
+
+
+@gin.configurable
+@dataclasses.dataclass
+class DistributeConfig:
+    """Several devices for one run (Stooke & Abbeel 2018, section 4.2): 'mirrored' splits every
+    batch over num_replicas replicas (GPUs, or logical CPU devices where there are fewer),
+    averages their gradients and applies one update to every replica's copy
+    (common/scale/distribute.py); 'multi_worker': the same over the processes TF_CONFIG names, each
+    with its own data; 'none': one device."""
+    strategy: str = 'none'
+    num_replicas: int = 1
+
+    def validate(self, num_envs, owner):
+        """Raises app.ConfigError naming the first bad value; num_envs: the run's simulators,
+        split evenly over the replicas."""
+        app.require_field_types('DistributeConfig', self)
+        app.require(self.strategy in STRATEGIES,
+                    f'DistributeConfig.strategy={self.strategy!r}; allowed: {STRATEGIES}')
+        app.require(self.num_replicas >= 1,
+                    f'DistributeConfig.num_replicas must be >= 1, got {self.num_replicas}')
+        app.require(self.strategy == 'mirrored' or self.num_replicas == 1,
+                    f"DistributeConfig.num_replicas={self.num_replicas} needs strategy="
+                    f"'mirrored', got {self.strategy!r}")
+        app.require(num_envs % self.num_replicas == 0,
+                    f'{owner}: {num_envs} simulators do not split evenly over '
+                    f'DistributeConfig.num_replicas={self.num_replicas}')
+
+
+def sampler_replicas(distribute_config):
+    """Replicas that sample apart, each with its own sampler groups: a one-machine mirrored
+    run's (every worker of a multi-worker run samples its share with one set of groups)."""
+    if distribute_config is None or distribute_config.strategy != 'mirrored':
+        return 1
+    return distribute_config.num_replicas
+
+
+def sampler_groups(sampler, distribute_config):
+    """The environment pool's worker groups for sampler kind sampler under distribute_config."""
+    return samplers.num_groups(sampler, sampler_replicas(distribute_config))
+
+
+def require_sampler_groups(owner, sampler, num_workers, distribute_config):
+    """Raises app.ConfigError unless num_workers environment processes split evenly into the
+    sampler's groups (two for 'alternating') of every replica that samples apart."""
+    groups = sampler_groups(sampler, distribute_config)
+    if num_workers % groups == 0:
+        return
+    replicas = sampler_replicas(distribute_config)
+    if replicas == 1:
+        raise app.ConfigError(f"{owner}.sampler={sampler!r} needs an even num_workers (two "
+                              f'groups), got {num_workers}')
+    raise app.ConfigError(
+        f'{owner}.num_workers={num_workers} does not split into {groups} sampler groups '
+        f'({groups // replicas} per replica of DistributeConfig.num_replicas={replicas}, each '
+        f'replica sampling its own simulators)')
+
+
+def require_cluster_split(owner, num_cluster_workers, **totals):
+    """Raises app.ConfigError naming the first of a run's counts (simulators, environment
+    processes) that does not split evenly over a multi-worker cluster's workers."""
+    for name, total in totals.items():
+        app.require(total % num_cluster_workers == 0,
+                    f'{owner}.{name}={total} does not split evenly over the '
+                    f'{num_cluster_workers} workers of the cluster')
+
+
+def validate_sampled_run(config, pin_cpus=False):
+    """What a run sampling from a pool checks before anything starts: config.distribute (one
+    device when unset), config.validate(), then the pool's settings for the sampler's groups."""
+    if config.distribute is None:
+        config.distribute = DistributeConfig()
+    config.validate()
+    try:
+        pools.validate_pool_config(config.env_config, config.num_envs, config.num_workers,
+                                   num_groups=sampler_groups(config.sampler, config.distribute),
+                                   pin_cpus=pin_cpus)
+    except ValueError as error:
+        raise app.ConfigError(f'make_pool: {error}')
+    return config
+
+
+def renamed_bindings(owner):
+    """RMSProp bindings that moved into a paper's config: old name -> what to bind instead."""
+    return {f'RMSProp.{old}': f'bind {owner}.{new} instead' for old, new in (
+        ('epsilon_inside_sqrt', 'rmsprop_epsilon_inside_sqrt'),
+        ('initial_mean_square', 'rmsprop_initial_mean_square'),
+        ('learning_rate', 'learning_rate'), ('decay', 'rmsprop_decay'),
+        ('epsilon', 'rmsprop_epsilon'))}

@@ -1,0 +1,57 @@
+"""The one shape of every paper's entry point: `python -m <paper>_tf.main --gin_file=... `.
+
+A paper's main.py declares a Paper (how to configure it, train it and name what its checkpoints
+depend on) and calls main(PAPER); the sequence lives here once: configure (one-line errors
+before anything starts), process set-up, cluster, run directory, train.
+"""
+import dataclasses
+from typing import Callable, Optional
+
+from absl import flags
+
+from common.run import app
+from common.scale import cluster  # defines --cluster and --task_index
+
+FLAGS = flags.FLAGS
+
+
+@dataclasses.dataclass(frozen=True)
+class Paper:
+    """What a paper package hands the entry point.
+
+    configure(gin_files, gin_bindings) -> a validated config (app.ConfigError otherwise);
+    train(config, run_dir) -> env steps reached (resuming from run_dir's checkpoint);
+    model_identity(config) -> what its checkpoints depend on beside the environment (run.json);
+    prepare(config): process set-up before TensorFlow works (threads), optional;
+    cluster: whether it runs over several machines (--cluster, DistributeConfig 'multi_worker').
+    """
+    name: str
+    configure: Callable
+    train: Callable
+    model_identity: Callable
+    prepare: Optional[Callable] = None
+    cluster: bool = False
+
+
+def run(paper):
+    """configure -> prepare -> cluster -> run directory -> train, for the flags given."""
+    config = paper.configure(FLAGS.gin_file, FLAGS.gin_bindings)
+    if paper.prepare is not None:
+        paper.prepare(config)
+    # Imported here: a paper's main module is re-imported by its spawned worker processes,
+    # which must not import TensorFlow (common/scale/multi_worker.py does).
+    from common.scale import multi_worker  # pylint: disable=import-outside-toplevel
+    found = None
+    if paper.cluster:
+        found = cluster.configure(config, FLAGS.cluster, FLAGS.task_index)
+    elif FLAGS.cluster or FLAGS.task_index is not None:
+        raise app.ConfigError(f'--cluster/--task_index: {paper.name} runs on one machine; '
+                              'only papers with a multi_worker strategy take them')
+    with multi_worker.run_dir_of(found, lambda: app.start_run_dir(
+            paper.name, config.env_config, **paper.model_identity(config))) as (run_dir, _):
+        paper.train(config, run_dir)
+
+
+def main(paper):
+    """The entry point: run(paper) under app.run (flags, one-line errors, Ctrl-C)."""
+    app.run(lambda: run(paper))

@@ -1,0 +1,28 @@
+"""The two ways a run ends in one line (a bad config before anything starts, or a run that
+cannot go on), and the one-line causes of file errors; app.run turns each into its exit."""
+import re
+
+
+class ConfigError(ValueError):
+    """A configuration value that is out of range; the message names the value and the range."""
+
+
+class RunError(RuntimeError):
+    """A run cannot go on (a worker died, no checkpoint can be read); the message says why and
+    what was saved, in one line."""
+
+
+def describe_os_error(error):
+    """One line for a failed file operation: what it did not manage, on which path, and why;
+    nothing already written was removed."""
+    path = error.filename or '?'
+    cause = error.strerror or str(error)
+    return f'cannot write or read {path}: {cause}; what the run wrote before is kept'
+
+
+def describe_tf_error(error):
+    """'path; cause' of a TensorFlow file error without its op decorations: TF reports a full
+    disk as '{{function_node ...}} PATH; No space left on device [Op:SaveV2]'."""
+    text = str(getattr(error, 'message', None) or error).strip().splitlines()
+    text = re.sub(r'^\{\{[^}]*\}\}\s*', '', text[0] if text else type(error).__name__)
+    return re.sub(r'\s*\[Op:[^\]]*\]$', '', text)

@@ -1,0 +1,192 @@
+"""Run metrics: episode statistics, interval rates, and the writers of the common run format.
+
+metrics.csv and episodes.csv are appended to (a resumed run continues them), the console gets one
+progress line per log interval, and TensorBoard gets the same scalars. A value that is absent
+(no episode or no update yet) is None and an empty cell; a NaN one is written as nan.
+"""
+import collections
+import csv
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+from common.run import app
+from common.run import file_writes
+from common.run import scalars
+
+# load_1m and run_cpu_cores say what the run got of the machine (common/run/machine_load.py).
+BASE_METRIC_COLUMNS = ('wall_time', 'env_steps', 'frames', 'updates', 'episodes',
+                       'score_mean_100', 'steps_per_sec', 'updates_per_sec', 'load_1m',
+                       'run_cpu_cores')
+EPISODE_COLUMNS = ('wall_time', 'env_steps', 'score', 'length')
+
+
+class EpisodeStats:
+    """Finished-episode scores and lengths, with the mean of the most recent 100 scores (None
+    before the first)."""
+
+    def __init__(self, window=100):
+        self.recent_scores = collections.deque(maxlen=window)
+        self.count = 0
+
+    def add(self, score, length):
+        self.recent_scores.append(float(score))
+        self.count += 1
+
+    @property
+    def mean_score(self):
+        return float(np.mean(self.recent_scores)) if self.recent_scores else None
+
+
+class StopWatch:
+    """Accumulates wall time per named phase (e.g. env / act / learn) between two reads."""
+
+    def __init__(self):
+        self.totals = collections.defaultdict(float)
+
+    def add(self, phase, seconds):
+        self.totals[phase] += seconds
+
+    def take(self):
+        """Returns the accumulated seconds per phase and starts a new interval."""
+        totals, self.totals = dict(self.totals), collections.defaultdict(float)
+        return totals
+
+
+class _CsvAppender:
+    """Appends rows to a CSV file, writing the header only when the file is new."""
+
+    def __init__(self, path, columns):
+        self.columns = tuple(columns)
+        is_new = not os.path.exists(path) or os.path.getsize(path) == 0
+        if not is_new:
+            with open(path, newline='') as f:
+                existing = next(csv.reader(f), None)
+            if existing is not None and tuple(existing) != self.columns:
+                raise app.ConfigError(f'{path} has columns {existing}, this run writes '
+                                      f'{list(self.columns)}; use another --run_dir')
+        self.path = path
+        with file_writes.naming(path):
+            self._file = open(path, 'a', newline='')  # pylint: disable=consider-using-with
+            self._writer = csv.writer(self._file)
+            if is_new:
+                self._writer.writerow(self.columns)
+                self._file.flush()
+
+    def write(self, row):
+        with file_writes.naming(self.path):
+            self._writer.writerow([_format(row.get(column, '')) for column in self.columns])
+            self._file.flush()
+
+    def close(self):
+        with file_writes.naming(self.path):
+            self._file.close()
+
+
+def _format(value):
+    if value is None:
+        return ''
+    if isinstance(value, float):
+        return f'{value:.6g}'  # nan and inf as such: what the run saw
+    return value
+
+
+def format_duration(seconds):
+    if seconds is None or not math.isfinite(seconds):
+        return '?'
+    seconds = int(seconds)
+    return f'{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}'
+
+
+def format_count(value):
+    if value >= 1e6:
+        return f'{value / 1e6:.2f}M'
+    if value >= 1e4:
+        return f'{value / 1e3:.0f}k'
+    return str(int(value))
+
+
+class RunLogger:
+    """Writes metrics.csv, episodes.csv, TensorBoard scalars and the console progress line."""
+
+    def __init__(self, run_dir, extra_columns=(), total_steps=None, tensorboard=True,
+                 stream=sys.stdout):
+        self.total_steps = total_steps
+        self.stream = stream
+        self.run_dir = run_dir
+        os.makedirs(run_dir, exist_ok=True)
+        self.metrics = _CsvAppender(os.path.join(run_dir, 'metrics.csv'),
+                                    BASE_METRIC_COLUMNS + tuple(extra_columns))
+        self.episodes = _CsvAppender(os.path.join(run_dir, 'episodes.csv'), EPISODE_COLUMNS)
+        self._summary_writer = None
+        if tensorboard:
+            import tensorflow as tf  # Only the training process writes TensorBoard events.
+            try:
+                self._summary_writer = tf.summary.create_file_writer(run_dir)
+            except tf.errors.OpError as error:
+                self.metrics.close()
+                self.episodes.close()
+                raise _cannot_write(run_dir, error) from None
+
+    def log_episode(self, wall_time, env_steps, score, length):
+        self.episodes.write({'wall_time': wall_time, 'env_steps': env_steps, 'score': score,
+                             'length': length})
+
+    def log_interval(self, row):
+        """row holds BASE_METRIC_COLUMNS plus extras; prints the progress line."""
+        self.metrics.write(row)
+        if self._summary_writer is not None:
+            import tensorflow as tf
+            step = scalars.uncached(row['env_steps'], np.int64)
+            try:
+                with self._summary_writer.as_default(step=step):
+                    for name, value in row.items():
+                        if name not in ('wall_time', 'env_steps') and _is_number(value):
+                            tf.summary.scalar(name, scalars.uncached(value, np.float64))
+                self._summary_writer.flush()
+            except tf.errors.OpError as error:
+                raise _cannot_write(self.run_dir, error) from None
+        self.stream.write(self.progress_line(row) + '\n')
+        self.stream.flush()
+
+    def progress_line(self, row):
+        steps, rate = row['env_steps'], row['steps_per_sec']
+        total = f'/{format_count(self.total_steps)}' if self.total_steps else ''
+        # A run's last interval can pass total_steps (whole rounds or t_max batches): ETA 0 then.
+        eta = (max(self.total_steps - steps, 0) / rate
+               if self.total_steps and rate > 0 else float('nan'))
+        score = row['score_mean_100']
+        score_text = 'n/a' if score is None else f'{score:.1f}'
+        return (f'steps {format_count(steps)}{total} | {rate:,.0f} steps/s | '
+                f'score(100) {score_text} | episodes {row["episodes"]} | '
+                f'elapsed {format_duration(row["wall_time"])} | ETA {format_duration(eta)}')
+
+    def close(self):
+        self.metrics.close()
+        self.episodes.close()
+        if self._summary_writer is not None:
+            self._summary_writer.close()
+
+
+def _cannot_write(run_dir, error):
+    return app.RunError(f'cannot write TensorBoard events in {run_dir} '
+                        f'({app.describe_tf_error(error)}); what the run wrote before is kept')
+
+
+def _is_number(value):
+    return isinstance(value, (int, float, np.integer, np.floating))
+
+
+class Clock:
+    """Wall time of a run that survives resumes: the elapsed seconds restored plus this
+    session's."""
+
+    def __init__(self, elapsed_before=0.0):
+        self.elapsed_before = float(elapsed_before)
+        self._start = time.perf_counter()
+
+    def elapsed(self):
+        return self.elapsed_before + time.perf_counter() - self._start

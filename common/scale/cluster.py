@@ -1,0 +1,107 @@
+"""Which machines one multi-worker run spans (no TensorFlow here: the cluster must be set before
+TensorFlow starts): TF_CONFIG, as tf.distribute.MultiWorkerMirroredStrategy reads it, written
+from --cluster / --task_index or given by the user, and how a run's simulators split over it."""
+import json
+import os
+import socket
+
+from absl import flags
+
+from common.run import app
+
+TF_CONFIG = 'TF_CONFIG'
+
+flags.DEFINE_list('cluster', None,
+                  "Several machines (DistributeConfig.strategy = 'multi_worker'): every worker's "
+                  'host:port, the chief (which writes the run directory) first, the same list on '
+                  'every machine. Sets TF_CONFIG; without it, TF_CONFIG as set is used.')
+flags.DEFINE_integer('task_index', None, "This machine's place in --cluster (0: the chief).")
+
+
+def set_cluster(workers, task_index):
+    """Sets TF_CONFIG for worker task_index of the cluster workers ('host:port' each); worker 0
+    is the chief. ValueError naming a bad worker or index."""
+    _check(workers, task_index)
+    os.environ[TF_CONFIG] = json.dumps({'cluster': {'worker': list(workers)},
+                                        'task': {'type': 'worker', 'index': task_index}})
+
+
+def _check(workers, task_index):
+    if not workers:
+        raise ValueError('cluster: give at least one worker as host:port')
+    for worker in workers:
+        host, _, port = worker.rpartition(':')
+        if not host or not port.isdigit():
+            raise ValueError(f'cluster worker {worker!r} is not host:port')
+    if not 0 <= task_index < len(workers):
+        raise ValueError(f'task_index={task_index}; allowed: 0 to {len(workers) - 1} for '
+                         f'{len(workers)} workers')
+
+
+def from_environment():
+    """(workers, task_index) of TF_CONFIG, None where it is not set; ValueError naming what is
+    wrong with it (not JSON, no workers, a chief or parameter servers, a bad index)."""
+    text = os.environ.get(TF_CONFIG)
+    if not text:
+        return None
+    try:
+        spec = json.loads(text)
+        cluster, task = spec['cluster'], spec['task']
+        workers, task_type, task_index = cluster['worker'], task['type'], int(task['index'])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f'TF_CONFIG={text!r} is not {{"cluster": {{"worker": [...]}}, "task": '
+                         f'{{"type": "worker", "index": i}}}} ({type(error).__name__}: {error})')
+    others = sorted(set(cluster) - {'worker'})
+    if others or task_type != 'worker':
+        raise ValueError(f'TF_CONFIG: only workers are supported (worker 0 is the chief), got '
+                         f'task type {task_type!r} and jobs {sorted(cluster)}')
+    _check(workers, task_index)  # left as the user wrote it (other keys, e.g. rpc_layer, stay)
+    return list(workers), task_index
+
+
+def resolve(strategy, workers=None, task_index=None):
+    """(workers, task_index) of a run with DistributeConfig.strategy `strategy`, from the
+    --cluster / --task_index flags (which set TF_CONFIG) or else TF_CONFIG; None for a run of one
+    process. ValueError, before TensorFlow starts, naming a flag that does not fit."""
+    if strategy != 'multi_worker':
+        if workers or task_index is not None:
+            raise ValueError(f"--cluster and --task_index need DistributeConfig.strategy = "
+                             f"'multi_worker', got {strategy!r}")
+        return None
+    if workers or task_index is not None:
+        if not workers or task_index is None:
+            raise ValueError('give both --cluster (every worker as host:port, the chief first) '
+                             'and --task_index (this worker\'s place in it)')
+        set_cluster(workers, task_index)
+    found = from_environment()
+    if found is None:
+        raise ValueError("DistributeConfig.strategy = 'multi_worker' needs --cluster and "
+                         '--task_index (or TF_CONFIG) naming the workers')
+    return found
+
+
+def configure(config, workers=None, task_index=None):
+    """resolve() for a paper's config (its distribute: a DistributeConfig), checked with
+    config.validate_cluster(number of workers); app.ConfigError naming what does not fit,
+    before anything starts."""
+    try:
+        found = resolve(config.distribute.strategy, workers, task_index)
+    except ValueError as error:
+        raise app.ConfigError(str(error))
+    if found is not None:
+        config.validate_cluster(len(found[0]))
+    return found
+
+
+def free_ports(count):
+    """count localhost ports free now (bound, read, released), for workers started next."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind(('localhost', 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()

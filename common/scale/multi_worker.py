@@ -1,0 +1,97 @@
+"""What a multi-worker run (DistributeConfig 'multi_worker', several machines) adds to the
+on-policy and off-policy runners: every worker samples its own share of the simulators with its
+own seeds, starts from the chief's restored state, and a lost peer ends the run with one line.
+
+The gradients are all-reduced across the workers (common/scale/distribute.py), so every worker
+trains on the whole run's batch and holds identical parameters; the environment steps are
+counted for the whole run on every worker. Only the chief (worker 0) writes the run directory;
+the entry point gives the others a temporary one."""
+import contextlib
+import dataclasses
+import re
+import tempfile
+
+from common.run import app
+from common.run import processes
+from common.scale import distribute
+
+# Apart from any stream a run uses, so that worker i's actions are not worker 0's draws.
+_WORKER_SEED_STRIDE = 1_000_003
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerShare:
+    """This process's place in the cluster: worker task_index of num_workers."""
+    num_workers: int = 1
+    task_index: int = 0
+
+    @classmethod
+    def of(cls, strategy):
+        num_workers, task_index = distribute.worker_count_and_index(strategy)
+        return cls(num_workers, task_index)
+
+    @property
+    def is_chief(self):
+        return self.task_index == 0
+
+    def env_seed(self, seed, local_num_envs):
+        """The first simulator's seed of this worker's pool: simulator j of worker i is seeded as
+        simulator i * local_num_envs + j of one process running them all."""
+        return seed + self.task_index * local_num_envs
+
+    def action_seed(self, seed, env_steps):
+        """This worker's action-sampling seed from env_steps on (each worker its own draws)."""
+        return seed + self.task_index * _WORKER_SEED_STRIDE + env_steps
+
+
+def _lost_peer(error):
+    text = re.sub(r'\{\{function_node [^}]*\}\}\s*', '', str(error)).strip().splitlines()
+    return (f'a peer worker of this multi-worker run is gone ({type(error).__name__}: '
+            f'{text[0][:160] if text else ""}); every worker must be restarted')
+
+
+def start_from_chief(strategy, variables, tracker):
+    """Sets every worker's variables (a learner's networks and built optimizer state) and run
+    counters to the chief's (restored from its checkpoint, or freshly initialized); returns this
+    worker's WorkerShare. A peer lost here ends the run with app.RunError."""
+    try:
+        distribute.broadcast_from_chief(strategy, list(variables)
+                                        + list(tracker.counters.variables))
+    except distribute.PEER_FAILURES as error:
+        raise app.RunError(_lost_peer(error)) from error
+    tracker.adopt_counters()
+    share = WorkerShare.of(strategy)
+    if not share.is_chief:
+        print(f'worker {share.task_index} of {share.num_workers}: starting at step '
+              f'{tracker.env_steps:,} with the chief\'s parameters', flush=True)
+    return share
+
+
+def ending_on_lost_peers(train_fn, is_chief):
+    """train_fn, ending the run with one line where a collective fails because a peer worker is
+    gone: on the chief a processes.WorkerDiedError (the run saves a checkpoint first), on the
+    others an app.RunError (their files are temporary)."""
+    def train(*args):
+        try:
+            return train_fn(*args)
+        except distribute.PEER_FAILURES as error:
+            if is_chief:
+                raise processes.WorkerDiedError(_lost_peer(error)) from error
+            raise app.RunError(_lost_peer(error)) from error
+
+    return train
+
+
+@contextlib.contextmanager
+def run_dir_of(found, start_run_dir):
+    """(run directory, is_chief) of this process: start_run_dir()'s on the chief or a process of
+    its own; on the cluster's other workers (found: common.scale.cluster.resolve's (workers,
+    task_index)) a temporary directory, removed at the end."""
+    if found is None or found[1] == 0:
+        yield start_run_dir(), True
+        return
+    workers, task_index = found
+    with tempfile.TemporaryDirectory(prefix=f'worker{task_index}-') as scratch:
+        print(f'worker {task_index} of {len(workers)}: the chief ({workers[0]}) writes the run '
+              f'directory; this worker writes to {scratch} (removed at the end)', flush=True)
+        yield scratch, False

@@ -1,0 +1,134 @@
+"""Learning curves and throughput of runs in the common run format, drawn with matplotlib.
+
+Reads what common.compare reads (invocation.json, metrics.csv, eval.csv), so runs of every paper
+share one figure. The Agg backend needs no display; figures are 800 px wide at 100 dpi, sized to
+be read in a README.
+"""
+import math
+import os
+
+import matplotlib
+
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+
+from common.tools import run_clock  # noqa: E402
+from common.tools import run_files  # noqa: E402
+
+FIGURE_SIZE = (8.0, 4.5)  # inches
+DPI = 100
+# (file name, x column, y column, x label, y label): one PNG each.
+FIGURES = (
+    ('score_vs_frames.png', 'frames', 'score_mean_100', 'emulator frames (millions)',
+     'score (100-episode mean)'),
+    ('score_vs_hours.png', 'hours', 'score_mean_100',
+     "training hours (the run's own clock: time held or starved of CPU left out)",
+     'score (100-episode mean)'),
+    ('steps_per_sec.png', 'hours', 'steps_per_sec',
+     "training hours (the run's own clock)", 'environment steps per second'),
+)
+X_SCALE = {'frames': 1e-6, 'hours': 1.0}
+
+
+def load_run(run_dir, label):
+    """The curves of one run: {'label', 'metrics': {column: [...]}, 'eval': {column: [...]}}.
+
+    Frames of evaluation points are env_steps times the run's frames per step (from
+    metrics.csv); hours are the run's own clock (common/tools/run_clock.py: metrics.csv's wall_time,
+    resumes included, less the intervals it was held or starved of CPU).
+    """
+    rows = run_files.resumed_history(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')))
+    columns = {name: [run_files.number(row.get(name)) for row in rows]
+               for name in ('env_steps', 'frames', 'score_mean_100', 'steps_per_sec')}
+    columns['hours'] = run_clock.own_hours(rows, run_clock.read_cores(run_dir))
+    frames_per_step = 1.0
+    for steps, frames in zip(columns['env_steps'], columns['frames']):
+        if steps > 0 and not math.isnan(frames):
+            frames_per_step = frames / steps
+            break
+    evals = run_files.read_csv(os.path.join(run_dir, 'eval.csv'))
+    eval_steps = [run_files.number(row.get('env_steps')) for row in evals]
+    eval_columns = {
+        'frames': [steps * frames_per_step for steps in eval_steps],
+        'hours': [_hours_at(steps, columns) for steps in eval_steps],
+        'score_mean_100': [run_files.number(row.get('score_mean')) for row in evals],
+    }
+    return {'label': label, 'metrics': columns, 'eval': eval_columns}
+
+
+def _hours_at(env_steps, columns):
+    """Training hours when the run reached env_steps (the first metrics row at or after it)."""
+    for steps, hours in zip(columns['env_steps'], columns['hours']):
+        if steps >= env_steps:
+            return hours
+    return columns['hours'][-1] if columns['hours'] else math.nan
+
+
+def _points(xs, ys, x_scale):
+    pairs = [(x * x_scale, y) for x, y in zip(xs, ys) if not (math.isnan(x) or math.isnan(y))]
+    return [x for x, _ in pairs], [y for _, y in pairs]
+
+
+def draw(runs, x_column, y_column, x_label, y_label, title=None):
+    """One figure with a line per run (and its evaluation points as markers, for scores)."""
+    figure, axes = plt.subplots(figsize=FIGURE_SIZE, dpi=DPI)
+    x_scale = X_SCALE[x_column]
+    for run in runs:
+        xs, ys = _points(run['metrics'][x_column], run['metrics'][y_column], x_scale)
+        (line,) = axes.plot(xs, ys, label=run['label'], linewidth=1.5)
+        if y_column == 'score_mean_100':
+            eval_xs, eval_ys = _points(run['eval'][x_column], run['eval'][y_column], x_scale)
+            if eval_xs:
+                axes.plot(eval_xs, eval_ys, linestyle='none', marker='o', markersize=5,
+                          color=line.get_color(), label=f"{run['label']} (evaluation)")
+    axes.set_xlabel(x_label)
+    axes.set_ylabel(y_label)
+    if title:
+        axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    if runs:
+        axes.legend(fontsize='small', loc='best')
+    figure.tight_layout()
+    return figure
+
+
+def plot_runs(runs, out_dir, title=None):
+    """Writes the FIGURES for runs (from load_run) into out_dir; returns the paths."""
+    os.makedirs(out_dir, exist_ok=True)
+    paths = []
+    for file_name, x_column, y_column, x_label, y_label in FIGURES:
+        figure = draw(runs, x_column, y_column, x_label, y_label, title)
+        path = os.path.join(out_dir, file_name)
+        figure.savefig(path)
+        plt.close(figure)
+        paths.append(path)
+    return paths
+
+
+def draw_bench(rows, ceiling):
+    """The bench table as horizontal bars: each row's steps/s (its window spread as an error bar)
+    and, where an env-only row ran, a line at the best env-only rate."""
+    figure, axes = plt.subplots(figsize=(FIGURE_SIZE[0], 0.9 + 0.35 * len(rows)), dpi=DPI)
+    names = [row['name'] for row in rows][::-1]
+    rates = [row['steps_per_sec'] for row in rows][::-1]
+    errors = [[max(rate - row['min'], 0.0) for rate, row in zip(rates, rows[::-1])],
+              [max(row['max'] - rate, 0.0) for rate, row in zip(rates, rows[::-1])]]
+    axes.barh(names, rates, xerr=errors, color='tab:blue', ecolor='black', capsize=3)
+    if ceiling:
+        axes.axvline(ceiling, color='tab:red', linestyle='--', label='best env-only rate')
+        axes.legend(fontsize='small', loc='lower right')
+    axes.set_xlabel('environment steps per second (bars: window min to max)')
+    axes.grid(True, axis='x', alpha=0.3)
+    figure.tight_layout()
+    return figure
+
+
+def plot_bench(rows, ceiling, path):
+    """Writes draw_bench(rows, ceiling) to path (a PNG)."""
+    directory = os.path.dirname(path)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    figure = draw_bench(rows, ceiling)
+    figure.savefig(path)
+    plt.close(figure)
+    return path

@@ -1,0 +1,88 @@
+"""A run's two clocks: wall time as metrics.csv records it, and its own time, which leaves out
+what the run lost to being held (SIGSTOP, a suspended laptop) or starved of CPU by other work.
+
+Each metrics row covers one log interval. An interval far longer than the run's usual one
+(HELD_FACTOR times the median) was held; one in which the machine had more runnable work than
+cores (load_1m) while the run got well under its usual CPU (run_cpu_cores) was starved. A
+marked interval counts on the own clock only as the share of its usual CPU it got. Rows
+written before these columns existed are marked unknown and count whole.
+"""
+import json
+import math
+import os
+import statistics
+
+from common.run import app
+from common.run import run_record
+from common.tools import run_files
+
+HELD_FACTOR = 3.0
+STARVED_CPU_SHARE = 0.8
+
+
+def read_cores(run_dir):
+    """Usable cores of the machine the run last ran on (run.json), None if unrecorded."""
+    try:
+        with open(os.path.join(run_dir, app.RUN_FILE)) as f:
+            return run_record.usable_cores(json.load(f))
+    except (OSError, ValueError):
+        return None
+
+
+def _median(values):
+    values = [value for value in values if not math.isnan(value)]
+    return statistics.median(values) if values else math.nan
+
+
+def mark_rows(rows, cores):
+    """[(mark, wall seconds, own seconds)] per row; mark is '' (the run had the machine it
+    usually has), 'held', 'starved' or '?' (no load columns)."""
+    walls = [run_files.number(row.get('wall_time')) for row in rows]
+    intervals = [wall - previous for previous, wall in zip([0.0] + walls[:-1], walls)]
+    cpu = [run_files.number(row.get('run_cpu_cores')) for row in rows]
+    loads = [run_files.number(row.get('load_1m')) for row in rows]
+    usual_interval, usual_cpu = _median(intervals), _median(cpu)
+    marked = []
+    for interval, cores_used, load in zip(intervals, cpu, loads):
+        if math.isnan(cores_used) or math.isnan(usual_cpu) or usual_cpu <= 0:
+            marked.append(('?', interval, interval))
+            continue
+        share = min(1.0, cores_used / usual_cpu)
+        held = interval > HELD_FACTOR * usual_interval
+        starved = (cores is not None and load > cores and share < STARVED_CPU_SHARE)
+        mark = 'held' if held else 'starved' if starved else ''
+        marked.append((mark, interval, interval * share if mark else interval))
+    return marked
+
+
+def own_hours(rows, cores):
+    """The own clock at each row, in hours."""
+    total, hours = 0.0, []
+    for _, _, own in mark_rows(rows, cores):
+        total += own
+        hours.append(total / 3600)
+    return hours
+
+
+def time_to_scores(rows, cores, thresholds):
+    """{threshold: (env_steps, wall hours, own hours)} at the first row whose 100-episode mean
+    reaches it; (None, nan, nan) if none does."""
+    own = own_hours(rows, cores)
+    reached = {}
+    for threshold in thresholds:
+        reached[threshold] = (None, math.nan, math.nan)
+        for row, own_at in zip(rows, own):
+            if run_files.number(row.get('score_mean_100')) >= threshold:
+                reached[threshold] = (int(run_files.number(row['env_steps'])),
+                                      run_files.number(row['wall_time']) / 3600, own_at)
+                break
+    return reached
+
+
+def lost_share(rows, cores):
+    """(held or starved seconds lost, seconds in rows without load columns), of the wall time."""
+    lost = unknown = 0.0
+    for mark, wall, own in mark_rows(rows, cores):
+        lost += wall - own
+        unknown += wall if mark == '?' else 0.0
+    return lost, unknown

@@ -1,0 +1,71 @@
+"""Reading the common run format every paper writes (invocation.json, operative_config.gin,
+metrics.csv, eval.csv), for common.compare, common.tools.plots and common.results."""
+import csv
+import json
+import math
+import os
+import re
+
+from common.run import app
+
+# The environment a run trained on, as its operative_config.gin records it.
+_ENV_PATTERN = re.compile(r"^(?:AtariConfig\.game|GymConfig\.env_id) = '([^']+)'", re.MULTILINE)
+
+
+def read_csv(path):
+    """The rows of a CSV file as dicts; [] if there is no such file."""
+    if not os.path.exists(path):
+        return []
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))
+
+
+def number(text):
+    """text as a float, NaN where it is empty or not a number."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def resumed_history(rows, column='env_steps'):
+    """A run's CSV rows as one history: a run resumed from a checkpoint older than its last rows
+    (killed between checkpoints) logs those steps again, so the rows it superseded, those past
+    the first step logged after the resume, are left out."""
+    history = []
+    for row in rows:
+        steps = number(row.get(column))
+        while history and number(history[-1].get(column)) > steps:
+            history.pop()
+        history.append(row)
+    return history
+
+
+def read_paper(run_dir):
+    """The paper recorded in run_dir's invocation.json; ConfigError if it is not a run."""
+    path = os.path.join(run_dir, app.INVOCATION_FILE)
+    if not os.path.isfile(path):
+        raise app.ConfigError(f'{run_dir!r} is not a run directory (no {app.INVOCATION_FILE})')
+    try:
+        with open(path) as f:
+            invocation = json.load(f)
+    except (OSError, ValueError) as error:
+        raise app.ConfigError(f'{path}: not readable as JSON ({error})')
+    if not isinstance(invocation, dict):
+        raise app.ConfigError(f'{path}: expected a JSON object, got {type(invocation).__name__}')
+    return str(invocation.get('paper', '?'))
+
+
+def read_game(run_dir):
+    """The game (or gymnasium id) of run_dir's operative_config.gin, '?' where none is."""
+    try:
+        with open(os.path.join(run_dir, app.OPERATIVE_CONFIG_FILE)) as f:
+            found = _ENV_PATTERN.search(f.read())
+    except OSError:
+        return '?'
+    return found.group(1) if found else '?'
+
+
+def run_label(run_dir):
+    """How a run is named in figures: its paper and its directory name."""
+    return f'{read_paper(run_dir)}: {os.path.basename(os.path.normpath(run_dir))}'

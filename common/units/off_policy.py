@@ -1,0 +1,152 @@
+"""The off-policy runner: a sampler fills a (T, N) rollout with a Q-learner's epsilon-greedy
+actions, each simulator's steps go to its own replay stream, then the learner takes a fixed
+number of minibatch updates (Stooke & Abbeel 2018, section 4.2: DQN and its variants on the
+same samplers as the policy-gradient methods, sampling and optimizing in turn).
+
+The number of updates per phase holds the replay ratio, the transitions trained per transition
+sampled (batch_size x updates_per_phase / (horizon x num_envs); Stooke & Abbeel's "training
+intensity"), at a fixed value; the runner reports the measured one.
+"""
+import dataclasses
+import time
+
+import numpy as np
+
+from common.replay import prioritized
+from common.replay import replay_feed
+
+
+@dataclasses.dataclass(frozen=True)
+class OffPolicySettings:
+    """How the runner trains: minibatches per phase, warm-up, target copies, exploration and,
+    for prioritized replay, the importance exponent's schedule."""
+    batch_size: int
+    updates_per_phase: int         # minibatch updates after each horizon x num_envs steps
+    min_replay_steps: int          # steps stored before the first update
+    target_period: int             # environment steps between copies into the target network
+    initial_epsilon: float = 1.0
+    final_epsilon: float = 0.01
+    epsilon_decay_steps: int = 1_000_000
+    initial_beta: float = 0.4      # prioritized replay: beta from here to 1 ...
+    beta_anneal_steps: int = 0     # ... over these environment steps (0: 1 from the start)
+
+
+def linear_epsilon(settings, env_steps):
+    """Epsilon from initial to final over epsilon_decay_steps environment steps, then final."""
+    if settings.epsilon_decay_steps <= 0:
+        return settings.final_epsilon
+    fraction = min(env_steps / settings.epsilon_decay_steps, 1.0)
+    return settings.initial_epsilon + fraction * (settings.final_epsilon -
+                                                  settings.initial_epsilon)
+
+
+class OffPolicyRunner:
+    """iterate(env_steps) is one rollout of every simulator into replay, then up to
+    updates_per_phase updates of the learner (a common.learners.q_learner.QLearner); replay is a
+    ReplayMemory with one stream per simulator, or a PrioritizedReplay over one. replay_input
+    picks how minibatches leave replay (common.replay.replay_feed: 'direct' or 'tf_data').
+
+    workers > 1: this runner samples one worker's share of a multi-worker run (common/
+    multi_worker.py): its replay holds its own simulators' steps, each update trains on
+    batch_size / workers of them (the all-reduced gradients make the whole batch), and
+    env_steps, min_replay_steps and target_period count the whole run's steps."""
+
+    def __init__(self, sampler, learner, replay, settings, seed=0, replay_input='direct',
+                 workers=1):
+        self.sampler = sampler
+        self.learner = learner
+        self.replay = replay
+        self.settings = settings
+        self.prioritized = hasattr(replay, 'update_priorities')
+        num_envs = sampler.rollout.actions.shape[1]
+        memory = replay.memory if self.prioritized else replay
+        if memory.num_streams != num_envs:
+            raise ValueError(f'replay has {memory.num_streams} streams for {num_envs} '
+                             f'simulators; it needs one per simulator')
+        self.memory = memory
+        self.feed = replay_feed.make_feed(replay_input, replay, settings.updates_per_phase,
+                                          settings.batch_size // workers)
+        self.rng = np.random.default_rng(seed)
+        # The first step each simulator stores starts an episode (as far as replay can tell).
+        self.episode_starts = np.ones(num_envs, bool)
+        self.epsilon = settings.initial_epsilon
+        self.learn_seconds = 0.0
+        self.workers = workers
+        self.local_batch_size = settings.batch_size // workers
+        self.trained = 0   # transitions trained on here (local_batch_size per update)
+        self.sampled = 0   # transitions stored
+
+    def _policy(self, observations):
+        greedy = self.learner.online_greedy(observations).numpy()
+        explore = self.rng.random(len(greedy)) < self.epsilon
+        random_actions = self.rng.integers(0, self.learner.num_actions, len(greedy))
+        return np.where(explore, random_actions, greedy).astype(np.int32)
+
+    def iterate(self, env_steps):
+        """One phase at env_steps done so far; returns (episodes that ended, updates made)."""
+        settings = self.settings
+        self.epsilon = linear_epsilon(settings, env_steps)
+        episodes = self.sampler.collect(self._policy)
+        self._store(self.sampler.rollout)
+        run_steps = self.sampler.rollout.actions.size * self.workers
+        updates = 0
+        start = time.perf_counter()
+        if self.replay_ready():
+            updates = self._train(env_steps)
+            self.trained += updates * self.local_batch_size
+        self.learn_seconds += time.perf_counter() - start
+        done_steps = env_steps + run_steps
+        if done_steps // settings.target_period > env_steps // settings.target_period:
+            self.learner.update_target()
+        return episodes, updates
+
+    def replay_ready(self):
+        """Whether the run's replay (every worker's alike) holds min_replay_steps steps."""
+        return len(self.memory) * self.workers >= self.settings.min_replay_steps
+
+    def _store(self, rollout):
+        """Each simulator's steps into its stream: newest frames, actions, rewards, terminals,
+        and episode starts (the step after a done)."""
+        starts = np.empty(rollout.dones.shape, bool)
+        starts[0] = self.episode_starts
+        starts[1:] = rollout.dones[:-1]
+        self.episode_starts = rollout.dones[-1].copy()
+        observations = rollout.observations[:-1]
+        with self.feed.lock:
+            for env in range(rollout.actions.shape[1]):
+                self.replay.add_steps(env, self.memory.newest_frame(observations[:, env]),
+                                      rollout.actions[:, env], rollout.rewards[:, env],
+                                      rollout.terminals[:, env].astype(bool), starts[:, env])
+        self.sampled += rollout.actions.size
+
+    def _train(self, env_steps):
+        settings = self.settings
+        if self.prioritized:
+            self.feed.beta = prioritized.annealed_beta(env_steps, settings.initial_beta,
+                                                       settings.beta_anneal_steps)
+            for _ in range(settings.updates_per_phase):
+                batch, indices, weights = self.feed.draw()
+                td_errors = self.learner.weighted_train_step(*batch, weights)
+                self.feed.update_priorities(indices, td_errors.numpy())
+        else:
+            self.learner.train_steps(*self.feed.draw()).numpy()  # waits: 'learn' time is honest
+        return settings.updates_per_phase
+
+    def wait_for_training(self):
+        """Returns once no update is under way (here, always: updates end within iterate)."""
+
+    def close(self):
+        """Ends the feed's pipeline (nothing else here holds a thread)."""
+        self.feed.close()
+
+    def take_replay_ratio(self):
+        """Transitions trained per transition stored since the last call (None if none)."""
+        ratio = self.trained / self.sampled if self.sampled else None
+        self.trained = self.sampled = 0
+        return ratio
+
+    def take_phase_seconds(self):
+        """Seconds stepping ('env'), selecting actions ('act') and learning since the last call."""
+        phases = self.sampler.take_phase_seconds()
+        phases['learn'], self.learn_seconds = self.learn_seconds, 0.0
+        return phases
