@@ -121,3 +121,23 @@ def test_entry_points_name_a_string_where_a_number_belongs_and_a_file_as_run_dir
 ])
 def test_tools_name_a_bad_flag_in_one_line(module, args, named, tmp_path):
     assert named in _one_error_line(_run(module, args, tmp_path))
+
+
+@pytest.mark.parametrize('paper', PAPERS)
+def test_a_resume_with_another_model_shape_is_refused_in_one_line(paper, tmp_path):
+    """Every paper's PAPER.model_identity goes into run.json; a command whose network differs
+    from the run's is refused, naming the difference, before anything is written."""
+    module = importlib.import_module(f'{paper}_tf.main')
+    config = module.configure([_preset(paper)], [])
+    identity = app.run_identity(paper, config.env_config, **module.PAPER.model_identity(config))
+    assert identity['network'] == config.network
+    app.prepare_run_dir(str(tmp_path), {'paper': paper}, identity)
+    app.check_run_dir(str(tmp_path), identity)  # the same shape resumes
+    other = 'mlp' if config.network != 'mlp' else 'nature'
+    changed = app.run_identity(paper, config.env_config, **module.PAPER.model_identity(
+        dataclasses.replace(config, network=other)))
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(app.ConfigError) as refused:
+        app.check_run_dir(str(tmp_path), changed)
+    assert f"network: '{config.network}' there, '{other}' here" in str(refused.value)
+    assert '\n' not in str(refused.value) and sorted(os.listdir(tmp_path)) == before
