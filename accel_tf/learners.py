@@ -48,7 +48,7 @@ def build_actor_critic_learner(config):
         gae_lambda=loss.gae_lambda)
     return actor_critic.ActorCriticLearner(
         _model(config), make_optimizer(config, total_updates), settings,
-        actor_critic.observation_spec(config.env_config), seed=config.seed, t_max=config.horizon)
+        actor_critic.observation_spec(config.env_config), seed=config.seed, horizon=config.horizon)
 
 
 def build_ppo_learner(config):

@@ -43,11 +43,11 @@ def configure(gin_files, gin_bindings):
 
 
 def _sampling(config, make_pool):
-    """(strategy, pool_for(seed)) of a synchronous run: a multi-worker run's worker samples its
-    share of the simulators."""
+    """(strategy, pool_for(seed)) of a synchronous run: each machine of a multi-worker run
+    samples its share of the simulators."""
     strategy = distribute.strategy_of(config.distribute)
-    workers = multi_worker.WorkerShare.of(strategy).num_workers
-    config_share = dataclasses.replace(config, num_workers=config.num_workers // workers)
+    machines = multi_worker.MachineShare.of(strategy).num_machines
+    config_share = dataclasses.replace(config, num_workers=config.num_workers // machines)
 
     def pool_for(seed):
         return make_pool(config_share, seed)

@@ -46,8 +46,8 @@ def _worker(settings):
     strategy = distribute.strategy_of(config.distribute)
     learner = learners.build_learner(config, strategy)
     distribute.broadcast_from_chief(strategy, learner.model.variables)
-    share = multi_worker.WorkerShare.of(strategy)
-    local = dataclasses.replace(config, num_workers=config.num_workers // share.num_workers)
+    share = multi_worker.MachineShare.of(strategy)
+    local = dataclasses.replace(config, num_workers=config.num_workers // share.num_machines)
     with learners.open_pool(local, seed=share.env_seed(0, local.num_envs)) as pool:
         runner = on_policy.OnPolicyUnit(
             samplers.make_sampler(config.sampler, pool, config.horizon), learner)

@@ -83,8 +83,8 @@ def train(config, run_dir, learner, open_pool, strategy=None):
     tracker = tracker_lib.tracker_for(
         run_dir, config, Q_COLUMNS + learner.update_means.names,
         {'online': learner.online, 'target': learner.target, 'optimizer': learner.optimizer})
-    share = multi_worker.WorkerShare.of(strategy)
-    if share.num_workers > 1:
+    share = multi_worker.MachineShare.of(strategy)
+    if share.num_machines > 1:
         multi_worker.start_from_chief(strategy, list(learner.online.variables)
                                       + list(learner.target.variables)
                                       + list(learner.optimizer.variables), tracker)
@@ -95,12 +95,12 @@ def train(config, run_dir, learner, open_pool, strategy=None):
     def loop(pool):
         seed = share.action_seed(config.seed, tracker.env_steps)
         sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
-        with make_runner(config, sampler, learner, make_replay(config, seed, share.num_workers),
-                         seed, share.num_workers) as off_policy_runner:
+        with make_runner(config, sampler, learner, make_replay(config, seed, share.num_machines),
+                         seed, share.num_machines) as off_policy_runner:
             runner.run(tracker, QValueUnit(config, off_policy_runner, learner, run_dir,
                                            evaluates=share.is_chief))
 
-    local_envs = config.num_envs // share.num_workers
+    local_envs = config.num_envs // share.num_machines
     return tracker_lib.run_training(
         tracker, lambda: open_pool(share.env_seed(config.seed + tracker.env_steps, local_envs)),
         loop, resume_note=' (replay memory is refilled)')

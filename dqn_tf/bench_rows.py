@@ -16,9 +16,9 @@ BENCH_PERIOD = 4000  # C: divisible by W = 8 and F = 4
 BENCH_PERIODS = 3
 
 
-def _rate(settings, mode, num_workers):
+def _rate(settings, mode, num_samplers):
     """Training steps per second of one mode over BENCH_PERIODS whole target periods."""
-    config = speedtest.speedtest_config(mode, num_workers, game=settings['game'],
+    config = speedtest.speedtest_config(mode, num_samplers, game=settings['game'],
                                         target_period=BENCH_PERIOD)
     app.set_intra_op_threads(config.intra_op_threads())  # each bench row has its own process
     with speedtest.Session(config) as session:

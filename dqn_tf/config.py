@@ -25,7 +25,7 @@ MODE_SWITCHES = {name: switches for switches, name in MODES.items()}
 class DQNConfig(config_lib.RunConfig):
     """Every fast-DQN knob; defaults are the paper's (Table 5, sec. 5); gin/dqn/*.gin cites them."""
     env_config: Any = None             # @AtariConfig() or @GymConfig()
-    num_workers: int = 8               # W actor threads
+    num_samplers: int = 8              # W sampler threads (the paper's word)
     concurrent: bool = True            # act with the target network, train on a thread
     synchronized: bool = True          # one batched inference for the W actors' states
     total_steps: int = 50_000_000      # training timesteps (x4 frames), after prepopulation
@@ -56,7 +56,7 @@ class DQNConfig(config_lib.RunConfig):
     # TF intra-op threads of the learner (0: TF's default, every core). None: the CPUs less one,
     # at least 1: the actors share one GIL, so they keep about one core busy, and a learner
     # spread over that core too makes both slower (measured: README, Fast DQN).
-    learner_threads: Optional[int] = None
+    tf_intra_op_threads: Optional[int] = None
     # Concurrent trainer: minibatches per tf.function call (a graph loop over a stack of them).
     # Replay is frozen during a period, so this changes no update, only the calls: 1 is one call
     # per minibatch. Measured: README, Fast DQN.
@@ -67,10 +67,10 @@ class DQNConfig(config_lib.RunConfig):
     acting_nice: int = 19
 
     def intra_op_threads(self):
-        """What learner_threads resolves to on this machine."""
-        if self.learner_threads is None:
+        """What tf_intra_op_threads resolves to on this machine."""
+        if self.tf_intra_op_threads is None:
             return max(1, (os.cpu_count() or 1) - 1)
-        return self.learner_threads
+        return self.tf_intra_op_threads
 
     @property
     def mode(self):
@@ -81,18 +81,18 @@ class DQNConfig(config_lib.RunConfig):
         super().validate()
         require = app.require
         app.require_positive_ints(self.owner, self, (
-            'num_workers', 'batch_size', 'replay_capacity', 'target_period', 'train_period',
+            'num_samplers', 'batch_size', 'replay_capacity', 'target_period', 'train_period',
             'prepopulate_steps', 'epsilon_decay_steps', 'eval_episodes', 'minibatches_per_call'))
         self.require_non_negative(('eval_every_steps',))
-        require(self.target_period % self.num_workers == 0,
+        require(self.target_period % self.num_samplers == 0,
                 f'DQNConfig.target_period={self.target_period} (C) must be divisible by '
-                f'num_workers={self.num_workers} (W)')
+                f'num_samplers={self.num_samplers} (W)')
         require(self.target_period % self.train_period == 0,
                 f'DQNConfig.target_period={self.target_period} (C) must be divisible by '
                 f'train_period={self.train_period} (F)')
-        require(self.total_steps % self.num_workers == 0,
+        require(self.total_steps % self.num_samplers == 0,
                 f'DQNConfig.total_steps={self.total_steps} must be divisible by '
-                f'num_workers={self.num_workers}')
+                f'num_samplers={self.num_samplers}')
         require(self.replay_capacity >= self.target_period,
                 f'DQNConfig.replay_capacity={self.replay_capacity} must be >= '
                 f'target_period={self.target_period} (a period is staged before replay)')
@@ -101,9 +101,9 @@ class DQNConfig(config_lib.RunConfig):
                 f'batch_size={self.batch_size}')
         self.require_choice('network', networks.NETWORK_NAMES)
         self.require_positive(('learning_rate', 'rmsprop_epsilon', 'huber_delta'))
-        require(self.learner_threads is None or self.learner_threads >= 0,
-                f'DQNConfig.learner_threads must be None or an int >= 0, '
-                f'got {self.learner_threads!r}')
+        require(self.tf_intra_op_threads is None or self.tf_intra_op_threads >= 0,
+                f'DQNConfig.tf_intra_op_threads must be None or an int >= 0, '
+                f'got {self.tf_intra_op_threads!r}')
         require(0 < self.rmsprop_decay < 1,
                 f'DQNConfig.rmsprop_decay must be in (0, 1), got {self.rmsprop_decay}')
         require(0 <= self.acting_nice <= 19,
@@ -134,3 +134,8 @@ RENAMED = {'RMSProp.learning_rate': 'bind DQNConfig.learning_rate instead',
            'RMSProp.epsilon_inside_sqrt': 'bind DQNConfig.rmsprop_epsilon_inside_sqrt instead',
            'RMSProp.centered': _FIXED,
            'RMSProp.initial_mean_square': _FIXED}
+# Names changed so that each means one thing across the tree: W is the paper's sampler threads
+# (num_workers elsewhere counts environment processes), and the TF thread count is not a learner.
+MOVED = {'DQNConfig.num_workers': 'DQNConfig.num_samplers',
+         'DQNConfig.learner_threads': 'DQNConfig.tf_intra_op_threads'}
+RENAMED.update({old: f'bind {new} instead' for old, new in MOVED.items()})

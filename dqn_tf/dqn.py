@@ -57,16 +57,16 @@ class FastDQN:
         self.learner = learner
         env_config = config.env_config
         self.num_actions = env_config.num_actions()
-        num_workers = config.num_workers
+        num_samplers = config.num_samplers
         observation_shape = tuple(env_config.observation_shape)
         self.replay = replay_lib.ReplayMemory(
             config.replay_capacity, observation_shape, env_config.observation_dtype,
-            config.stack, num_streams=num_workers, seed=seed, prefault=config.prefault_replay)
-        self.staging_length = config.target_period // num_workers
+            config.stack, num_streams=num_samplers, seed=seed, prefault=config.prefault_replay)
+        self.staging_length = config.target_period // num_samplers
         # The paper's shared arrays: each actor's current state, and the actions for them.
-        self.observations = np.zeros((num_workers,) + observation_shape,
+        self.observations = np.zeros((num_samplers,) + observation_shape,
                                      env_config.observation_dtype)
-        self.greedy_actions = np.zeros(num_workers, np.int32)
+        self.greedy_actions = np.zeros(num_samplers, np.int32)
         self.act_fn = learner.target_greedy if config.concurrent else learner.online_greedy
         self.acting_nice = config.acting_nice if config.concurrent else 0
         self.epsilon = 1.0
@@ -74,13 +74,13 @@ class FastDQN:
         self.stopping = False
         # Synchronized actors only emulate (actor 0 first makes the batched inference), so
         # they hand on one by one; the others' own inference overlaps, so they start together.
-        self.gate = rounds.RoundGate(num_workers, chained=config.synchronized)
+        self.gate = rounds.RoundGate(num_samplers, chained=config.synchronized)
         self.actors = []
         self.trainer = None
         self.minibatches = 0  # trained by this runner (any thread)
         self.steps_since_train = 0
         try:
-            for index in range(num_workers):
+            for index in range(num_samplers):
                 self.actors.append(actors.ActorThread(
                     index, self, env_config.make(seed * 1009 + index), seed))
             for actor in self.actors:
@@ -123,7 +123,7 @@ class FastDQN:
     def prepopulate(self, num_steps):
         """Fills replay with at least num_steps uniformly random steps (not training steps)."""
         self.random_actions = True
-        for _ in range(-(-num_steps // self.config.num_workers)):
+        for _ in range(-(-num_steps // self.config.num_samplers)):
             self._round()
             self._flush()
         self.random_actions = False
@@ -158,7 +158,7 @@ class FastDQN:
         self._round()
         if not config.concurrent:
             self._flush()
-            self.steps_since_train += config.num_workers
+            self.steps_since_train += config.num_samplers
             while self.steps_since_train >= config.train_period:
                 self.train_minibatch()
                 self.steps_since_train -= config.train_period
@@ -178,15 +178,15 @@ class FastDQN:
     def run_period(self, first_step, num_steps, on_round=None):
         """num_steps training steps from step first_step as one target period: start_period,
         rounds of W steps (on_round(W) after each), end_period; returns the step reached."""
-        num_workers = self.config.num_workers
+        num_samplers = self.config.num_samplers
         self.start_period(num_steps)
         step = first_step
         try:
-            for _ in range(num_steps // num_workers):
+            for _ in range(num_steps // num_samplers):
                 self.play_round(step)
-                step += num_workers
+                step += num_samplers
                 if on_round is not None:
-                    on_round(num_workers)
+                    on_round(num_samplers)
         except BaseException:
             self.abort_period()
             raise
@@ -235,7 +235,7 @@ def train(config, run_dir):
 
 
 def _train_loop(config, fast_dqn, tracker, run_dir):
-    print(f'{config.mode} DQN, {config.num_workers} actor threads; prepopulating '
+    print(f'{config.mode} DQN, {config.num_samplers} actor threads; prepopulating '
           f'{config.prepopulate_steps:,} random steps', flush=True)
     fast_dqn.prepopulate(config.prepopulate_steps)
     runner.run(tracker, DQNUnit(config, fast_dqn, run_dir))
@@ -259,14 +259,14 @@ class DQNUnit(runner.Unit):
             fast_dqn.start_period(self.period_left)
         try:
             fast_dqn.play_round(env_steps)
-            self.period_left -= config.num_workers
+            self.period_left -= config.num_samplers
             if self.period_left == 0:
                 fast_dqn.end_period()
         except BaseException:
             fast_dqn.abort_period()
             raise
         updates, self.minibatches = fast_dqn.minibatches - self.minibatches, fast_dqn.minibatches
-        return config.num_workers, updates, fast_dqn.drain_episodes()
+        return config.num_samplers, updates, fast_dqn.drain_episodes()
 
     def at_boundary(self):
         return self.period_left == 0

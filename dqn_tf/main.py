@@ -5,6 +5,8 @@ from common.run import entry
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
 
+MOVED = config_lib.MOVED  # common.reproduce reads old runs' names through it
+
 
 def configure(gin_files, gin_bindings):
     """Parses and validates the config; raises ConfigError before anything starts."""

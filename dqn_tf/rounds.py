@@ -21,10 +21,10 @@ class ActorFailed(processes.WorkerDiedError):
 class RoundGate:
     """One go-lock per actor (held while it must wait) and one done-lock for the main thread."""
 
-    def __init__(self, num_workers, chained=True):
-        self.num_workers = num_workers
+    def __init__(self, num_samplers, chained=True):
+        self.num_samplers = num_samplers
         self.chained = chained
-        self._go = [_thread.allocate_lock() for _ in range(num_workers)]
+        self._go = [_thread.allocate_lock() for _ in range(num_samplers)]
         for lock in self._go:
             lock.acquire()
         self._done = _thread.allocate_lock()
@@ -46,12 +46,12 @@ class RoundGate:
         if not self.chained:
             with self._count_lock:
                 self._finished += 1
-                last = self._finished == self.num_workers
+                last = self._finished == self.num_samplers
             if last:
                 self._done.release()
             return
         self._finished = index + 1
-        if failed or index + 1 == self.num_workers:
+        if failed or index + 1 == self.num_samplers:
             self._done.release()
         else:
             _wake(self._go[index + 1])
@@ -71,8 +71,8 @@ class RoundGate:
                 break
         for name, error in errors():
             raise ActorFailed(f'{name} failed: {error!r}') from error
-        if self._finished != self.num_workers:
-            raise ActorFailed(f'{self.num_workers - self._finished} actor thread(s) ended '
+        if self._finished != self.num_samplers:
+            raise ActorFailed(f'{self.num_samplers - self._finished} actor thread(s) ended '
                                 f'without taking their step')
 
     def close(self):

@@ -25,17 +25,17 @@ from dqn_tf import main as dqn_main
 from dqn_tf import trainer as trainer_lib
 
 # The paper runs Synchronized Execution with 2 or more threads only (Table 1).
-DEFAULT_WORKERS = {'standard': (1, 2, 4, 8), 'concurrent': (1, 2, 4, 8),
+DEFAULT_SAMPLERS = {'standard': (1, 2, 4, 8), 'concurrent': (1, 2, 4, 8),
                    'synchronized': (2, 4, 8), 'both': (2, 4, 8)}
 SPEEDTEST_EPSILON = 0.1  # "we fix epsilon_t = 0.1 for the entirety of this shorter training"
 
 
-def speedtest_config(mode, num_workers, game='pong', target_period=10_000, prepopulate_steps=1000,
+def speedtest_config(mode, num_samplers, game='pong', target_period=10_000, prepopulate_steps=1000,
                      replay_capacity=100_000, seed=0):
     """The paper's Pong config in one mode, with epsilon fixed at 0.1 and evaluation off."""
     concurrent, synchronized = config_lib.MODE_SWITCHES[mode]
     bindings = [f"AtariConfig.game = '{game}'",
-                f'DQNConfig.num_workers = {num_workers}',
+                f'DQNConfig.num_samplers = {num_samplers}',
                 f'DQNConfig.concurrent = {concurrent}',
                 f'DQNConfig.synchronized = {synchronized}',
                 f'DQNConfig.target_period = {target_period}',
@@ -104,33 +104,33 @@ class Session:
         self.close()
 
 
-def run_speedtest(steps, modes, workers_by_mode, game='pong', target_period=10_000,
+def run_speedtest(steps, modes, samplers_by_mode, game='pong', target_period=10_000,
                   prepopulate_steps=1000, stream=sys.stdout, repeats=1):
-    """Measures every (mode, workers) and the learner-only bound; returns the table's rows.
+    """Measures every (mode, samplers) and the learner-only bound; returns the table's rows.
 
     With repeats > 1 the whole sequence runs that many rounds, one after another, and each row
     gets the median of its rounds: the machine's drift over minutes then touches every row alike.
     """
-    keys = [(mode, num_workers) for mode in modes for num_workers in workers_by_mode[mode]]
+    keys = [(mode, num_samplers) for mode in modes for num_samplers in samplers_by_mode[mode]]
     seconds = {key: [] for key in keys + [('learner-only', 0)]}
     for round_index in range(repeats):
         prefix = f'round {round_index + 1}/{repeats} ' if repeats > 1 else ''
-        for mode, num_workers in keys:
-            config = speedtest_config(mode, num_workers, game, target_period, prepopulate_steps)
+        for mode, num_samplers in keys:
+            config = speedtest_config(mode, num_samplers, game, target_period, prepopulate_steps)
             with Session(config) as session:
-                if (mode, num_workers) == keys[0]:
+                if (mode, num_samplers) == keys[0]:
                     learner = session.learner_only(steps)
                     seconds[('learner-only', 0)].append(learner)
                     print(f'{prefix}learner-only: {learner:.2f} s', file=stream, flush=True)
                 elapsed = session.run(steps)
-            seconds[(mode, num_workers)].append(elapsed)
-            print(f'{prefix}{mode:<13} W={num_workers}: {elapsed:.2f} s', file=stream,
+            seconds[(mode, num_samplers)].append(elapsed)
+            print(f'{prefix}{mode:<13} W={num_samplers}: {elapsed:.2f} s', file=stream,
                   flush=True)
-    rows = [{'mode': mode, 'workers': num_workers, 'seconds': float(np.median(values)),
+    rows = [{'mode': mode, 'samplers': num_samplers, 'seconds': float(np.median(values)),
              'round_seconds': values}
-            for (mode, num_workers), values in seconds.items()]
+            for (mode, num_samplers), values in seconds.items()]
     baseline = next((row['seconds'] for row in rows
-                     if row['mode'] == 'standard' and row['workers'] == 1), None)
+                     if row['mode'] == 'standard' and row['samplers'] == 1), None)
     learner_rounds = seconds[('learner-only', 0)]
     for row in rows:
         row['speedup'] = baseline / row['seconds'] if baseline else None
@@ -145,12 +145,12 @@ def format_table(rows, steps, repeats=1):
     rounds = f', median of {repeats} rounds' if repeats > 1 else ''
     lines = [f'{steps:,} steps per row, epsilon {SPEEDTEST_EPSILON}{rounds}; speedup vs '
              f'standard W=1',
-             f"{'mode':<14}{'workers':>8}{'seconds':>10}{'steps/s':>10}{'speedup':>9}"
+             f"{'mode':<14}{'samplers':>8}{'seconds':>10}{'steps/s':>10}{'speedup':>9}"
              f"{'/ learner':>11}"]
     for row in rows:
         speedup = f"{row['speedup']:.2f}x" if row['speedup'] else '-'
-        workers = row['workers'] or '-'
-        lines.append(f"{row['mode']:<14}{workers:>8}{row['seconds']:>10.2f}"
+        samplers = row['samplers'] or '-'
+        lines.append(f"{row['mode']:<14}{samplers:>8}{row['seconds']:>10.2f}"
                      f"{steps / row['seconds']:>10.1f}{speedup:>9}{row['vs_learner']:>11.2f}")
     return '\n'.join(lines)
 
@@ -161,16 +161,16 @@ def main():
     unknown = [mode for mode in modes if mode not in config_lib.MODE_SWITCHES]
     app.require(not unknown,
                 f'unknown --modes {unknown}; allowed: {list(config_lib.MODE_SWITCHES)}')
-    workers = [int(value) for value in flags_.workers] if flags_.workers else None
-    app.require(workers is None or all(value > 0 for value in workers),
-                f'--workers must be positive, got {flags_.workers}')
-    workers_by_mode = {mode: workers or DEFAULT_WORKERS[mode] for mode in modes}
-    largest = max(max(values) for values in workers_by_mode.values())
+    samplers = [int(value) for value in flags_.samplers] if flags_.samplers else None
+    app.require(samplers is None or all(value > 0 for value in samplers),
+                f'--samplers must be positive, got {flags_.samplers}')
+    samplers_by_mode = {mode: samplers or DEFAULT_SAMPLERS[mode] for mode in modes}
+    largest = max(max(values) for values in samplers_by_mode.values())
     app.require(flags_.steps > 0 and flags_.steps % 4 == 0 and all(
-        flags_.steps % value == 0 for values in workers_by_mode.values() for value in values),
+        flags_.steps % value == 0 for values in samplers_by_mode.values() for value in values),
         f'--steps={flags_.steps} must be a positive multiple of F=4 and of every worker count')
     period = min(flags_.target_period, flags_.steps)
-    for values in workers_by_mode.values():
+    for values in samplers_by_mode.values():
         for value in values:
             config = speedtest_config('standard', value, flags_.game, period, flags_.prepopulate)
     app.set_intra_op_threads(config.intra_op_threads())
@@ -178,7 +178,7 @@ def main():
           f'{largest} threads, {os.cpu_count()} CPUs, learner intra-op threads '
           f'{config.intra_op_threads()}', flush=True)
     app.require(flags_.repeats > 0, f'--repeats={flags_.repeats} must be >= 1')
-    rows = run_speedtest(flags_.steps, modes, workers_by_mode, flags_.game, period,
+    rows = run_speedtest(flags_.steps, modes, samplers_by_mode, flags_.game, period,
                          flags_.prepopulate, repeats=flags_.repeats)
     print(format_table(rows, flags_.steps, flags_.repeats))
     if flags_.json:
@@ -194,7 +194,7 @@ if __name__ == '__main__':
     flags.DEFINE_integer('target_period', 10_000, 'C (Table 5); capped at --steps.')
     flags.DEFINE_integer('prepopulate', 1000, 'Untimed random steps before each configuration.')
     flags.DEFINE_list('modes', list(config_lib.MODE_SWITCHES), 'Modes to measure.')
-    flags.DEFINE_list('workers', None, 'Sampler-thread counts (default: 1,2,4,8; 2,4,8 for '
+    flags.DEFINE_list('samplers', None, 'Sampler-thread counts (default: 1,2,4,8; 2,4,8 for '
                                        'synchronized and both, as in Table 1).')
     flags.DEFINE_string('game', 'pong', 'Atari game (section 5.1: Pong).')
     flags.DEFINE_string('json', None, 'Write {"rows": [...]} here.')

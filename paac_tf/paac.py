@@ -104,7 +104,7 @@ def build_learner(config, strategy=None):
         scale=config.loss_scale)
     spec = actor_critic.observation_spec(config.env_config)
     return actor_critic.ActorCriticLearner(model, optimizer, settings, spec, seed=config.seed,
-                                           t_max=config.t_max)
+                                           horizon=config.t_max)
 
 
 def train(config, run_dir, make_pool):
@@ -114,11 +114,11 @@ def train(config, run_dir, make_pool):
     make_pool(env_config, num_envs, seed, num_workers, num_groups) builds the environment pool.
     """
     strategy = distribute.strategy_of(config.distribute)
-    workers = multi_worker.WorkerShare.of(strategy).num_workers
+    machines = multi_worker.MachineShare.of(strategy).num_machines
     return on_policy.train(
         config, run_dir, build_learner(config, strategy),
-        lambda seed: make_pool(config.env_config, config.num_envs // workers, seed=seed,
-                               num_workers=config.num_workers // workers,
+        lambda seed: make_pool(config.env_config, config.num_envs // machines, seed=seed,
+                               num_workers=config.num_workers // machines,
                                num_groups=config_lib.sampler_groups(config.sampler,
                                                                     config.distribute)),
         config.sampler, config.t_max, config.num_envs, strategy)

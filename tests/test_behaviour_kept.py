@@ -12,6 +12,7 @@ f623b5ffe84d8a5aa0474d62a47b238db5fde57e):
 
 Only the construction section below may change after the redesign; the fixtures may not.
 """
+import importlib
 import json
 import os
 import pathlib
@@ -122,7 +123,7 @@ class _PlaybackSampler:
         self.rollout.terminals[:] = terminals
 
     def collect(self, policy):
-        for step in range(self.rollout.t_max):
+        for step in range(self.rollout.horizon):
             self.rollout.actions[step] = policy(self.rollout.observations[step])
         return []
 
@@ -188,7 +189,7 @@ def dqn_update(transitions):
     config = main.configure([_gin('gin/dqn/pong.gin')], [
         'DQNConfig.env_config = @GymConfig()', "GymConfig.env_id = 'CartPole-v1'",
         "DQNConfig.network = 'mlp'", f'DQNConfig.torso_kwargs = {TINY_MLP}',
-        'DQNConfig.num_workers = 2', 'DQNConfig.target_period = 100',
+        'DQNConfig.num_samplers = 2', 'DQNConfig.target_period = 100',
         'DQNConfig.replay_capacity = 1000', 'DQNConfig.prepopulate_steps = 100',
         f'DQNConfig.seed = {SEED}', 'DQNConfig.total_steps = 1000'])
     learner = dqn.build_learner(config)
@@ -351,7 +352,10 @@ def test_checkpoint_of_the_pre_redesign_code_resumes(tmp_path, name):
     fixture = CHECKPOINTS[name]
     run_dir = tmp_path / name
     shutil.copytree(FIXTURES / 'checkpoints' / name, run_dir)
-    bindings = list(fixture['gin_bindings'])
+    # Bindings renamed since (a paper's MOVED: old name -> new) are given by their new names.
+    moved = getattr(importlib.import_module(fixture['module']), 'MOVED', {})
+    bindings = [re.sub(r'^[\w.]+', lambda name: moved.get(name.group(0), name.group(0)), binding)
+                for binding in fixture['gin_bindings']]
     (steps_binding,) = [binding for binding in bindings if '.total_steps' in binding]
     bindings.append(re.sub(r'=.*', f"= {fixture['resume_total_steps']}", steps_binding))
     # The command that made it (tests/fixtures/make_checkpoints.py), with more steps.

@@ -3,7 +3,7 @@
 One model with policy logits and a value, its optimizer, and the tf.functions of the hot path:
 sampling an action (Gumbel-max on a seeded generator), greedy acting, the policy and value for a
 predictor, and updates on n-step returns, given (GA3C's agents' experience) or computed from a
-(t_max + 1, N) rollout with its bootstrap state (PAAC, A2C). What differs between the papers is
+(horizon + 1, N) rollout with its bootstrap state (PAAC, A2C). What differs between the papers is
 a setting: the entropy and value coefficients, GA3C's log epsilon, the reduction over the batch
 (the originals' codes sum or average), a loss scale, global-norm clipping.
 """
@@ -57,13 +57,13 @@ def observation_spec(env_config):
                          tf.as_dtype(env_config.observation_dtype))
 
 
-def rollout_signature(observation_spec, t_max):
-    """TensorSpecs of a (t_max + 1, N) rollout: observations, actions, rewards, terminals."""
+def rollout_signature(observation_spec, horizon):
+    """TensorSpecs of a (horizon + 1, N) rollout: observations, actions, rewards, terminals."""
     shape = tuple(observation_spec.shape[1:])
-    return [tf.TensorSpec((t_max + 1, None) + shape, observation_spec.dtype),
-            tf.TensorSpec((t_max, None), tf.int32),
-            tf.TensorSpec((t_max, None), tf.float32),
-            tf.TensorSpec((t_max, None), tf.float32)]
+    return [tf.TensorSpec((horizon + 1, None) + shape, observation_spec.dtype),
+            tf.TensorSpec((horizon, None), tf.int32),
+            tf.TensorSpec((horizon, None), tf.float32),
+            tf.TensorSpec((horizon, None), tf.float32)]
 
 
 class PolicyLearner(tf.Module):
@@ -97,7 +97,7 @@ class ActorCriticLearner(PolicyLearner):
     """model(observations) -> (logits [N, A], values [N]); optimizer: optim.RMSProp (or
     anything with apply_gradients, build and current_learning_rate)."""
 
-    def __init__(self, model, optimizer, settings, observation_spec, seed=0, t_max=None,
+    def __init__(self, model, optimizer, settings, observation_spec, seed=0, horizon=None,
                  name='actor_critic_learner'):
         if settings.reduction not in REDUCTIONS:
             raise ValueError(f'reduction={settings.reduction!r}; allowed: {REDUCTIONS}')
@@ -107,8 +107,8 @@ class ActorCriticLearner(PolicyLearner):
                                               input_signature=sequence_signature(observation_spec))
         self.flat_gradients = tf.function(self._flat_gradients,
                                           input_signature=sequence_signature(observation_spec))
-        if t_max is not None:
-            signature = rollout_signature(observation_spec, t_max)
+        if horizon is not None:
+            signature = rollout_signature(observation_spec, horizon)
             # Built under a tf.distribute scope: every replica trains on its share of the
             # rollout's environments (axis 1), as one update (common/scale/distribute.py).
             self.train_on_rollout = distribute.replicated(
@@ -174,7 +174,7 @@ class ActorCriticLearner(PolicyLearner):
         return tf.concat([tf.reshape(gradient, [-1]) for gradient in gradients], 0), global_norm
 
     def _flat_rollout_gradients(self, observations, actions, rewards, terminals):
-        """The clipped flat gradient of a (t_max + 1, N) rollout's loss and the update's
+        """The clipped flat gradient of a (horizon + 1, N) rollout's loss and the update's
         statistics but the learning rate, for an update applied elsewhere (the asynchronous
         learners' central store)."""
         targets = self.rollout_targets(observations, rewards, terminals)
@@ -187,12 +187,12 @@ class ActorCriticLearner(PolicyLearner):
                       'grad_norm': global_norm}
 
     def rollout_targets(self, observations, rewards, terminals):
-        """The flat policy/value targets of a (t_max + 1, N) rollout: n-step returns bootstrapped
-        from V(observations[t_max]), or GAE advantages (the value is added back in the loss)."""
+        """The flat policy/value targets of a (horizon + 1, N) rollout: n-step returns bootstrapped
+        from V(observations[horizon]), or GAE advantages (the value is added back in the loss)."""
         settings = self.settings
         num_steps = tf.shape(rewards)[0]
         if settings.gae_lambda is None:
-            # V(s_{t_max}) only: no forward or backward pass over rows that get no gradient.
+            # V(s_{horizon}) only: no forward or backward pass over rows that get no gradient.
             _, bootstrap = self.model(observations[-1])
             targets = losses.n_step_returns(rewards, terminals, bootstrap, settings.gamma)
         else:
@@ -205,7 +205,7 @@ class ActorCriticLearner(PolicyLearner):
         return tf.reshape(tf.stop_gradient(targets), [-1])
 
     def _train_on_rollout(self, observations, actions, rewards, terminals):
-        """One update on t_max steps of N environments (PAAC's Algorithm 1, lines 12-19)."""
+        """One update on horizon steps of N environments (PAAC's Algorithm 1, lines 12-19)."""
         targets = self.rollout_targets(observations, rewards, terminals)
         shape = tf.shape(observations)
         flat_observations = tf.reshape(observations[:-1], tf.concat([[-1], shape[2:]], 0))

@@ -20,15 +20,16 @@ _WORKER_SEED_STRIDE = 1_000_003
 
 
 @dataclasses.dataclass(frozen=True)
-class WorkerShare:
-    """This process's place in the cluster: worker task_index of num_workers."""
-    num_workers: int = 1
+class MachineShare:
+    """This process's place in the cluster: machine (tf.distribute's worker) task_index of
+    num_machines; num_workers stays the environment processes of a pool."""
+    num_machines: int = 1
     task_index: int = 0
 
     @classmethod
     def of(cls, strategy):
-        num_workers, task_index = distribute.worker_count_and_index(strategy)
-        return cls(num_workers, task_index)
+        num_machines, task_index = distribute.worker_count_and_index(strategy)
+        return cls(num_machines, task_index)
 
     @property
     def is_chief(self):
@@ -53,16 +54,16 @@ def _lost_peer(error):
 def start_from_chief(strategy, variables, tracker):
     """Sets every worker's variables (a learner's networks and built optimizer state) and run
     counters to the chief's (restored from its checkpoint, or freshly initialized); returns this
-    worker's WorkerShare. A peer lost here ends the run with app.RunError."""
+    worker's MachineShare. A peer lost here ends the run with app.RunError."""
     try:
         distribute.broadcast_from_chief(strategy, list(variables)
                                         + list(tracker.counters.variables))
     except distribute.PEER_FAILURES as error:
         raise app.RunError(_lost_peer(error)) from error
     tracker.adopt_counters()
-    share = WorkerShare.of(strategy)
+    share = MachineShare.of(strategy)
     if not share.is_chief:
-        print(f'worker {share.task_index} of {share.num_workers}: starting at step '
+        print(f'worker {share.task_index} of {share.num_machines}: starting at step '
               f'{tracker.env_steps:,} with the chief\'s parameters', flush=True)
     return share
 

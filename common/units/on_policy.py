@@ -83,8 +83,8 @@ def train(config, run_dir, learner, open_pool, sampler_kind, horizon, num_envs, 
     tracker = tracker_lib.tracker_for(run_dir, config,
                                       PHASE_COLUMNS + learner.update_means.names,
                                       trackables(learner))
-    share = multi_worker.WorkerShare.of(strategy)
-    if share.num_workers > 1:
+    share = multi_worker.MachineShare.of(strategy)
+    if share.num_machines > 1:
         learner.optimizer.build(learner.model.trainable_variables)  # its slots, before the copy
         multi_worker.start_from_chief(
             strategy, list(learner.model.variables) + list(learner.optimizer.variables), tracker)
@@ -93,7 +93,7 @@ def train(config, run_dir, learner, open_pool, sampler_kind, horizon, num_envs, 
                                                                     share.is_chief)
         open_share = open_pool
         open_pool = lambda seed: open_share(  # noqa: E731
-            share.env_seed(seed, num_envs // share.num_workers))
+            share.env_seed(seed, num_envs // share.num_machines))
 
     def loop(pool):
         runner.run(tracker, OnPolicyUnit(samplers.make_sampler(sampler_kind, pool, horizon),

@@ -24,37 +24,37 @@ SAMPLERS = ('synchronized', 'alternating')
 
 
 class Rollout:
-    """The (t_max + 1, N, ...) observation block and the (t_max, N) action, reward, terminal and
-    done arrays of one rollout, filled in place; observations[t_max] is the bootstrap state.
+    """The (horizon + 1, N, ...) observation block and the (horizon, N) action, reward, terminal and
+    done arrays of one rollout, filled in place; observations[horizon] is the bootstrap state.
     terminal cuts the bootstrap; done (the game was reset after the step) can differ only with
     episodic life, and tells replay where episodes start."""
 
-    def __init__(self, t_max, num_envs, observation_shape, observation_dtype):
-        self.observations = np.zeros((t_max + 1, num_envs) + tuple(observation_shape),
+    def __init__(self, horizon, num_envs, observation_shape, observation_dtype):
+        self.observations = np.zeros((horizon + 1, num_envs) + tuple(observation_shape),
                                      observation_dtype)
-        self.actions = np.zeros((t_max, num_envs), np.int32)
-        self.rewards = np.zeros((t_max, num_envs), np.float32)
-        self.terminals = np.zeros((t_max, num_envs), np.float32)
-        self.dones = np.zeros((t_max, num_envs), bool)
+        self.actions = np.zeros((horizon, num_envs), np.int32)
+        self.rewards = np.zeros((horizon, num_envs), np.float32)
+        self.terminals = np.zeros((horizon, num_envs), np.float32)
+        self.dones = np.zeros((horizon, num_envs), bool)
 
     @property
-    def t_max(self):
+    def horizon(self):
         return len(self.actions)
 
 
 class SynchronizedSampler:
     """Steps all environments of pool together, one batched policy call per time step."""
 
-    def __init__(self, pool, t_max):
+    def __init__(self, pool, horizon):
         self.pool = pool
-        self.rollout = Rollout(t_max, pool.num_envs, pool.observation_shape,
+        self.rollout = Rollout(horizon, pool.num_envs, pool.observation_shape,
                                pool.observation_dtype)
         self.rollout.observations[0] = pool.reset()
         self._collected = False
         self.phase_seconds = {'env': 0.0, 'act': 0.0}
 
     def collect(self, policy):
-        """Fills self.rollout with t_max steps of every environment; policy(observations) ->
+        """Fills self.rollout with horizon steps of every environment; policy(observations) ->
         int32 actions. Returns the episodes that ended, as (score, length) pairs."""
         rollout = self.rollout
         if self._collected:  # the last observation is the first of the next rollout
@@ -65,7 +65,7 @@ class SynchronizedSampler:
         return episodes
 
     def _fill(self, policy, episodes):
-        for step in range(self.rollout.t_max):
+        for step in range(self.rollout.horizon):
             self._act(policy, step, slice(None))
             start = time.perf_counter()
             result = self.pool.step(self.rollout.actions[step])
@@ -100,13 +100,13 @@ class AlternatingSampler(SynchronizedSampler):
     even groups and the odd ones (with several replicas, group 2r + p is replica r's group of
     phase p, so each phase holds every replica's share in replica order)."""
 
-    def __init__(self, pool, t_max):
+    def __init__(self, pool, horizon):
         groups = getattr(pool, 'num_groups', 1)
         if groups < 2 or groups % 2:
             raise ValueError(f'the alternating sampler needs a ProcessPool with num_groups=2 '
                              f'(or 2 per replica), got {type(pool).__name__} with '
                              f'num_groups={groups}')
-        super().__init__(pool, t_max)
+        super().__init__(pool, horizon)
         envs_per_group = pool.num_envs // groups
         self._group_envs = [slice(group * envs_per_group, (group + 1) * envs_per_group)
                             for group in range(groups)]
@@ -118,12 +118,12 @@ class AlternatingSampler(SynchronizedSampler):
             for phase in self._phase_groups)
 
     def _fill(self, policy, episodes):
-        t_max = self.rollout.t_max
+        horizon = self.rollout.horizon
         self._act_and_send(policy, 0, 0)
-        for step in range(t_max):
+        for step in range(horizon):
             self._act_and_send(policy, step, 1)
             self._receive(step, 0, episodes)
-            if step + 1 < t_max:
+            if step + 1 < horizon:
                 self._act_and_send(policy, step + 1, 0)
             self._receive(step, 1, episodes)
 
@@ -140,11 +140,11 @@ class AlternatingSampler(SynchronizedSampler):
             self._store(step, self._group_envs[group], result, episodes)
 
 
-def make_sampler(kind, pool, t_max):
+def make_sampler(kind, pool, horizon):
     """A sampler of kind 'synchronized' or 'alternating' over pool."""
     if kind not in SAMPLERS:
         raise ValueError(f'sampler={kind!r}; allowed: {SAMPLERS}')
-    return (AlternatingSampler if kind == 'alternating' else SynchronizedSampler)(pool, t_max)
+    return (AlternatingSampler if kind == 'alternating' else SynchronizedSampler)(pool, horizon)
 
 
 def num_groups(kind, num_replicas=1):

@@ -32,7 +32,7 @@ def _learner():
         settings = actor_critic.LossSettings(gamma=0.99, entropy_coef=0.01, value_loss_coef=0.5)
         return actor_critic.ActorCriticLearner(
             model, optim.RMSProp(0.01, decay=0.99, epsilon=1e-5), settings,
-            actor_critic.observation_spec(CARTPOLE), seed=0, t_max=5)
+            actor_critic.observation_spec(CARTPOLE), seed=0, horizon=5)
 
 
 def _replicas_disagree(bias):

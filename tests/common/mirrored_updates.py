@@ -74,7 +74,7 @@ def _a2c():
                                          clip_norm=0.05)
     return actor_critic.ActorCriticLearner(
         _actor_critic_model(), optim.RMSProp(0.01, decay=0.99, epsilon=1e-5), settings, SPEC,
-        seed=0, t_max=T)
+        seed=0, horizon=T)
 
 
 def _ppo():

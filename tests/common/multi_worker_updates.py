@@ -49,7 +49,7 @@ def build_learner():
     settings = actor_critic.LossSettings(gamma=0.99, entropy_coef=0.01, value_loss_coef=0.5,
                                          clip_norm=0.05)
     return actor_critic.ActorCriticLearner(
-        model, optim.RMSProp(0.01, decay=0.99, epsilon=1e-5), settings, SPEC, seed=0, t_max=T)
+        model, optim.RMSProp(0.01, decay=0.99, epsilon=1e-5), settings, SPEC, seed=0, horizon=T)
 
 
 def rollout(update):

@@ -20,7 +20,7 @@ def _learner(t_max=3, seed=0, **settings):
     values.update(settings)
     return actor_critic.ActorCriticLearner(
         model, optim.RMSProp(0.01), actor_critic.LossSettings(**values), SPEC, seed=seed,
-        t_max=t_max)
+        horizon=t_max)
 
 
 def _rollout(seed, t_max=3, num_envs=2):

@@ -25,7 +25,7 @@ from dqn_tf import trainer as trainer_lib
 
 
 def _cartpole_config(**overrides):
-    values = dict(env_config=gym_envs.GymConfig('CartPole-v1'), num_workers=2, total_steps=2000,
+    values = dict(env_config=gym_envs.GymConfig('CartPole-v1'), num_samplers=2, total_steps=2000,
                   batch_size=32, replay_capacity=10_000, target_period=200, train_period=4,
                   prepopulate_steps=200, network='mlp', epsilon_decay_steps=1000,
                   eval_every_steps=0, seed=3)
@@ -149,7 +149,7 @@ def test_epsilon_schedule_is_linear_then_flat():
                                                       (False, True), (True, True)])
 def test_modes_train_c_over_f_minibatches_per_period_and_act_with_the_right_network(
         concurrent, synchronized):
-    config = _cartpole_config(concurrent=concurrent, synchronized=synchronized, num_workers=4,
+    config = _cartpole_config(concurrent=concurrent, synchronized=synchronized, num_samplers=4,
                               target_period=200)
     learner = dqn.build_learner(config)
     with dqn.FastDQN(config, learner, seed=0) as runner:
@@ -192,7 +192,7 @@ def test_replayed_transitions_follow_cartpole_dynamics(concurrent, synchronized)
 
 
 def _weights_after_training(concurrent, synchronized, seed):
-    config = _cartpole_config(concurrent=concurrent, synchronized=synchronized, num_workers=4,
+    config = _cartpole_config(concurrent=concurrent, synchronized=synchronized, num_samplers=4,
                               seed=seed, total_steps=3000, target_period=400)
     learner = dqn.build_learner(config)
     with dqn.FastDQN(config, learner, seed=seed) as runner:
@@ -240,7 +240,7 @@ class _FailingEnv:
 
 
 def test_a_failing_actor_stops_the_run_and_every_thread(monkeypatch):
-    config = _cartpole_config(concurrent=True, synchronized=True, num_workers=2)
+    config = _cartpole_config(concurrent=True, synchronized=True, num_samplers=2)
     monkeypatch.setattr(gym_envs.GymConfig, 'make', lambda self, seed: _FailingEnv(150))
     learner = dqn.build_learner(config)
     with pytest.raises(RuntimeError, match='failed') as raised:
@@ -252,8 +252,8 @@ def test_a_failing_actor_stops_the_run_and_every_thread(monkeypatch):
 
 
 def test_invalid_values_are_named():
-    with pytest.raises(app.ConfigError, match='target_period=1000 .* num_workers=3'):
-        _cartpole_config(target_period=1000, num_workers=3, total_steps=3000)
+    with pytest.raises(app.ConfigError, match='target_period=1000 .* num_samplers=3'):
+        _cartpole_config(target_period=1000, num_samplers=3, total_steps=3000)
     with pytest.raises(app.ConfigError, match='train_period'):
         _cartpole_config(target_period=200, train_period=3)
     with pytest.raises(app.ConfigError, match='batch_size'):
@@ -262,8 +262,8 @@ def test_invalid_values_are_named():
         _cartpole_config(final_epsilon=1.5)
     with pytest.raises(app.ConfigError, match="'resnet'"):
         _cartpole_config(network='resnet')
-    with pytest.raises(app.ConfigError, match='learner_threads .* got -1'):
-        _cartpole_config(learner_threads=-1)
+    with pytest.raises(app.ConfigError, match='tf_intra_op_threads .* got -1'):
+        _cartpole_config(tf_intra_op_threads=-1)
     with pytest.raises(app.ConfigError, match=r'acting_nice .* \[0, 19\], got 20'):
         _cartpole_config(acting_nice=20)
 
@@ -287,7 +287,7 @@ def test_actors_yield_the_cpu_to_the_learner_only_when_it_trains_concurrently(co
 def test_learner_threads_leave_a_core_to_the_actors(monkeypatch):
     monkeypatch.setattr(os, 'cpu_count', lambda: 8)
     assert _cartpole_config().intra_op_threads() == 7
-    assert _cartpole_config(learner_threads=0).intra_op_threads() == 0  # TF's default
+    assert _cartpole_config(tf_intra_op_threads=0).intra_op_threads() == 0  # TF's default
     monkeypatch.setattr(os, 'cpu_count', lambda: 1)
     assert _cartpole_config().intra_op_threads() == 1
 
@@ -308,7 +308,7 @@ def test_dqn_learns_cartpole():
     0-9 under the default kernels, ONEDNN_MAX_CPU_ISA=AVX2 and TF_ENABLE_ONEDNN_OPTS=0: all 30
     reached 400 by step 10,000, and 30 runs with unseeded weights all by step 9,000."""
     config = _cartpole_config(
-        num_workers=2, concurrent=True, synchronized=True, total_steps=50_000,
+        num_samplers=2, concurrent=True, synchronized=True, total_steps=50_000,
         batch_size=64, replay_capacity=50_000, target_period=500, train_period=1,
         prepopulate_steps=1000, learning_rate=5e-4, huber_delta=10.0,
         epsilon_decay_steps=10_000, final_epsilon=0.02, double_dqn=True, seed=2,

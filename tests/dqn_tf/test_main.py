@@ -28,7 +28,7 @@ CARTPOLE_BINDINGS = [
     'DQNConfig.env_config = @GymConfig()',
     "GymConfig.env_id = 'CartPole-v1'",
     "DQNConfig.network = 'mlp'",
-    'DQNConfig.num_workers = 2',
+    'DQNConfig.num_samplers = 2',
     'DQNConfig.total_steps = 400',
     'DQNConfig.target_period = 100',
     'DQNConfig.replay_capacity = 1000',
@@ -78,17 +78,17 @@ def test_presets_hold_the_papers_values():
         1.0, 0.1, 1_000_000)
     assert (config.eval_every_steps, config.eval_episodes, config.eval_epsilon) == (
         250_000, 30, 0.05)
-    assert (config.mode, config.num_workers, config.network) == ('both', 8, 'nature')
+    assert (config.mode, config.num_samplers, config.network) == ('both', 8, 'nature')
     env = config.env_config
     assert (env.game, env.noop_max, env.episodic_life, env.clip_rewards,
             env.max_episode_steps) == ('pong', 30, True, True, 27_000)
     standard = dqn_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/dqn/pong.gin'),
                                    os.path.join(app.PROJECT_ROOT, 'gin/dqn/standard.gin')], [])
-    assert (standard.mode, standard.num_workers) == ('standard', 1)
+    assert (standard.mode, standard.num_samplers) == ('standard', 1)
 
 
 @pytest.mark.parametrize('binding, named', [
-    ('DQNConfig.num_workers = 3', 'num_workers=3'),
+    ('DQNConfig.num_samplers = 3', 'num_samplers=3'),
     ('DQNConfig.batch_size = 0', 'batch_size'),
     ("AtariConfig.game = 'pongg'", 'pongg'),
     ('DQNConfig.num_workerz = 3', 'num_workerz'),
@@ -167,12 +167,12 @@ def test_pong_runs_with_eight_actor_threads_and_exits_cleanly(tmp_path):
 
 def test_speedtest_writes_the_ratio_table(tmp_path):
     path = tmp_path / 'speed.json'
-    result = _run('dqn_tf.speedtest', ['--steps=16', '--modes=standard,both', '--workers=1',
+    result = _run('dqn_tf.speedtest', ['--steps=16', '--modes=standard,both', '--samplers=1',
                                        '--prepopulate=64', '--repeats=3', f'--json={path}'],
                   cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = json.loads(path.read_text())['rows']
-    assert [(row['mode'], row['workers']) for row in rows] == [
+    assert [(row['mode'], row['samplers']) for row in rows] == [
         ('standard', 1), ('both', 1), ('learner-only', 0)]
     assert rows[0]['speedup'] == 1.0
     learner_rounds = rows[-1]['round_seconds']
@@ -185,7 +185,7 @@ def test_speedtest_writes_the_ratio_table(tmp_path):
     assert rows[-1]['vs_learner'] == 1.0
     assert all(row['seconds'] > 0 and row['speedup'] > 0 for row in rows)
     assert 'speedup' in result.stdout and 'learner-only' in result.stdout
-    bad = _run('dqn_tf.speedtest', ['--steps=10', '--workers=4'], cwd=tmp_path)
+    bad = _run('dqn_tf.speedtest', ['--steps=10', '--samplers=4'], cwd=tmp_path)
     assert bad.returncode == 2 and 'steps=10' in bad.stderr
 
 
@@ -193,7 +193,7 @@ def test_bench_rows_measure_whole_periods(monkeypatch):
     monkeypatch.setattr(bench_rows, 'BENCH_PERIOD', 40)
     monkeypatch.setattr(bench_rows, 'BENCH_PERIODS', 2)
     settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 32, 'game': 'pong',
-                'num_workers': 2}
+                'num_samplers': 2}
     assert set(bench_rows.ROWS) == {'dqn/standard', 'dqn/both'}
     for measure in bench_rows.ROWS.values():
         result = measure(settings)

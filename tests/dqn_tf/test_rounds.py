@@ -6,7 +6,7 @@ import pytest
 from dqn_tf import rounds
 
 
-def _start_actors(gate, num_workers, step):
+def _start_actors(gate, num_samplers, step):
     """Threads running the actor loop of dqn.Actor.run around step(index)."""
 
     def loop(index):
@@ -20,7 +20,7 @@ def _start_actors(gate, num_workers, step):
             gate.finish(index)
 
     errors = []
-    threads = [threading.Thread(target=loop, args=(index,)) for index in range(num_workers)]
+    threads = [threading.Thread(target=loop, args=(index,)) for index in range(num_samplers)]
     for thread in threads:
         thread.start()
     return threads, errors
