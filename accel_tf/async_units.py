@@ -17,6 +17,7 @@ import numpy as np
 
 from accel_tf import async_adam
 from accel_tf import learners
+from accel_tf import ppo
 from common.units import async_learners
 from common.units import parameter_store
 from common.units import samplers
@@ -90,7 +91,6 @@ class APPOUnit:
         self.learner = learner
         self.sampler = sampler
         self.store = store
-        self.variables = learner.model.trainable_variables
         self.generator = np.random.default_rng(seed)  # minibatch shuffles
         self.adam = async_adam.AsyncAdam(store, config.scaled_learning_rate,
                                          beta1=config.adam_beta1, beta2=config.adam_beta2,
@@ -102,7 +102,7 @@ class APPOUnit:
     def _pull(self):
         self.adam.parameters = self.store.pull()
         self.synced_at = self.store.updates
-        async_learners.assign_flat(self.variables, self.adam.parameters)
+        self.learner.assign_parameters(self.adam.parameters)
 
     def iterate(self):
         config, phase = self.config, self.config.ppo
@@ -121,29 +121,31 @@ class APPOUnit:
 
         episodes = self.sampler.collect(policy)
         rollout = self.sampler.rollout
-        data = [tensor.numpy() for tensor in self.learner.sampled_rollout_targets(
+        # The batch stays where it was computed (the device); each minibatch is gathered there
+        # and only its gradient and statistics come back, in one copy.
+        data = self.learner.sampled_rollout_targets(
             rollout.observations, rollout.actions, rollout.rewards, rollout.terminals,
-            self.sampled_log_probs)]
+            self.sampled_log_probs)
         batch = rollout.actions.size
         minibatch = batch // phase.minibatches
         sums, lags, updates = dict.fromkeys(APPO_STATS, 0.0), [], 0
+        summed = [(index, name) for index, name in enumerate(ppo.MINIBATCH_STATS)
+                  if name in sums]
         for _ in range(phase.epochs):
-            order = self.generator.permutation(batch)
+            order = self.generator.permutation(batch).astype(np.int32)
             for index in range(phase.minibatches):
                 picked = order[index * minibatch:(index + 1) * minibatch]
-                gradient, stats = self.learner.flat_minibatch_gradients(
-                    *[array[picked] for array in data])
-                for name, value in stats.items():
-                    if name in sums:
-                        sums[name] += float(value)
-                async_learners.assign_flat(self.variables,
-                                           self.adam.local_step(gradient.numpy()))
+                flat = self.learner.flat_minibatch_gradients(*data, picked).numpy()
+                gradient, stats = np.split(flat, [flat.size - len(ppo.MINIBATCH_STATS)])
+                for position, name in summed:
+                    sums[name] += float(stats[position])
+                self.learner.assign_parameters(self.adam.local_step(gradient))
                 if self.adam.local_steps == local_steps_per_sync:
                     count = self.adam.synchronize()
                     lags.append(count - 1 - self.synced_at)
                     self.synced_at = count
                     updates += 1
-                    async_learners.assign_flat(self.variables, self.adam.parameters)
+                    self.learner.assign_parameters(self.adam.parameters)
         steps = phase.gradient_steps
         stats = {name: total / steps for name, total in sums.items()}
         stats.update(updates=updates, policy_lag=float(np.mean(lags)),
@@ -184,4 +186,5 @@ def train(config, run_dir):
     return async_learners.train(config, run_dir, model, open_unit, config.num_learners,
                                 settings.num_chunks, slot_initial_values(config),
                                 unit_class(config).STATS,
-                                on_learner_death=settings.on_learner_death)
+                                on_learner_death=settings.on_learner_death,
+                                shared_gpu_memory_mb=settings.shared_gpu_memory_mb)

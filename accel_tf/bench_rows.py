@@ -43,8 +43,10 @@ from accel_tf import learners
 from accel_tf import main as accel_main
 from accel_tf import q_family
 from common.run import app
+from common.run import devices
 from common.scale import cluster
 from common.scale import distribute
+from common.scale import multi_worker
 from common.tools import timing
 from common.units import async_learners
 from common.units import on_policy
@@ -151,6 +153,7 @@ def async_rate(settings, preset, extra=()):
     unit_settings = dict(settings, num_envs=settings['num_envs'] // ASYNC_LEARNERS)
     config = configure_row(unit_settings, preset, 'synchronized',
                         [f'AccelConfig.num_learners = {ASYNC_LEARNERS}'] + list(extra))
+    devices.hide_gpus_here()  # as a run's main process: only the learners compute
     variables = learners.build_learner(config).model.trainable_variables
     size = sum(int(np.prod(variable.shape)) for variable in variables)
     state = async_learners.CentralState(size, async_units.slot_initial_values(config))
@@ -180,9 +183,11 @@ def multi_worker_rate(settings, timeout_seconds=600):
     if either fails."""
     addresses = ','.join(f'localhost:{port}' for port in cluster.free_ports(MULTI_WORKERS))
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    gpus = multi_worker.localhost_gpus(MULTI_WORKERS)  # a GPU each, or none
     workers = [subprocess.Popen(
         [sys.executable, '-m', 'accel_tf.multi_worker_bench', f'--cluster={addresses}',
-         f'--task_index={index}', f'--settings={json.dumps(settings)}'], env=env,
+         f'--task_index={index}', f'--settings={json.dumps(settings)}'],
+        env=dict(env, **{devices.VISIBLE_ENV: gpus[index]}),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for index in range(MULTI_WORKERS)]
     try:
@@ -201,8 +206,16 @@ def multi_worker_rate(settings, timeout_seconds=600):
 
 def tf_agents_ppo_rate(settings):
     """Environment steps per second of tf-agents' PPO agent and driver with ppo_pong.gin's
-    values on the bench's environments (imported here: tf-agents loads only for this row)."""
-    from accel_tf import peer_tf_agents  # pylint: disable=import-outside-toplevel
+    values on the bench's environments (imported here: tf-agents loads only for this row).
+    tf-agents is not in the core install: without it, one line naming setup.py's extra."""
+    try:
+        from accel_tf import peer_tf_agents  # pylint: disable=import-outside-toplevel
+    except ModuleNotFoundError as error:
+        if (error.name or '').split('.')[0] != 'tf_agents':
+            raise
+        raise ModuleNotFoundError(
+            "the peer/tf_agents_ppo row needs tf-agents, which is not installed; "
+            "pip install -e '.[peers]'", name='tf_agents') from None
     config = configure_row(settings, 'ppo_pong', 'synchronized',
                         [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}"])
     with learners.open_pool(config, seed=0) as pool:

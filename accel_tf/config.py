@@ -79,7 +79,7 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     # 'sqrt': learning_rate * sqrt(num_envs / learning_rate_base_envs) (Appendix A.3); 'none'.
     learning_rate_scaling: str = 'sqrt'
     learning_rate_base_envs: int = 16
-    anneal_learning_rate: bool = False  # linearly to 0 over total_steps
+    anneal_learning_rate: bool = False  # linearly to 0 over total_steps environment steps
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     adam_epsilon: float = 1e-5

@@ -21,12 +21,13 @@ def open_pool(config, seed):
                            pin_cpus=config.pin_cpus)
 
 
-def make_optimizer(config, total_updates):
+def make_optimizer(config):
     """RMSProp (config's RMSPropConfig fields) or Adam, at config.scaled_learning_rate,
-    annealed linearly to 0 over total_updates gradient steps if config.anneal_learning_rate."""
+    annealed linearly to 0 over the run's total_steps environment steps if
+    config.anneal_learning_rate (so a resume with another batch continues it where it was)."""
     rate = config.scaled_learning_rate
     if config.anneal_learning_rate:
-        rate = optim.LinearSchedule(rate, 0.0, max(1, total_updates))
+        rate = optim.EnvStepSchedule(optim.LinearSchedule(rate, 0.0, config.total_steps))
     if config.optimizer == 'adam':
         return optim.Adam(rate, beta1=config.adam_beta1, beta2=config.adam_beta2,
                           epsilon=config.adam_epsilon)
@@ -40,28 +41,26 @@ def _model(config):
 
 def build_actor_critic_learner(config):
     """An ActorCriticLearner (A2C, A3C): one gradient step per rollout, n-step returns or GAE."""
-    total_updates = config.total_steps // config.steps_per_update
     loss = config.actor_critic
     settings = actor_critic.LossSettings(
         gamma=config.gamma, entropy_coef=loss.entropy_coef,
         value_loss_coef=loss.value_loss_coef, clip_norm=loss.clip_norm,
         gae_lambda=loss.gae_lambda)
     return actor_critic.ActorCriticLearner(
-        _model(config), make_optimizer(config, total_updates), settings,
+        _model(config), make_optimizer(config), settings,
         actor_critic.observation_spec(config.env_config), seed=config.seed, horizon=config.horizon)
 
 
 def build_ppo_learner(config):
     """A PPOLearner (PPO, APPO): epochs x minibatches clipped-objective steps per batch."""
     loss, phase = config.actor_critic, config.ppo
-    total_updates = config.total_steps // config.steps_per_update * phase.gradient_steps
     settings = ppo.PPOSettings(
         gamma=config.gamma, gae_lambda=loss.gae_lambda, ratio_clip=phase.ratio_clip,
         entropy_coef=loss.entropy_coef, value_loss_coef=loss.value_loss_coef,
         epochs=phase.epochs, minibatches=phase.minibatches, clip_norm=loss.clip_norm,
         normalize_advantages=phase.normalize_advantages,
-        anneal_updates=max(1, total_updates) if phase.anneal_ratio_clip else None)
-    return ppo.PPOLearner(_model(config), make_optimizer(config, total_updates), settings,
+        anneal_steps=config.total_steps if phase.anneal_ratio_clip else None)
+    return ppo.PPOLearner(_model(config), make_optimizer(config), settings,
                           actor_critic.observation_spec(config.env_config), config.horizon,
                           seed=config.seed)
 
@@ -84,8 +83,7 @@ def build_q_learner(config):
         gamma=config.gamma, double_dqn=q_values.double_dqn, huber_delta=q_values.huber_delta,
         n_step=q_values.n_step, importance_weighted=q_values.prioritized,
         categorical=q_values.num_atoms > 1, clip_norm=q_values.clip_norm)
-    total_updates = (config.total_steps // config.steps_per_update) * q_values.updates_per_phase
-    optimizer = make_optimizer(config, total_updates)
+    optimizer = make_optimizer(config)
     spec = tf.TensorSpec((None,) + tuple(env_config.observation_shape),
                          tf.as_dtype(env_config.observation_dtype))
     return q_learner.QLearner(make_network, num_actions, optimizer, settings, spec,

@@ -3,6 +3,9 @@ eps-Rainbow) on the accelerated-methods samplers:
 `python -m accel_tf.main --gin_file=gin/accel/ppo_pong.gin [--gin_bindings=...]`; on several
 machines, the same command on each with `--cluster=host1:port,host2:port --task_index=i` and
 DistributeConfig.strategy = 'multi_worker'."""
+from common.run import process_setup  # first: the process set-up before TensorFlow loads
+process_setup.configure()
+# pylint: disable=wrong-import-position
 import dataclasses
 import re
 
@@ -13,6 +16,7 @@ from accel_tf import q_family
 from common import evaluate
 from common.run import app
 from common.run import config as common_config
+from common.run import devices
 from common.run import entry
 from common.scale import distribute
 from common.scale import multi_worker
@@ -123,7 +127,17 @@ def load_policy(run_dir, greedy=False):
     return POLICIES[config_lib.from_gin(refuse_unread=False).row.update](run_dir, greedy)
 
 
-PAPER = entry.Paper('accel', configure, train, model_identity, cluster=True)
+def compute(config):
+    """Which processes compute: A3C's and APPO's learner processes (a GPU each, or sharing
+    them), whose main process only counts and checkpoints, on the CPU; else the main process."""
+    if config.row.loop != 'asynchronous':
+        return devices.Placement()
+    return devices.Placement(
+        learners=config.num_learners,
+        shared_gpu_memory_mb=config.async_learners.shared_gpu_memory_mb)
+
+
+PAPER = entry.Paper('accel', configure, train, model_identity, cluster=True, compute=compute)
 
 if __name__ == '__main__':
     entry.main(PAPER)

@@ -4,6 +4,9 @@ gin/accel/a2c_pong.gin on its half of the bench's simulators (DistributeConfig '
 gradients all-reduced between the workers) and prints its timing.measurement() of the run's steps
 per second as a last JSON line. Both workers must train equally often (each update waits for the
 other's gradients), so they run counts the chief sets, not clocks."""
+from common.run import process_setup  # first: the process set-up before TensorFlow loads
+process_setup.configure()
+# pylint: disable=wrong-import-position
 import dataclasses
 import json
 import time
@@ -15,7 +18,7 @@ import tensorflow as tf
 
 from accel_tf import bench_rows
 from accel_tf import learners
-from common.scale import cluster  # and its --cluster and --task_index flags
+from common.scale import cluster
 from common.scale import distribute
 from common.scale import multi_worker
 from common.tools import timing
@@ -71,4 +74,5 @@ def main(argv):
 
 
 if __name__ == '__main__':
+    cluster.define_flags()
     absl_app.run(main)

@@ -5,24 +5,66 @@ optimization").
 
 The sampling policy's log-probabilities are computed at the start of the call, from the same
 parameters that sampled the rollout: with a synchronous sampler nothing changes in between.
+
+The minibatches are gathered from the batch on the device: uint8 frames are packed 4 bytes to an
+int32 first (packed_rows), since TensorFlow registers no GPU kernel for a uint8 gather.
 """
 import dataclasses
+import math
 from typing import Optional
 
 import tensorflow as tf
 
 from common.learners import actor_critic
 from common.learners import losses
+from common.learners import optim
 from common.scale import distribute
 
 UPDATE_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate',
                 'ratio_clip', 'clip_fraction', 'approx_kl')
+# What flat_minibatch_gradients appends to the flat gradient, in this order.
+MINIBATCH_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'ratio_clip',
+                   'clip_fraction', 'approx_kl')
+
+
+def packed_rows(observations):
+    """A batch of observations [B, ...] in a dtype with a GPU gather kernel: uint8 frames as
+    int32 rows [B, ceil(n / 4)] holding 4 of a frame's n bytes each (zero bytes pad n to a
+    multiple of 4); other dtypes as they are. TensorFlow registers GPU GatherV2 kernels for
+    int32 but not uint8, so a uint8 gather would run on the host, a device round trip per
+    minibatch. A bitcast and reshapes copy nothing: the packed batch takes no more memory."""
+    if observations.dtype != tf.uint8:
+        return observations
+    size = math.prod(observations.shape[1:])  # static: the frame shape of the signature
+    flat = tf.reshape(observations, [-1, size])
+    padding = -size % 4
+    if padding:  # e.g. 3 x 5 x 2 frames; Atari's 84x84 and 104x80 stacks need none
+        flat = tf.pad(flat, [[0, 0], [0, padding]])
+    return tf.bitcast(tf.reshape(flat, [-1, (size + padding) // 4, 4]), tf.int32)
+
+
+def packed_spec(observation_spec):
+    """The TensorSpec of packed_rows(a batch of observation_spec)."""
+    if observation_spec.dtype != tf.uint8:
+        return observation_spec
+    return tf.TensorSpec((None, -(-math.prod(observation_spec.shape[1:]) // 4)), tf.int32)
+
+
+def unpacked_rows(rows, frame_shape, dtype):
+    """packed_rows undone on (gathered) rows: the frames [B, *frame_shape] of dtype, bit for
+    bit."""
+    if dtype != tf.uint8:
+        return rows
+    size = math.prod(frame_shape)
+    flat = tf.reshape(tf.bitcast(rows, tf.uint8), [-1, rows.shape[1] * 4])[:, :size]
+    return tf.reshape(flat, [-1, *frame_shape])
 
 
 @dataclasses.dataclass(frozen=True)
 class PPOSettings:
-    """What one PPO optimization phase does; anneal_updates: gradient steps over which the
-    ratio clip decays linearly to 0 (None: constant)."""
+    """What one PPO optimization phase does; anneal_steps: environment steps over which the
+    ratio clip decays linearly to 0 (None: constant), as the learning rate does (rlpyt's PPO
+    scales both by the same 1 - iteration / iterations)."""
     gamma: float
     gae_lambda: float
     ratio_clip: float
@@ -32,7 +74,7 @@ class PPOSettings:
     minibatches: int
     clip_norm: float = 0.0
     normalize_advantages: bool = False
-    anneal_updates: Optional[int] = None
+    anneal_steps: Optional[int] = None
 
 
 class PPOLearner(actor_critic.PolicyLearner):
@@ -42,6 +84,11 @@ class PPOLearner(actor_critic.PolicyLearner):
     def __init__(self, model, optimizer, settings, observation_spec, horizon, seed=0,
                  name='ppo_learner'):
         super().__init__(model, optimizer, settings, observation_spec, seed, UPDATE_STATS, name)
+        self.ratio_clip_schedule = None if not settings.anneal_steps else optim.EnvStepSchedule(
+            optim.LinearSchedule(settings.ratio_clip, 0.0, settings.anneal_steps))
+        self.env_step_schedules.append(self.ratio_clip_schedule)
+        self.frame_shape = tuple(observation_spec.shape[1:])
+        self.frame_dtype = observation_spec.dtype
         # Built under a tf.distribute strategy's scope: each minibatch step runs on every
         # replica with its share of the minibatch (common/scale/distribute.py).
         self.strategy = distribute.current_strategy()
@@ -54,18 +101,17 @@ class PPOLearner(actor_critic.PolicyLearner):
             self._sampled_rollout_targets,
             input_signature=signature + [tf.TensorSpec((horizon, None), tf.float32)])
         flat = tf.TensorSpec((None,), tf.float32)
+        indices = tf.TensorSpec((None,), tf.int32)
         self.flat_minibatch_gradients = tf.function(
             self._flat_minibatch_gradients,
-            input_signature=[observation_spec, tf.TensorSpec((None,), tf.int32), flat, flat,
-                             flat])
+            input_signature=[packed_spec(observation_spec), indices, flat, flat, flat, indices])
 
     def current_ratio_clip(self):
-        """The ratio clip of the next gradient step (annealed with the optimizer's steps)."""
-        settings = self.settings
-        if not settings.anneal_updates:
-            return tf.constant(settings.ratio_clip, tf.float32)
-        progress = tf.cast(self.optimizer.iterations, tf.float32) / settings.anneal_updates
-        return settings.ratio_clip * tf.maximum(0.0, 1.0 - progress)
+        """The ratio clip of the next gradient step (annealed by the run's environment steps,
+        which set_env_steps gives)."""
+        if self.ratio_clip_schedule is None:
+            return tf.constant(self.settings.ratio_clip, tf.float32)
+        return tf.cast(self.ratio_clip_schedule(None), tf.float32)
 
     def rollout_targets(self, observations, actions, rewards, terminals):
         """Flat (observations, actions, sampling log-probabilities, GAE advantages, returns)
@@ -121,11 +167,18 @@ class PPOLearner(actor_critic.PolicyLearner):
         self.update_means.add(stats)
         return stats
 
-    def _flat_minibatch_gradients(self, observations, actions, old_log_probs, advantages,
-                                  returns):
-        gradients, stats = self._minibatch_gradients(observations, actions, old_log_probs,
-                                                     advantages, returns)
-        return tf.concat([tf.reshape(gradient, [-1]) for gradient in gradients], 0), stats
+    def _flat_minibatch_gradients(self, packed_observations, actions, old_log_probs,
+                                  advantages, returns, picked):
+        """APPO's minibatch step: the rows picked of a sampled_rollout_targets batch, gathered
+        where the batch is (on the device), and their clipped gradient followed by the
+        MINIBATCH_STATS, as one flat float32 vector: one copy to the host per minibatch."""
+        data = [tf.gather(tensor, picked) for tensor in (
+            packed_observations, actions, old_log_probs, advantages, returns)]
+        data[0] = unpacked_rows(data[0], self.frame_shape, self.frame_dtype)
+        gradients, stats = self._minibatch_gradients(*data)
+        return tf.concat([tf.reshape(gradient, [-1]) for gradient in gradients] +
+                         [tf.stack([tf.cast(stats[name], tf.float32)
+                                    for name in MINIBATCH_STATS])], 0)
 
     def _act_with_log_probs(self, observations):
         """Sampled actions and their log-probabilities under the acting parameters (APPO's
@@ -136,15 +189,17 @@ class PPOLearner(actor_critic.PolicyLearner):
 
     def _sampled_rollout_targets(self, observations, actions, rewards, terminals,
                                  sampled_log_probs):
-        """rollout_targets with the log-probabilities recorded while sampling."""
+        """rollout_targets with the log-probabilities recorded while sampling, the frames
+        packed (packed_rows) for flat_minibatch_gradients to gather on the device."""
         data = self.rollout_targets(observations, actions, rewards, terminals)
-        return (data[0], data[1], tf.reshape(sampled_log_probs, [-1])) + data[3:]
+        return (packed_rows(data[0]), data[1], tf.reshape(sampled_log_probs, [-1])) + data[3:]
 
     def _train_on_rollout(self, observations, actions, rewards, terminals):
         """epochs passes over the batch, each in minibatches of a fresh shuffle; returns the
         last step's statistics."""
         settings = self.settings
         data = self.rollout_targets(observations, actions, rewards, terminals)
+        data = (packed_rows(data[0]),) + data[1:]  # gathered on the device (packed_rows)
         batch = tf.size(actions)
         minibatch = batch // settings.minibatches
         last = {name: tf.constant(0.0) for name in UPDATE_STATS}
@@ -153,6 +208,8 @@ class PPOLearner(actor_critic.PolicyLearner):
             for index in tf.range(settings.minibatches):
                 picked = order[index * minibatch:(index + 1) * minibatch]
                 minibatch_data = [tf.gather(tensor, picked) for tensor in data]
+                minibatch_data[0] = unpacked_rows(minibatch_data[0], self.frame_shape,
+                                                  self.frame_dtype)
                 if self.strategy is None:
                     stats = self.minibatch_step(*minibatch_data)
                 else:

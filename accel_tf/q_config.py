@@ -23,6 +23,11 @@ class QValueConfig(sections.Section):
     # batch_size transitions trained per num_envs x horizon sampled.
     updates_per_phase: int = 1
     replay_capacity: int = 1_000_000   # split over the simulators' streams (section 5.2)
+    # Not in the paper (one session): at a clean end of a session (total_steps, Ctrl-C or
+    # SIGTERM) replay is saved to run_dir/replay beside the final checkpoint and a resumed run
+    # continues from it instead of refilling (common/replay/replay_files.py); one machine only.
+    # ~8.3 GB on disk for 1M Pong frames of 104x80; False: refill on resume.
+    save_replay: bool = True
     min_replay_steps: int = 50_000     # stored before the first update
     target_period: int = 40_000        # environment steps between target copies
     n_step: int = 1

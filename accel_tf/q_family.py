@@ -3,21 +3,17 @@ sections 2 and 5): the shared off-policy runner over the sampler's worker proces
 organized by simulator (prioritized for Rainbow), and the shared Q-learner. Synchronous:
 sampling and optimization alternate; asynchronous (QValueConfig.asynchronous): a trainer thread
 optimizes while the sampler samples, at the same replay ratio."""
-import contextlib
-
 from accel_tf import learners
 from common import evaluate
 from common.replay import prioritized_replay
 from common.replay import replay as replay_lib
+from common.replay import replay_files
 from common.run import runner
 from common.run import tracker as tracker_lib
 from common.scale import multi_worker
 from common.units import concurrent_off_policy
 from common.units import off_policy
 from common.units import samplers
-
-Q_COLUMNS = ('env_share', 'act_share', 'learn_share', 'epsilon', 'replay_ratio', 'replay_size')
-
 
 def settings_for(config):
     q_values = config.q_values
@@ -38,9 +34,8 @@ def make_runner(config, sampler, learner, replay, seed, workers=1):
         return concurrent_off_policy.ConcurrentOffPolicyRunner(
             sampler, learner, replay, settings, seed=seed, replay_input=q_values.replay_input,
             lead_phases=q_values.async_lead_phases)
-    runner = off_policy.OffPolicyRunner(sampler, learner, replay, settings, seed=seed,
-                                        replay_input=q_values.replay_input, workers=workers)
-    return contextlib.closing(runner)
+    return off_policy.OffPolicyRunner(sampler, learner, replay, settings, seed=seed,
+                                      replay_input=q_values.replay_input, workers=workers)
 
 
 def make_replay(config, seed, workers=1):
@@ -76,13 +71,15 @@ def evaluate_now(config, learner, run_dir, env_steps, trained_seconds):
 
 def train(config, run_dir, learner, open_pool, strategy=None):
     """Runs until config.total_steps, resuming networks, optimizer and counters from run_dir's
-    checkpoint; replay is not checkpointed (a resumed run refills it). With a multi-worker
+    checkpoint. With QValueConfig.save_replay (one machine), a session that ends cleanly saves
+    its replay (run_dir/replay) and a resumed run continues from it if it is the replay of the
+    checkpoint resumed from; otherwise a resumed run refills replay. With a multi-worker
     strategy, open_pool(seed) opens this worker's share of the simulators; each worker fills its
     own replay and trains on its share of every minibatch, starting from the chief's state
     (common/scale/multi_worker.py); only the chief evaluates."""
     tracker = tracker_lib.tracker_for(
-        run_dir, config, Q_COLUMNS + learner.update_means.names,
-        {'online': learner.online, 'target': learner.target, 'optimizer': learner.optimizer})
+        run_dir, config, off_policy.UNIT_COLUMNS + learner.update_means.names,
+        off_policy.trackables(learner))
     share = multi_worker.MachineShare.of(strategy)
     if share.num_machines > 1:
         multi_worker.start_from_chief(strategy, list(learner.online.variables)
@@ -92,48 +89,44 @@ def train(config, run_dir, learner, open_pool, strategy=None):
             setattr(learner, name, multi_worker.ending_on_lost_peers(getattr(learner, name),
                                                                     share.is_chief))
 
+    # Each worker of a multi-worker run fills its own replay and only the chief has the run
+    # directory: their replays are not saved.
+    saves_replay = config.q_values.save_replay and share.num_machines == 1
+    session = {}
+
     def loop(pool):
         seed = share.action_seed(config.seed, tracker.env_steps)
         sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
-        with make_runner(config, sampler, learner, make_replay(config, seed, share.num_machines),
-                         seed, share.num_machines) as off_policy_runner:
-            runner.run(tracker, QValueUnit(config, off_policy_runner, learner, run_dir,
+        replay = make_replay(config, seed, share.num_machines)
+        if saves_replay and tracker.restored_from:
+            replay_files.restore_for_resume(replay, run_dir, tracker.env_steps)
+        session['replay'] = replay
+        with make_runner(config, sampler, learner, replay, seed,
+                         share.num_machines) as off_policy_runner:
+            runner.run(tracker, QValueUnit(config, off_policy_runner, run_dir,
                                            evaluates=share.is_chief))
+
+    def save_replay(env_steps):
+        if 'replay' in session:  # the runner has closed: no trainer thread draws from it
+            replay_files.save_for_resume(session['replay'], run_dir, env_steps)
 
     local_envs = config.num_envs // share.num_machines
     return tracker_lib.run_training(
         tracker, lambda: open_pool(share.env_seed(config.seed + tracker.env_steps, local_envs)),
-        loop, resume_note=' (replay memory is refilled)')
+        loop, resume_note='' if saves_replay else ' (replay memory is refilled)',
+        session_end=save_replay if saves_replay else None)
 
 
-class QValueUnit(runner.Unit):
-    """One sampling phase and its updates per advance() (or the phase while the trainer thread
-    optimizes); evaluations every QValueConfig.eval_every_steps on the chief."""
+class QValueUnit(off_policy.OffPolicyUnit):
+    """The shared off-policy unit (one sampling phase and its updates per advance(), or the
+    phase while the trainer thread optimizes) with evaluations every
+    QValueConfig.eval_every_steps on the chief."""
 
-    def __init__(self, config, off_policy_runner, learner, run_dir, evaluates=True):
+    def __init__(self, config, off_policy_runner, run_dir, evaluates=True):
+        super().__init__(off_policy_runner)
         self.config = config
-        self.off_policy = off_policy_runner
-        self.learner = learner
         self.run_dir = run_dir
         self.every = config.q_values.eval_every_steps if evaluates else 0
-
-    def advance(self, env_steps):
-        episodes, updates = self.off_policy.iterate(env_steps)
-        return self.config.steps_per_update, updates, episodes
-
-    def updates(self):
-        return int(self.learner.optimizer.iterations.numpy())
-
-    def settle(self):
-        self.off_policy.wait_for_training()
-
-    def row(self, seconds):
-        extra = {f'{name}_share': value / seconds
-                 for name, value in self.off_policy.take_phase_seconds().items()}
-        extra.update(epsilon=self.off_policy.epsilon, replay_size=len(self.off_policy.memory),
-                     replay_ratio=self.off_policy.take_replay_ratio(),
-                     **self.learner.update_means.take())
-        return extra
 
     def evaluation_due(self, since, now):
         return bool(self.every) and now // self.every > since // self.every

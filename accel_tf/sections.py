@@ -15,6 +15,7 @@ import gin
 
 from common.run import app
 from common.run import config as config_lib
+from common.run import devices
 
 
 class Section:
@@ -119,10 +120,13 @@ class AsyncLearnersConfig(Section):
     # A learner process that dies: 'stop' the run (a checkpoint, one line) or 'continue' with
     # the others (the store frees its locks and rolls back its half-written chunk).
     on_learner_death: str = 'stop'
+    # Each learner's GPU memory (MB) where there are fewer GPUs than learners and several share
+    # one (common/run/devices.py, learner_gpus); a learner alone on its GPU has no limit.
+    shared_gpu_memory_mb: int = devices.SHARED_GPU_MEMORY_MB
 
     def validate(self, config):
         super().validate(config)
-        app.require_positive_ints(self.owner, self, ('num_chunks',))
+        app.require_positive_ints(self.owner, self, ('num_chunks', 'shared_gpu_memory_mb'))
         app.require(self.on_learner_death in config_lib.ON_LEARNER_DEATH,
                     f'AsyncLearnersConfig.on_learner_death={self.on_learner_death!r}; allowed: '
                     f'{config_lib.ON_LEARNER_DEATH}')

@@ -25,8 +25,14 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
 Each row prints its spread: the min, median and max rate of the windows inside its measurement
 (about a second each; a target period for the dqn rows); the accel/sample rows also print where
 one time step's wall time went (simulators, policy, the rest). Timings are only comparable
-within one invocation; quote ratios. `--plot PATH` draws the table as a bar chart.
+within one invocation; quote ratios. `--plot PATH` draws the table as a bar chart. A failing
+row shows in the table as failed with its exception's line (its traceback on stderr) and the
+rows after it still run; the exit status is then 1. --num_workers defaults to a count every row
+accepts within the usable CPUs (default_num_workers), not the CPU count.
 """
+from common.run import process_setup  # first: the process set-up before TensorFlow loads
+process_setup.configure()
+# pylint: disable=wrong-import-position
 import importlib
 import json
 import multiprocessing
@@ -37,11 +43,11 @@ import traceback
 from absl import flags
 import numpy as np
 
-import common  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from common.envs import atari
 from common.envs import pools
 from common.replay import prioritized
 from common.run import app
+from common.run import devices
 from common.run import processes
 from common.run import registry
 from common.tools import timing
@@ -55,7 +61,8 @@ def _define_flags():
     flags.DEFINE_float('warmup_seconds', 2.0, 'Unmeasured seconds per row before measuring.')
     flags.DEFINE_string('json', None, 'Write {"rows": [...]} here.')
     flags.DEFINE_integer('num_envs', 32, 'Environments in every row.')
-    flags.DEFINE_integer('num_workers', None, 'Worker processes/threads (default: CPU count).')
+    flags.DEFINE_integer('num_workers', None, 'Worker processes/threads (default: the largest '
+                         'count every row accepts within the usable CPUs; default_num_workers).')
     flags.DEFINE_string('game', 'pong', 'Atari game.')
     flags.DEFINE_list('rows', None, 'Only these rows (default: all).')
     flags.DEFINE_string('plot', None, 'Also draw the table as a bar chart (PNG) here.')
@@ -117,15 +124,57 @@ ROWS = {
 
 
 class RowFailed(RuntimeError):
-    """A bench row raised or its process died; the message holds the row's traceback."""
+    """A bench row raised or its process died; the message holds the row's traceback, reason
+    its one-line summary (the exception's last line) for the table."""
+
+    def __init__(self, message, reason):
+        super().__init__(message)
+        self.reason = reason
+
+
+def one_line_reason(error):
+    """'ExceptionType: first line of its message', what the table shows of a failed row."""
+    lines = str(error).strip().splitlines()
+    return f'{type(error).__name__}: {lines[0]}' if lines else type(error).__name__
+
+
+def usable_cpus():
+    """CPUs this process may run on: os.cpu_count() bounded by the affinity mask (a container
+    or taskset may allow fewer than the host has)."""
+    count = os.cpu_count() or 1
+    if hasattr(os, 'sched_getaffinity'):
+        count = min(count, len(os.sched_getaffinity(0)))
+    return max(count, 1)
+
+
+def accepts_num_workers(num_envs, num_workers):
+    """Whether every row can split num_envs environments over num_workers workers: the pools
+    need a divisor of num_envs, the alternating sampler and the 2-replica and 2-worker rows an
+    even count, and the asynchronous rows (num_envs / 2 per learner) a divisor of half of it;
+    together, an even count dividing num_envs / 2."""
+    return num_workers % 2 == 0 and num_envs % (2 * num_workers) == 0
+
+
+def default_num_workers(num_envs, cpus):
+    """The default --num_workers: the largest count every row accepts (accepts_num_workers)
+    that is at most cpus, else the smallest such count (2, on one core); where none exists
+    (num_envs not a multiple of 4), the largest divisor of num_envs at most cpus, which the
+    env rows accept (the rows needing an even split then fail in the table)."""
+    valid = [count for count in range(1, num_envs + 1) if accepts_num_workers(num_envs, count)]
+    if valid:
+        within = [count for count in valid if count <= cpus]
+        return max(within) if within else min(valid)
+    return max(count for count in range(1, max(min(cpus, num_envs), 1) + 1)
+               if num_envs % count == 0)
 
 
 def _row_process(name, settings, connection):
-    """Entry point of one row's process: sends ('ok', rate) or ('error', traceback)."""
+    """Entry point of one row's process: sends ('ok', rate) or ('error', (traceback, one-line
+    reason))."""
     try:
         connection.send(('ok', ROWS[name](settings)))
-    except BaseException:  # pylint: disable=broad-except
-        connection.send(('error', traceback.format_exc()))
+    except BaseException as error:  # pylint: disable=broad-except
+        connection.send(('error', (traceback.format_exc(), one_line_reason(error))))
     finally:
         connection.close()
 
@@ -141,28 +190,42 @@ def measure_row(name, settings):
     process = context.Process(target=target, args=(name, settings, writer),
                               name=f'bench-{name}')
     try:
-        processes.start_process(process)
+        # A row that only steps simulators (or draws from replay, in numpy) sees no GPU; the
+        # others see what their entry points would.
+        processes.start_process(process, gpus=devices.NO_GPU if name.startswith(
+            ('env/', 'replay/')) else None)
         writer.close()
         try:
             status, value = reader.recv()
         except EOFError:
             process.join()
-            raise RowFailed(f'row {name}: its process died (exit code {process.exitcode})')
+            reason = f'its process died (exit code {process.exitcode})'
+            raise RowFailed(f'row {name}: {reason}', reason)
         process.join()
     finally:
         processes.end_process(process, terminate_seconds=10)  # after Ctrl-C or an error here
         reader.close()
     if status != 'ok':
-        raise RowFailed(f'row {name} failed:\n{value}')
+        text, reason = value
+        raise RowFailed(f'row {name} failed:\n{text}', reason)
     return value
 
 
 def run_rows(names, settings):
+    """Measures every row in turn; a failing row is printed with its traceback (stderr) and
+    kept in the rows as status 'failed' with its one-line reason, and the next row runs."""
     rows = []
     for name in names:
         print(f'{name} ...', flush=True)
-        result = measure_row(name, settings)
-        rows.append(dict(result, name=name, num_envs=settings['num_envs']))
+        try:
+            result = measure_row(name, settings)
+        except RowFailed as error:
+            print(f'{error}', file=sys.stderr, flush=True)
+            print(f'  row {name} failed: {error.reason}', flush=True)
+            rows.append({'name': name, 'num_envs': settings['num_envs'], 'status': 'failed',
+                         'error': error.reason})
+            continue
+        rows.append(dict(result, name=name, num_envs=settings['num_envs'], status='ok'))
         print(f"  {result['steps_per_sec']:,.0f} steps/s (windows: min {result['min']:,.0f}, "
               f"median {result['median']:,.0f}, max {result['max']:,.0f})", flush=True)
         if 'phase_ms' in result:
@@ -171,20 +234,32 @@ def run_rows(names, settings):
     return rows
 
 
+def measured(rows):
+    """The rows that ran to the end (a failed row has status 'failed' and no rates)."""
+    return [row for row in rows if row.get('status', 'ok') == 'ok']
+
+
 def best_env_rate(rows):
     """The ceiling the table compares against: the fastest env-only row, None without one."""
-    env_rates = [row['steps_per_sec'] for row in rows if row['name'].startswith('env/')]
+    env_rates = [row['steps_per_sec'] for row in measured(rows)
+                 if row['name'].startswith('env/')]
     return max(env_rates) if env_rates else None
 
 
 def format_table(rows):
+    """The rows as a text table; a failed row shows 'failed' and its one-line reason."""
     ceiling = best_env_rate(rows)
     lines = [f"{'row':<26}{'envs':>6}{'steps/s':>10}{'min':>9}{'median':>9}{'max':>9}"
-             f"{'/ best env':>12}"]
+             f"{'/ best env':>12}  status"]
     for row in rows:
+        if row.get('status', 'ok') != 'ok':
+            lines.append(f"{row['name']:<26}{row['num_envs']:>6}{'-':>10}{'-':>9}{'-':>9}"
+                         f"{'-':>9}{'-':>12}  failed: {row['error']}")
+            continue
         ratio = f"{row['steps_per_sec'] / ceiling:.2f}" if ceiling else '-'
         lines.append(f"{row['name']:<26}{row['num_envs']:>6}{row['steps_per_sec']:>10,.0f}"
-                     f"{row['min']:>9,.0f}{row['median']:>9,.0f}{row['max']:>9,.0f}{ratio:>12}")
+                     f"{row['min']:>9,.0f}{row['median']:>9,.0f}{row['max']:>9,.0f}{ratio:>12}"
+                     f"  ok")
     return '\n'.join(lines)
 
 
@@ -199,23 +274,25 @@ def main():
         atari.AtariConfig(game=FLAGS.game).validate()
     except ValueError as error:
         app.fail(f'--game: {error}')
+    num_workers = FLAGS.num_workers or default_num_workers(FLAGS.num_envs, usable_cpus())
     settings = {'seconds': FLAGS.seconds, 'warmup_seconds': FLAGS.warmup_seconds,
-                'num_envs': FLAGS.num_envs, 'game': FLAGS.game,
-                'num_workers': FLAGS.num_workers or os.cpu_count()}
-    try:
-        rows = run_rows(names, settings)
-    except RowFailed as error:
-        app.fail(str(error))
+                'num_envs': FLAGS.num_envs, 'game': FLAGS.game, 'num_workers': num_workers}
+    print(f'{FLAGS.num_envs} environments, {num_workers} workers', flush=True)
+    rows = run_rows(names, settings)
     print(format_table(rows))
     if FLAGS.plot:
         from common.tools import plots  # pylint: disable=import-outside-toplevel  (matplotlib)
-        plots.plot_bench(rows, best_env_rate(rows), FLAGS.plot)
+        # A failed row has no rate to draw; the table names it.
+        plots.plot_bench(measured(rows), best_env_rate(rows), FLAGS.plot)
         print(f'wrote {FLAGS.plot}')
     if FLAGS.json:
         with open(FLAGS.json, 'w') as f:
-            json.dump({'rows': rows, 'cpu_count': os.cpu_count(), 'argv': sys.argv[1:]}, f,
-                      indent=2)
+            json.dump({'rows': rows, 'cpu_count': os.cpu_count(), 'num_workers': num_workers,
+                       'argv': sys.argv[1:]}, f, indent=2)
         print(f'wrote {FLAGS.json}')
+    failed = [row['name'] for row in rows if row['status'] != 'ok']
+    if failed:
+        app.fail(f'{len(failed)} of {len(rows)} rows failed: {", ".join(failed)}', exit_code=1)
 
 
 if __name__ == '__main__':

@@ -5,6 +5,9 @@ Reads only the common run format (invocation.json, operative_config.gin, metrics
 so a run of any paper compares with a run of any other. A directory that cannot be read is named
 on stderr; the others are still compared (exit status 2).
 """
+from common.run import process_setup  # first: the process set-up before TensorFlow loads
+process_setup.configure()
+# pylint: disable=wrong-import-position
 import csv
 import math
 import os

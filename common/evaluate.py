@@ -1,13 +1,15 @@
 """Evaluation protocol: 30 episodes, up to 30 no-op starts, an 18,000-step cap; writes eval.csv.
 
 `python -m common.evaluate --run_dir=runs/paac-pong-...` restores the run's latest checkpoint
-through its paper package (`<paper>_tf.main.load_policy`) and plays the episodes side by side in
-one batched pool, so evaluation costs one inference per step for all episodes.
+(or a published result's policy weights, docs/results/NAME) through its paper package
+(`<paper>_tf.main.load_policy`) and plays the episodes side by side in one batched pool, so
+evaluation costs one inference per step for all episodes.
 """
 import csv
 import dataclasses
 import os
 import time
+from typing import Any, Callable
 
 from absl import flags
 import gin
@@ -107,6 +109,27 @@ def evaluation_round(run_dir, env_steps, trained_seconds, play, budget_text):
     return row
 
 
+HEADS = ('logits', 'q_values')
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """A restored policy_fn: called on an observation batch, the actions (numpy). It carries the
+    network it acts with and what that network returns (head: 'logits' for an actor-critic's
+    (logits, values), 'q_values' for a Q network's [N, A]), so that common.watch,
+    common.export and common.results reach the network itself through the papers' loading."""
+    act: Callable
+    network: Any
+    head: str
+
+    def __post_init__(self):
+        if self.head not in HEADS:
+            raise ValueError(f'Policy.head={self.head!r}; allowed: {HEADS}')
+
+    def __call__(self, observations):
+        return self.act(observations)
+
+
 def epsilon_greedy_policy(learner, epsilon, seed):
     """policy_fn of a Q-learner (common.learners.q_learner): epsilon-greedy on its online network,
     batched."""
@@ -119,7 +142,7 @@ def epsilon_greedy_policy(learner, epsilon, seed):
         actions[explore] = rng.integers(num_actions, size=int(explore.sum()))
         return actions
 
-    return policy
+    return Policy(policy, learner.online, 'q_values')
 
 
 def actor_critic_policy(run_dir, make_config, make_learner, greedy=False, obsolete=()):
@@ -132,16 +155,27 @@ def actor_critic_policy(run_dir, make_config, make_learner, greedy=False, obsole
     learner = make_learner(config)
     env_steps = checkpoint_lib.restore_latest(run_dir, model=learner.model)
     policy = learner.greedy_act if greedy else learner.act
-    return config.env_config, lambda observations: policy(observations).numpy(), env_steps
+    return (config.env_config, Policy(lambda observations: policy(observations).numpy(),
+                                      learner.model, 'logits'), env_steps)
+
+
+def load_policy(run_dir, greedy=False):
+    """The policy of run_dir (a run directory, or a published result with its policy weights)
+    through its paper package: (env_config, policy (a Policy), env_steps). ConfigError or
+    CheckpointError in one line if run_dir holds no policy, before any model is built."""
+    invocation = app.read_invocation(run_dir)
+    if invocation is None:
+        raise app.ConfigError(f'{run_dir!r} is not a run directory (no {app.INVOCATION_FILE}); '
+                              'allowed: a run directory or a published result (docs/results/)')
+    from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
+    checkpoint_lib.policy_source(run_dir)  # it has a checkpoint or published weights
+    paper_main = registry.entry_point(invocation.get('paper'))
+    return paper_main.load_policy(run_dir, greedy=greedy)
 
 
 def evaluate_run(run_dir, num_episodes=30, greedy=False, seed=12345):
     """Restores run_dir's policy through its paper package and evaluates it; returns the row."""
-    invocation = app.read_invocation(run_dir)
-    if invocation is None:
-        raise app.ConfigError(f'{run_dir!r} is not a run directory (no {app.INVOCATION_FILE})')
-    paper_main = registry.entry_point(invocation.get('paper'))
-    env_config, policy_fn, env_steps = paper_main.load_policy(run_dir, greedy=greedy)
+    env_config, policy_fn, env_steps = load_policy(run_dir, greedy=greedy)
     from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
     trained_seconds = checkpoint_lib.trained_seconds(run_dir)
     start = time.perf_counter()
@@ -163,6 +197,10 @@ def main():
 
 
 if __name__ == '__main__':
+    # A command here, a library to the papers: set up only when run (nothing above loads
+    # TensorFlow).
+    from common.run import process_setup  # pylint: disable=ungrouped-imports
+    process_setup.configure()
     flags.DEFINE_integer('num_episodes', 30, 'Episodes to play.')
     flags.DEFINE_boolean('greedy', False, 'Act greedily instead of sampling from the policy.')
     flags.DEFINE_integer('seed', 12345, 'Seed of the evaluation environments.')

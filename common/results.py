@@ -1,10 +1,17 @@
-"""`python -m common.results RUN_DIR NAME [--results_dir docs/results]`: publish a run's curves.
+"""`python -m common.results RUN_DIR NAME [--results_dir docs/results]`: publish a run's curves
+and its final policy.
 
 Copies what common.compare reads (invocation.json, run.json, operative_config.gin, metrics.csv,
-episodes.csv, eval.csv; no checkpoints) into RESULTS_DIR/NAME, draws that run's figures there,
-and redraws the figures of every published run together in RESULTS_DIR, so the README's figure
-stays current as papers and algorithms are added. Rerunning it with the same NAME replaces it.
+episodes.csv, eval.csv; no checkpoints) into RESULTS_DIR/NAME, with the policy of the run's
+newest checkpoint as policy_weights.* (the network's weights and the run's counters; no
+optimizer, no replay), which common.evaluate, common.watch and common.export read from there;
+draws that run's figures there, and redraws the figures of every published run together in
+RESULTS_DIR, so the README's figure stays current as papers and algorithms are added. Rerunning
+it with the same NAME replaces it.
 """
+from common.run import process_setup  # first: the process set-up before TensorFlow loads
+process_setup.configure()
+# pylint: disable=wrong-import-position
 import os
 import shutil
 import sys
@@ -45,6 +52,7 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR):
         if os.path.isfile(source):
             shutil.copyfile(source, os.path.join(target, file_name))
             written.append(os.path.join(target, file_name))
+    written += publish_policy(run_dir, target)
     from common.tools import plots  # pylint: disable=import-outside-toplevel  (matplotlib)
     written += plots.plot_runs([plots.load_run(target, run_files.run_label(target))], target)
     published = sorted(os.path.join(results_dir, entry) for entry in os.listdir(results_dir)
@@ -53,6 +61,23 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR):
     written += plots.plot_runs(runs, results_dir, title='every published run')
     written.append(write_summary(published, results_dir))
     return written
+
+
+def publish_policy(run_dir, target):
+    """Writes the policy of run_dir's newest readable checkpoint (or of its published weights)
+    as target's policy weights, through its paper's loading; returns the paths written. A run
+    with no usable checkpoint is published without (a warning says why), and any weights an
+    earlier publication left in target go: they would not be this run's."""
+    from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
+    checkpoint_lib.remove_partial(os.path.join(target, checkpoint_lib.POLICY_WEIGHTS))
+    try:
+        source, _ = checkpoint_lib.policy_source(run_dir)
+    except checkpoint_lib.CheckpointError as error:
+        print(f'warning: published without policy weights: {error}', file=sys.stderr)
+        return []
+    from common import evaluate  # pylint: disable=import-outside-toplevel  (TensorFlow)
+    _, policy, _ = evaluate.load_policy(run_dir, greedy=True)
+    return checkpoint_lib.write_policy_weights(target, policy.network, source)
 
 
 THRESHOLDS = (-15.0, 0.0, 18.0)

@@ -32,6 +32,11 @@ class DQNConfig(config_lib.RunConfig):
     batch_size: int = 32
     replay_capacity: int = 1_000_000
     prefault_replay: bool = True       # take the replay's memory at start (ReplayMemory)
+    # Not in the paper (one process, one session): at a clean end of a session (total_steps,
+    # Ctrl-C or SIGTERM) the replay is saved to run_dir/replay beside the final checkpoint, and
+    # a resumed run continues from it instead of prepopulating again (common/replay/
+    # replay_files.py). ~7 GB on disk for 1M Pong frames; False: refill on resume.
+    save_replay: bool = True
     target_period: int = 10_000        # C
     train_period: int = 4              # F
     gamma: float = 0.99

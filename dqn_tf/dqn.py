@@ -20,6 +20,7 @@ from common import evaluate
 from common.learners import networks
 from common.learners import q_learner
 from common.replay import replay as replay_lib
+from common.replay import replay_files
 from common.run import runner
 from common.run import tracker as tracker_lib
 from dqn_tf import actors
@@ -120,6 +121,13 @@ class FastDQN:
         for actor in self.actors:
             actor.staging.flush_into(self.replay, actor.index)
 
+    def flush_staged(self):
+        """Moves the steps still staged into replay, once the runner is closed (no actor steps):
+        at a session's end, before replay is saved."""
+        if any(actor.is_alive() for actor in self.actors):
+            raise RuntimeError('flush_staged while actor threads run; close the runner first')
+        self._flush()
+
     def prepopulate(self, num_steps):
         """Fills replay with at least num_steps uniformly random steps (not training steps)."""
         self.random_actions = True
@@ -218,26 +226,43 @@ def evaluate_now(config, learner, run_dir, env_steps, trained_seconds):
 def train(config, run_dir):
     """Trains until config.total_steps, resuming counters, networks and optimizer from run_dir.
 
-    Replay contents do not survive a restart: a resumed run prepopulates again.
+    With DQNConfig.save_replay, a session that ends cleanly saves its replay (run_dir/replay)
+    and a resumed run continues from it if it is the replay of the checkpoint resumed from;
+    otherwise (none saved, as after a kill; a mismatch; a damaged file) it prepopulates again.
     """
     learner = build_learner(config)
     tracker = tracker_lib.tracker_for(
         run_dir, config, DQN_COLUMNS,
         {'online': learner.online, 'target': learner.target, 'optimizer': learner.optimizer})
+    session = {}
 
     def open_runner():
         # A resumed run continues with fresh environments, seeded apart from the first session.
-        return FastDQN(config, learner, seed=config.seed + tracker.env_steps)
+        session['fast_dqn'] = FastDQN(config, learner, seed=config.seed + tracker.env_steps)
+        return session['fast_dqn']
+
+    def save_replay(env_steps):
+        fast_dqn = session.get('fast_dqn')
+        if fast_dqn is not None:
+            fast_dqn.flush_staged()  # the last period's staged steps: its actors have stopped
+            replay_files.save_for_resume(fast_dqn.replay, run_dir, env_steps)
 
     return tracker_lib.run_training(
         tracker, open_runner, lambda fast_dqn: _train_loop(config, fast_dqn, tracker, run_dir),
-        resume_note=' (replay memory is refilled)')
+        resume_note='' if config.save_replay else ' (replay memory is refilled)',
+        session_end=save_replay if config.save_replay else None)
 
 
 def _train_loop(config, fast_dqn, tracker, run_dir):
-    print(f'{config.mode} DQN, {config.num_samplers} actor threads; prepopulating '
-          f'{config.prepopulate_steps:,} random steps', flush=True)
-    fast_dqn.prepopulate(config.prepopulate_steps)
+    restored = bool(config.save_replay and tracker.restored_from) and \
+        replay_files.restore_for_resume(fast_dqn.replay, run_dir, tracker.env_steps)
+    if restored:
+        print(f'{config.mode} DQN, {config.num_samplers} actor threads; no prepopulation: '
+              'training goes on from the restored replay', flush=True)
+    else:
+        print(f'{config.mode} DQN, {config.num_samplers} actor threads; prepopulating '
+              f'{config.prepopulate_steps:,} random steps', flush=True)
+        fast_dqn.prepopulate(config.prepopulate_steps)
     runner.run(tracker, DQNUnit(config, fast_dqn, run_dir))
 
 

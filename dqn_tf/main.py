@@ -1,4 +1,7 @@
 """Trains fast DQN: `python -m dqn_tf.main --gin_file=gin/dqn/pong.gin [--gin_bindings=...]`."""
+from common.run import process_setup  # first: the process set-up before TensorFlow loads
+process_setup.configure()
+# pylint: disable=wrong-import-position
 from common import evaluate
 from common.run import app
 from common.run import entry

@@ -8,6 +8,9 @@ ratio to the learner-only bound (per round, then the median): the time the steps
 take alone (replay draws prefetched as the trainer thread does), which no mode can beat on a
 machine where the update dominates. Timings are only comparable within one invocation.
 """
+from common.run import process_setup  # first: the process set-up before TensorFlow loads
+process_setup.configure()
+# pylint: disable=wrong-import-position
 import concurrent.futures
 import json
 import os
@@ -17,7 +20,6 @@ import time
 from absl import flags
 import numpy as np
 
-import common  # noqa: F401  (TF_USE_LEGACY_KERAS before TensorFlow)
 from common.run import app
 from dqn_tf import config as config_lib
 from dqn_tf import dqn

@@ -13,6 +13,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
+from common.run import devices
 from common.run import processes
 from common.run import runner
 from common.run import scalars
@@ -180,7 +181,8 @@ class A3CServer:
         previous = os.environ.get(ONEDNN_VARIABLE)
         os.environ[ONEDNN_VARIABLE] = '1' if self.config.a3c_onednn else '0'
         try:
-            processes.start_process(process)
+            # The paper's CPU baseline: an agent sees no GPU (nor holds a CUDA context on one).
+            processes.start_process(process, gpus=devices.NO_GPU)
         finally:
             if previous is None:
                 os.environ.pop(ONEDNN_VARIABLE)

@@ -10,6 +10,7 @@ import os
 import time
 
 from common.run import app
+from common.run import devices
 from common.tools import timing
 
 GIN_FILE = os.path.join(app.PROJECT_ROOT, 'gin/ga3c/paper.gin')
@@ -59,6 +60,7 @@ def a3c_cpu_pps(settings, extra_bindings=()):
     from ga3c_tf import a3c_cpu  # pylint: disable=import-outside-toplevel
     from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
     config = _config(settings, 'a3c_cpu', extra_bindings)
+    devices.hide_gpus_here()  # the CPU baseline, as its runs: no process of it on a GPU
     learner = learner_lib.build_learner(config)
     with a3c_cpu.A3CServer(config, learner) as server:
         server.apply(config.num_agents)

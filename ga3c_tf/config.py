@@ -8,6 +8,7 @@ import gin
 from common.learners import networks
 from common.run import app
 from common.run import config as config_lib
+from ga3c_tf import buckets
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401
@@ -40,6 +41,9 @@ class GA3CConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     prediction_batch_size: int = 128     # PREDICTION_BATCH_SIZE
     training_min_batch_size: int = 0     # TRAINING_MIN_BATCH_SIZE (0: one agent's batch)
     trainer_input: str = 'direct'        # 'direct' or 'tf_data' (measured: README, GA3C)
+    pad_batches: str = 'auto'            # prediction and training batches padded to a few
+                                         # sizes (ga3c_tf/buckets.py): 'always', 'never', or
+                                         # 'auto', where TensorFlow sees a GPU
     network: str = 'nips'
     torso_kwargs: Optional[dict] = None  # e.g. {'first_stride': 2} for 'ga3c_large'
     conv_padding: str = 'same'           # NetworkVP.py's conv2d_layer pads ('SAME')
@@ -64,6 +68,7 @@ class GA3CConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         self.validate_rmsprop()
         require = app.require
         for name, allowed in (('algorithm', ALGORITHMS), ('trainer_input', TRAINER_INPUTS),
+                              ('pad_batches', buckets.PAD_BATCHES),
                               ('on_agent_death', ON_AGENT_DEATH),
                               ('loss_reduction', LOSS_REDUCTIONS),
                               ('network', networks.NETWORK_NAMES),

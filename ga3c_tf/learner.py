@@ -13,11 +13,21 @@ def observation_spec(config):
                          tf.as_dtype(config.env_config.observation_dtype))
 
 
-def train_signature(config):
+def train_signature(config, padded=False):
     """TensorSpecs of one experience batch: observations, actions, rewards, sequence ends, end
-    values (actor_critic.sequence_signature), then the model versions that acted."""
+    values (actor_critic.sequence_signature), then the model versions that acted; padded: then
+    the number of real rows (ga3c_tf/buckets.py pad_sequences)."""
     return tuple(actor_critic.sequence_signature(observation_spec(config))) + (
-        tf.TensorSpec((None,), tf.int64),)
+        tf.TensorSpec((None,), tf.int64),) + ((tf.TensorSpec((), tf.int32),) if padded else ())
+
+
+def pads_batches(config):
+    """Whether the server pads its prediction and training batches to buckets
+    (ga3c_tf/buckets.py): GA3CConfig.pad_batches 'always', or 'auto' where TensorFlow sees a
+    GPU (cuDNN autotunes per input shape there; on a CPU the padding rows only cost time)."""
+    if config.pad_batches == 'auto':
+        return bool(tf.config.list_physical_devices('GPU'))
+    return config.pad_batches == 'always'
 
 
 def loss_settings(config):

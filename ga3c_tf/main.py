@@ -3,7 +3,11 @@
 GA3CConfig.algorithm = 'a3c_cpu' runs the paper's CPU A3C baseline on the same config instead.
 Play a trained run: `python -m common.evaluate --run_dir=runs/ga3c-pong-...`.
 """
+from common.run import process_setup  # first: the process set-up before TensorFlow loads
+process_setup.configure()
+# pylint: disable=wrong-import-position
 from common.run import app
+from common.run import devices
 from common.run import entry
 
 
@@ -39,7 +43,9 @@ def load_policy(run_dir, greedy=False):
 PAPER = entry.Paper(
     'ga3c', configure, train,
     model_identity=lambda config: {'algorithm': config.algorithm, 'network': config.network,
-                                   'torso_kwargs': config.model_kwargs()['torso_kwargs']})
+                                   'torso_kwargs': config.model_kwargs()['torso_kwargs']},
+    # The A3C-CPU baseline computes on CPUs only (section 3.2), its agents and main process.
+    compute=lambda config: devices.Placement(cpu_only=config.algorithm == 'a3c_cpu'))
 
 if __name__ == '__main__':
     entry.main(PAPER)  # a dead agent: one line and a checkpoint (app.RunError)

@@ -1,6 +1,7 @@
 """GA3C's server: the queues, the agent processes, the predictor and trainer threads, and the
 main loop that logs, checkpoints and anneals NP/NT/NA (paper section 4, Figure 1b).
 """
+import functools
 import itertools
 import multiprocessing
 import os
@@ -14,6 +15,7 @@ import numpy as np
 from common.run import processes
 from common.run import segments
 from ga3c_tf import agent as agent_lib
+from ga3c_tf import buckets
 from ga3c_tf import ipc
 from ga3c_tf import learner as learner_lib
 from ga3c_tf import predictor as predictor_lib
@@ -69,7 +71,14 @@ class GA3CServer:
         self._lock = threading.Lock()
         self.updates = int(learner.optimizer.iterations.numpy())  # the model version
         self._lags = []
-        self._signature = learner_lib.train_signature(config)
+        # Batches padded to a few sizes (ga3c_tf/buckets.py): None where they are not.
+        self._pads = learner_lib.pads_batches(config)
+        self._prediction_buckets = self._training_buckets = None
+        if self._pads:
+            self._prediction_buckets = buckets.bucket_sizes(config.prediction_batch_size)
+            self._training_buckets = buckets.bucket_sizes(buckets.largest_training_batch(
+                config.training_min_batch_size, config.t_max))
+        self._signature = learner_lib.train_signature(config, padded=self._pads)
         self._closed = False
 
     def _make_queues(self):
@@ -188,8 +197,15 @@ class GA3CServer:
 
     # ---- predictors -----------------------------------------------------------------------
     def _gather(self, keys):
-        slots = np.asarray(keys, np.uint64) & (agent_lib.MAX_SLOTS - 1)
-        return self.observations[slots.astype(np.intp)]
+        """The requesting agents' observations, zero rows after them up to the bucket when
+        batches are padded (_deliver hands back the first len(keys) predictions)."""
+        slots = (np.asarray(keys, np.uint64) & (agent_lib.MAX_SLOTS - 1)).astype(np.intp)
+        if self._prediction_buckets is None:
+            return self.observations[slots]
+        size = buckets.bucket_of(len(slots), self._prediction_buckets)
+        batch = np.zeros((size,) + self.observations.shape[1:], self.observations.dtype)
+        np.take(self.observations, slots, axis=0, out=batch[:len(slots)])
+        return batch
 
     def _predict(self, observations):
         version = self.updates
@@ -198,6 +214,7 @@ class GA3CServer:
 
     def _deliver(self, keys, outputs):
         version, probabilities, values = outputs
+        probabilities, values = probabilities[:len(keys)], values[:len(keys)]  # no padding
         replies = np.empty((len(keys), agent_lib.REPLY_HEADER + probabilities.shape[1]),
                            np.float64)
         replies[:, 0] = version
@@ -226,19 +243,28 @@ class GA3CServer:
         self._retired['batches'] += thread.batches
 
     # ---- trainers -------------------------------------------------------------------------
-    def _train(self, observations, actions, rewards, sequence_ends, end_values, versions):
+    def _train(self, observations, actions, rewards, sequence_ends, end_values, versions,
+               num_valid=None):
+        """One update on a batch of sequences; num_valid: its real rows, where it is padded."""
         with self._lock:
             version_now = self.updates
-        self.learner.train_on_sequences(observations, actions, rewards, sequence_ends,
-                                        end_values)
+        if num_valid is None:
+            self.learner.train_on_sequences(observations, actions, rewards, sequence_ends,
+                                            end_values)
+        else:
+            self.learner.train_on_padded_sequences(observations, actions, rewards,
+                                                   sequence_ends, end_values, num_valid)
+            versions = np.asarray(versions)[:int(num_valid)]
         lags = version_now - np.asarray(versions)
         with self._lock:
             self.updates += 1
             self._lags.append((float(lags.sum()), len(lags), int(lags.max())))
 
     def add_trainer(self):
+        pad = None if self._training_buckets is None else functools.partial(
+            buckets.pad_sequences, sizes=self._training_buckets)
         batcher = trainer_lib.ExperienceBatcher(
-            self.training_queue, self.config.training_min_batch_size, POLL_SECONDS)
+            self.training_queue, self.config.training_min_batch_size, POLL_SECONDS, pad=pad)
         thread = trainer_lib.TrainerThread(
             batcher, self._train, input_signature=self._signature,
             use_tf_data=self.config.trainer_input == 'tf_data',

@@ -11,13 +11,20 @@ import numpy as np
 
 
 class ExperienceBatcher:
-    """Takes items from a queue and concatenates them until at least min_batch_size samples."""
+    """Takes items from a queue and concatenates them until at least min_batch_size samples;
+    pad (optional) turns each batch into a padded one with its number of real samples as its
+    last field (ga3c_tf/buckets.py pad_sequences)."""
 
-    def __init__(self, experiences, min_batch_size=0, poll_seconds=0.05):
+    def __init__(self, experiences, min_batch_size=0, poll_seconds=0.05, pad=None):
         self.experiences = experiences
         self.min_batch_size = min_batch_size
         self.poll_seconds = poll_seconds
+        self.pad = pad
         self.items_taken = 0
+
+    def samples(self, batch):
+        """The real samples in a batch this batcher gave (not its padding)."""
+        return len(batch[0]) if self.pad is None else int(batch[-1])
 
     def next_batch(self, stop_event):
         """The next merged batch, or None once stop_event is set (a partial batch is dropped)."""
@@ -32,8 +39,10 @@ class ExperienceBatcher:
             size += len(item[0])
             if size >= self.min_batch_size:
                 if len(parts) == 1:
-                    return parts[0]
-                return tuple(np.concatenate(fields) for fields in zip(*parts))
+                    batch = parts[0]
+                else:
+                    batch = tuple(np.concatenate(fields) for fields in zip(*parts))
+                return batch if self.pad is None else self.pad(batch)
         return None
 
 
@@ -80,7 +89,7 @@ class TrainerThread(threading.Thread):
             for batch in (self._dataset() if self.use_tf_data else self._batches()):
                 self.train_fn(*batch)
                 self.updates += 1
-                self.samples += len(batch[0])
+                self.samples += self.batcher.samples(batch)
                 if self.stop_event.is_set():
                     break
         except Exception:  # pylint: disable=broad-except

@@ -1,4 +1,7 @@
 """Trains PAAC: `python -m paac_tf.main --gin_file=gin/paac/pong.gin [--gin_bindings=...]`."""
+from common.run import process_setup  # first: the process set-up before TensorFlow loads
+process_setup.configure()
+# pylint: disable=wrong-import-position
 from common import evaluate
 from common.envs import pools
 from common.run import app

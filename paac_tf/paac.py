@@ -6,7 +6,7 @@ sampler (common/units/samplers.py) over a pool of worker processes and the actor
 (common/learners/actor_critic.py). What is PAAC's own is its config (section 5.1 and the authors'
 code)."""
 import dataclasses
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import gin
 
@@ -31,7 +31,9 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     from the code, the code's (alfredvc/paac); gin/paac/*.gin cite each."""
     env_config: Any = None             # @AtariConfig() or @GymConfig()
     num_envs: int = 32                 # ne
-    num_workers: int = 8               # nw worker processes stepping ne/nw environments each
+    # nw worker processes stepping ne/nw environments each; 'auto': as many as this machine has
+    # cores for (common.run.config.resolve_num_workers), ne unchanged
+    num_workers: Union[int, str] = 8
     t_max: int = 5
     total_steps: int = 115_000_000     # Nmax, in agent steps (x4 frames)
     # 'synchronized': all ne step, then one forward (Algorithm 1); 'alternating': Stooke &
@@ -59,8 +61,11 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         super().validate()
         self.validate_rmsprop()
         require = app.require
-        app.require_positive_ints(self.owner, self, ('num_envs', 'num_workers', 't_max'))
+        app.require_positive_ints(self.owner, self, ('num_envs', 't_max'))
         self.require_choice('sampler', samplers.SAMPLERS)
+        self.num_workers = config_lib.resolve_num_workers(
+            self.owner, self.num_workers, self.num_envs,
+            config_lib.sampler_groups(self.sampler, self.distribute))
         require(self.num_envs % self.num_workers == 0,
                 f'PAACConfig.num_envs={self.num_envs} must be divisible by '
                 f'num_workers={self.num_workers}')
@@ -115,6 +120,8 @@ def train(config, run_dir, make_pool):
     """
     strategy = distribute.strategy_of(config.distribute)
     machines = multi_worker.MachineShare.of(strategy).num_machines
+    print(f'PAAC: {config.num_envs} environments over {config.num_workers} worker processes, '
+          f'{config.sampler} sampler', flush=True)
     return on_policy.train(
         config, run_dir, build_learner(config, strategy),
         lambda seed: make_pool(config.env_config, config.num_envs // machines, seed=seed,

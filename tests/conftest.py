@@ -1,6 +1,58 @@
 """Fixtures shared across the test packages."""
-import gin
-import pytest
+import os
+
+# GPUs are hidden from the suite (and the processes its tests start, which inherit this) before
+# TensorFlow loads, so it runs on a GPU machine as on a CPU one: no test process reserves a GPU
+# or computes there, and the numbers compared are the CPU's. FAST_RL_TEST_GPU=1 runs the gpu
+# tests alone, with the GPUs visible: `FAST_RL_TEST_GPU=1 python -m pytest -m gpu tests`.
+GPU_MODE = os.environ.get('FAST_RL_TEST_GPU') == '1'
+if GPU_MODE:
+    # Numbers compared across devices: float32 matmuls and convolutions in float32 (not TF32,
+    # Ampere's and Hopper's default) and deterministic kernels, in the processes tests start too.
+    os.environ['NVIDIA_TF32_OVERRIDE'] = '0'
+    os.environ['TF_DETERMINISTIC_OPS'] = '1'
+else:
+    os.environ['CUDA_VISIBLE_DEVICES'] = ''
+
+# The test process is set up as an entry point's is (tf.keras = tf-keras for the tests' Keras
+# and tf-agents, TensorFlow imported quietly), before any test module loads TensorFlow.
+from common.run import process_setup  # pylint: disable=wrong-import-position
+
+process_setup.configure()
+
+# pylint: disable=wrong-import-position
+import gin  # noqa: E402
+import pytest  # noqa: E402
+
+
+def pytest_configure(config):
+    """In GPU mode, TF32 off and op determinism on in this process (before any test runs)."""
+    del config
+    if GPU_MODE:
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
+        tf.config.experimental.enable_tensor_float_32_execution(False)
+        tf.config.experimental.enable_op_determinism()
+
+
+def gpu_visible():
+    """Whether TensorFlow sees a GPU here (only ever in GPU mode)."""
+    if not GPU_MODE:
+        return False
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    return bool(tf.config.list_physical_devices('GPU'))
+
+
+def pytest_runtest_setup(item):
+    """gpu tests run only in GPU mode where a GPU is visible; in GPU mode, only they run."""
+    is_gpu_test = item.get_closest_marker('gpu') is not None
+    if is_gpu_test and not GPU_MODE:
+        pytest.skip('GPUs are hidden from the suite; FAST_RL_TEST_GPU=1 python -m pytest -m gpu '
+                    'tests runs this on a GPU machine')
+    if is_gpu_test and not gpu_visible():
+        pytest.skip('no GPU visible to TensorFlow here')
+    if GPU_MODE and not is_gpu_test:
+        pytest.skip('FAST_RL_TEST_GPU=1 runs only the gpu tests; the others run with the GPUs '
+                    'hidden')
 
 
 @pytest.fixture(autouse=True)

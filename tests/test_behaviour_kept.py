@@ -99,10 +99,17 @@ def accel_a2c_update(rollout):
 PPO_RATE = ['AccelConfig.learning_rate = 0.003']
 
 
+# The schedules off: since f623b5f they follow environment steps, held through a phase (rlpyt's
+# 1 - itr / n_itr), where they decayed with every gradient step of it; tests/accel_tf/test_ppo.py
+# checks them. The reference was remade at f623b5f with these bindings (ANNEALING_OFF there
+# named AccelConfig.anneal_ratio_clip, its place then).
+ANNEALING_OFF = ['AccelConfig.anneal_learning_rate = False', 'PPOConfig.anneal_ratio_clip = False']
+
+
 def accel_ppo_update(rollout):
     """One PPO optimization phase (gin/accel/ppo_pong.gin: 4 epochs x 4 minibatches)."""
     from accel_tf import learners  # pylint: disable=import-outside-toplevel
-    learner = learners.build_learner(_accel_config('ppo_pong', PPO_RATE))
+    learner = learners.build_learner(_accel_config('ppo_pong', PPO_RATE + ANNEALING_OFF))
     before = _values(learner.model.trainable_variables)
     learner.train_on_rollout(*rollout)
     return before, _values(learner.model.trainable_variables)

@@ -203,6 +203,11 @@ class AtariEnv:
             reward = max(-1.0, min(1.0, reward))
         return self._stack, reward, terminal, done
 
+    def rgb_frame(self) -> np.ndarray:
+        """The emulator's current screen in colour, (210, 160, 3) uint8: the raw frame before
+        any preprocessing (for watching a policy play, common/watch.py)."""
+        return self._ale.getScreenRGB()
+
     def close(self) -> None:
         self._ale = None
 

@@ -8,6 +8,8 @@ import numpy as np
 
 from common.run import field_types
 
+__all__ = ('GymConfig', 'GymEnv')
+
 
 @functools.lru_cache(maxsize=None)
 def _spaces(env_id: str) -> tuple:
@@ -62,12 +64,14 @@ class GymConfig:
 
 
 class GymEnv:
-    """A gymnasium env: reset() / step(action) -> (obs, reward, terminal, done), as AtariEnv."""
+    """A gymnasium env: reset() / step(action) -> (obs, reward, terminal, done), as AtariEnv.
+    rgb_frames=True makes it with render_mode='rgb_array', so rgb_frame() draws its screen."""
 
-    def __init__(self, config: GymConfig, seed: int):
+    def __init__(self, config: GymConfig, seed: int, rgb_frames: bool = False):
         self.config = config
         self._env = gymnasium.make(config.env_id,
-                                   max_episode_steps=config.max_episode_steps or None)
+                                   max_episode_steps=config.max_episode_steps or None,
+                                   render_mode='rgb_array' if rgb_frames else None)
         if not isinstance(self._env.action_space, gymnasium.spaces.Discrete):
             raise ValueError(f'GymConfig.env_id={config.env_id!r} has action space '
                              f'{self._env.action_space}; only Discrete action spaces are supported')
@@ -94,6 +98,13 @@ class GymEnv:
         # Truncation cuts bootstrapping too, as the original codes of the papers do.
         done = bool(terminated or truncated)
         return np.asarray(observation, self.observation_dtype), reward, done, done
+
+    def rgb_frame(self) -> np.ndarray:
+        """The env's current screen, (height, width, 3) uint8, as gymnasium renders it."""
+        if self._env.render_mode != 'rgb_array':
+            raise ValueError(f'GymEnv of {self.config.env_id!r} was made with rgb_frames=False; '
+                             'make it with rgb_frames=True to draw its screen')
+        return np.asarray(self._env.render(), np.uint8)
 
     def close(self) -> None:
         self._env.close()

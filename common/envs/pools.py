@@ -14,6 +14,9 @@ from common.envs.pool_base import (EnvPool, StepResult, _arrays, _check_common, 
                                    _check_int, _EnvSlice, _layout, _result)
 from common.envs.process_pool import ProcessPool
 
+__all__ = ('POOL_KINDS', 'EnvPool', 'StepResult', 'SerialPool', 'ThreadPool', 'ProcessPool',
+           'AleVectorPool', 'make_pool', 'validate_pool_config')
+
 POOL_KINDS = ('serial', 'thread', 'process', 'ale_vector')
 
 

@@ -17,6 +17,9 @@ from common.learners import losses
 from common.learners import optim
 from common.scale import distribute
 
+__all__ = ('UPDATE_STATS', 'REDUCTIONS', 'LossSettings', 'sequence_signature', 'sample_actions',
+           'observation_spec', 'rollout_signature', 'PolicyLearner', 'ActorCriticLearner')
+
 # Per-update statistics, logged as means over each log interval.
 UPDATE_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate')
 REDUCTIONS = ('mean', 'sum')
@@ -77,12 +80,32 @@ class PolicyLearner(tf.Module):
         self.optimizer = optimizer
         self.settings = settings
         self.optimizer.build(self.model.trainable_variables)
+        # Schedules over the run's environment steps (optim.EnvStepSchedule): the learning rate
+        # if it has one, and any a subclass adds; set_env_steps moves them all.
+        self.env_step_schedules = [optimizer.learning_rate]
         self.generator = tf.random.Generator.from_seed(seed)
         self.update_means = interval_means.IntervalMeans(update_stats)
         # Built under a one-machine strategy: each replica acts for its own sampler groups.
         self.act = distribute.acting(distribute.current_strategy(), self._act,
                                      [observation_spec])
         self.greedy_act = tf.function(self._greedy_act, input_signature=[observation_spec])
+        self.assign_parameters = tf.function(
+            self._assign_parameters, input_signature=[tf.TensorSpec((None,), tf.float32)])
+
+    def set_env_steps(self, env_steps):
+        """Tells the learner's environment-step schedules where the run is (before an update),
+        so a run resumed with another batch continues them where they were."""
+        for schedule in self.env_step_schedules:
+            if isinstance(schedule, optim.EnvStepSchedule):
+                schedule.env_steps.assign(env_steps)
+
+    def _assign_parameters(self, flat):
+        """The model's trainable variables from consecutive pieces of one flat vector, in one
+        call: one host-to-device copy, not one per variable (asynchronous learners' pulls)."""
+        variables = self.model.trainable_variables
+        pieces = tf.split(flat, [variable.shape.num_elements() for variable in variables])
+        for variable, piece in zip(variables, pieces):
+            variable.assign(tf.reshape(piece, variable.shape))
 
     def _act(self, observations):
         logits, _ = self.model(observations)
@@ -105,6 +128,10 @@ class ActorCriticLearner(PolicyLearner):
         self.predict = tf.function(self._predict, input_signature=[observation_spec])
         self.train_on_sequences = tf.function(self._train_on_sequences,
                                               input_signature=sequence_signature(observation_spec))
+        self.train_on_padded_sequences = tf.function(
+            self._train_on_padded_sequences,
+            input_signature=sequence_signature(observation_spec) + [
+                tf.TensorSpec((), tf.int32)])
         self.flat_gradients = tf.function(self._flat_gradients,
                                           input_signature=sequence_signature(observation_spec))
         if horizon is not None:
@@ -120,8 +147,9 @@ class ActorCriticLearner(PolicyLearner):
         logits, values = self.model(observations)
         return tf.nn.softmax(logits), values
 
-    def _objective(self, observations, actions, returns):
-        """(what is differentiated, the loss terms) for flat batches."""
+    def _objective(self, observations, actions, returns, weights=None):
+        """(what is differentiated, the loss terms) for flat batches; weights (None: all 1)
+        weigh the rows, 0 for padding (losses.actor_critic_loss)."""
         settings = self.settings
         logits, values = self.model(observations)
         if settings.gae_lambda is not None:
@@ -129,16 +157,17 @@ class ActorCriticLearner(PolicyLearner):
         loss = losses.actor_critic_loss(
             logits=logits, values=values, actions=actions, returns=returns,
             entropy_coef=settings.entropy_coef, value_loss_coef=settings.value_loss_coef,
-            log_epsilon=settings.log_epsilon)
+            log_epsilon=settings.log_epsilon, weights=weights)
         objective = loss.total * settings.scale
         if settings.reduction == 'sum':
-            objective = objective * tf.cast(tf.shape(actions)[0], objective.dtype)
+            rows = tf.shape(actions)[0] if weights is None else tf.reduce_sum(weights)
+            objective = objective * tf.cast(rows, objective.dtype)
         return objective, loss
 
-    def _gradients(self, observations, actions, returns):
+    def _gradients(self, observations, actions, returns, weights=None):
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
-            objective, loss = self._objective(observations, actions, returns)
+            objective, loss = self._objective(observations, actions, returns, weights)
         return tape.gradient(objective, variables), loss
 
     def _apply(self, gradients, loss):
@@ -157,6 +186,16 @@ class ActorCriticLearner(PolicyLearner):
         n-step returns bootstrap from its end value (0 after a terminal step)."""
         returns = losses.sequence_returns(rewards, sequence_ends, end_values, self.settings.gamma)
         return self._train_on_returns(observations, actions, returns)
+
+    def _train_on_padded_sequences(self, observations, actions, rewards, sequence_ends,
+                                   end_values, num_valid):
+        """_train_on_sequences on the first num_valid rows of a batch padded to a fixed size
+        (GA3C's bucketed batches, one input shape per bucket): the padding rows, one-step
+        sequences after the last real one, weigh 0 in the loss, so the update is that of the
+        real rows alone."""
+        returns = losses.sequence_returns(rewards, sequence_ends, end_values, self.settings.gamma)
+        weights = tf.cast(tf.range(tf.shape(actions)[0]) < num_valid, tf.float32)
+        return self._apply(*self._gradients(observations, actions, returns, weights))
 
     def _flat_gradients(self, observations, actions, rewards, sequence_ends, end_values):
         """The clipped gradients of one agent's sequences as one flat vector, applied elsewhere

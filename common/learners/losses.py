@@ -42,13 +42,29 @@ def n_step_returns(rewards, terminals, bootstrap_values, gamma):
 def sequence_returns(rewards, sequence_ends, end_values, gamma):
     """n-step returns of sequences laid end to end in one flat batch [N]: within a sequence
     R_t = r_t + gamma * R_{t+1}; at its last step (sequence_ends = 1) R_t = r_t + gamma * v,
-    v = end_values there (the bootstrap value, 0 after a terminal step)."""
+    v = end_values there (the bootstrap value, 0 after a terminal step). Steps after the last
+    end form one more sequence, bootstrapped from 0.
+
+    The sequences are laid out as the rows of [num_sequences, longest] (zeros after each one's
+    end) and n_step_returns scans their steps, all rows at once: as many sequential steps as
+    the longest sequence (GA3C's t_max, 5), not one per element of the batch, each element
+    computed by the same operations as a scan over the flat batch."""
     rewards = tf.convert_to_tensor(rewards)
     ends = tf.cast(sequence_ends, rewards.dtype)
     bootstrapped = rewards + gamma * ends * tf.cast(end_values, rewards.dtype)
-    returns = n_step_returns(bootstrapped[:, None], ends[:, None],
-                             tf.zeros([1], rewards.dtype), gamma)
-    return returns[:, 0]
+    is_end = tf.cast(tf.not_equal(ends, 0), tf.int32)
+    sequence = tf.cumsum(is_end, exclusive=True)   # each element's sequence (its row)
+    num_sequences = tf.reduce_sum(is_end) + 1      # + the steps after the last end, if any
+    lengths = tf.math.unsorted_segment_sum(tf.ones_like(is_end), sequence, num_sequences)
+    starts = tf.cumsum(lengths, exclusive=True)
+    step = tf.range(tf.size(is_end)) - tf.gather(starts, sequence)  # its column
+    cells = tf.stack([step, sequence], axis=1)
+    # At least one step: a scan over none cannot stack its unknown-width rows (empty batch).
+    shape = tf.stack([tf.maximum(tf.reduce_max(lengths), 1), num_sequences])
+    returns = n_step_returns(tf.scatter_nd(cells, bootstrapped, shape),
+                             tf.scatter_nd(cells, ends, shape),
+                             tf.zeros([num_sequences], rewards.dtype), gamma)
+    return tf.gather_nd(returns, cells)
 
 
 def generalized_advantage_estimation(rewards, values, terminals, bootstrap_values, gamma, lam):
@@ -74,12 +90,14 @@ def select(per_action, actions):
 
 
 def actor_critic_loss(logits, values, actions, returns, entropy_coef, value_loss_coef=0.5,
-                      log_epsilon=0.0):
+                      log_epsilon=0.0, weights=None):
     """A3C's loss: policy gradient on stop_gradient(R - V), entropy bonus, squared value error.
 
     log_epsilon > 0 uses GA3C's eq. (5), log(pi + epsilon) in the log-probability and the
     entropy, which bounds the gradient for stale (lagged) policies; 0 uses log_softmax.
-    Returns are targets: no gradient flows into them.
+    Returns are targets: no gradient flows into them. weights [N] (None: all 1) make each mean
+    a weighted one, sum(w x) / sum(w): weight 0 leaves padding rows out of a batch padded to a
+    fixed size.
     """
     returns = tf.stop_gradient(returns)
     if log_epsilon > 0:
@@ -88,10 +106,17 @@ def actor_critic_loss(logits, values, actions, returns, entropy_coef, value_loss
     else:
         log_probs = tf.nn.log_softmax(logits)
         probs = tf.exp(log_probs)
+    if weights is None:
+        mean = tf.reduce_mean
+    else:
+        weights = tf.cast(weights, values.dtype)
+
+        def mean(per_row):
+            return tf.reduce_sum(weights * per_row) / tf.reduce_sum(weights)
     advantages = tf.stop_gradient(returns - values)
-    policy_loss = -tf.reduce_mean(select(log_probs, actions) * advantages)
-    entropy = tf.reduce_mean(-tf.reduce_sum(probs * log_probs, axis=-1))
-    value_loss = tf.reduce_mean(tf.square(returns - values))
+    policy_loss = -mean(select(log_probs, actions) * advantages)
+    entropy = mean(-tf.reduce_sum(probs * log_probs, axis=-1))
+    value_loss = mean(tf.square(returns - values))
     total = policy_loss - entropy_coef * entropy + value_loss_coef * value_loss
     return ActorCriticLoss(total=total, policy_loss=policy_loss, value_loss=value_loss,
                            entropy=entropy)

@@ -15,8 +15,17 @@ Convolutions use 'valid' padding, as in the DQN and A3C papers, unless padding='
 code pads: 84x84 -> 21x21 -> 11x11 on nips).
 """
 import tensorflow as tf
+# Keras 2 by its own name: tf.keras is Keras 3 unless TF_USE_LEGACY_KERAS was set before
+# TensorFlow loaded, which a library user's process need not have done.
+import tf_keras as keras
 
-layers = tf.keras.layers
+__all__ = ('PADDINGS', 'nips', 'nature', 'ga3c_large', 'a3c_net', 'dqn_net', 'mlp', 'TORSOS',
+           'NETWORK_NAMES', 'IMAGE_NETWORKS', 'PADDABLE_NETWORKS', 'scale_observations',
+           'ActorCriticNetwork', 'QNetwork', 'DUELING_GRADIENT_SCALE', 'scale_gradient',
+           'make_torso', 'INITIALIZERS', 'build', 'initialize', 'make_actor_critic',
+           'actor_critic_for', 'make_q_network')
+
+layers = keras.layers
 
 
 PADDINGS = ('valid', 'same')
@@ -24,7 +33,7 @@ PADDINGS = ('valid', 'same')
 
 def nips(padding='valid', name='nips'):
     """A3C-FF / Mnih et al. 2013 torso (PAAC's archnips): two convs and a 256-unit layer."""
-    return tf.keras.Sequential([
+    return keras.Sequential([
         layers.Conv2D(16, 8, strides=4, padding=padding, activation='relu'),
         layers.Conv2D(32, 4, strides=2, padding=padding, activation='relu'),
         layers.Flatten(),
@@ -34,7 +43,7 @@ def nips(padding='valid', name='nips'):
 
 def nature(padding='valid', name='nature'):
     """Mnih et al. 2015 DQN torso (PAAC's archnature): three convs and a 512-unit layer."""
-    return tf.keras.Sequential([
+    return keras.Sequential([
         layers.Conv2D(32, 8, strides=4, padding=padding, activation='relu'),
         layers.Conv2D(64, 4, strides=2, padding=padding, activation='relu'),
         layers.Conv2D(64, 3, strides=1, padding=padding, activation='relu'),
@@ -51,7 +60,7 @@ def ga3c_large(first_stride=4, padding='valid', name='ga3c_large'):
     """
     if first_stride not in (1, 2, 3, 4):
         raise ValueError(f'first_stride={first_stride!r}; allowed: 1, 2, 3, 4')
-    return tf.keras.Sequential([
+    return keras.Sequential([
         layers.Conv2D(32, 8, strides=first_stride, padding=padding, activation='relu'),
         layers.Conv2D(32, 4, strides=2, padding=padding, activation='relu'),
         layers.Conv2D(64, 4, strides=2, padding=padding, activation='relu'),
@@ -63,7 +72,7 @@ def ga3c_large(first_stride=4, padding='valid', name='ga3c_large'):
 def a3c_net(name='a3c_net'):
     """Stooke & Abbeel's A3C-Net for 104x80 frames (Appendix A.1): nips with the second
     convolution padded by 1, so its output is 12x9 (32 x 12 x 9 features), then 256 units."""
-    return tf.keras.Sequential([
+    return keras.Sequential([
         layers.Conv2D(16, 8, strides=4, activation='relu'),
         layers.ZeroPadding2D(1),
         layers.Conv2D(32, 4, strides=2, activation='relu'),
@@ -75,7 +84,7 @@ def a3c_net(name='a3c_net'):
 def dqn_net(name='dqn_net'):
     """Stooke & Abbeel's DQN-Net for 104x80 frames (Appendix A.1): nature with the second and
     third convolutions padded by 1, so the output is 12x9 (64 x 12 x 9 features), then 512."""
-    return tf.keras.Sequential([
+    return keras.Sequential([
         layers.Conv2D(32, 8, strides=4, activation='relu'),
         layers.ZeroPadding2D(1),
         layers.Conv2D(64, 4, strides=2, activation='relu'),
@@ -88,7 +97,7 @@ def dqn_net(name='dqn_net'):
 
 def mlp(hidden_sizes=(64, 64), activation='tanh', name='mlp'):
     """Fully connected torso for vector observations (CartPole and tests)."""
-    return tf.keras.Sequential(
+    return keras.Sequential(
         [layers.Flatten()] + [layers.Dense(size, activation=activation) for size in hidden_sizes],
         name=name)
 
@@ -108,7 +117,7 @@ def scale_observations(observations, input_scale, input_offset):
     return tf.cast(observations, tf.float32) * input_scale + input_offset
 
 
-class ActorCriticNetwork(tf.keras.Model):
+class ActorCriticNetwork(keras.Model):
     """Torso, policy-logits head and value head: observations -> (logits [N, A], values [N])."""
 
     def __init__(self, torso, num_actions, input_scale=1 / 255, input_offset=0.0,
@@ -128,7 +137,7 @@ class ActorCriticNetwork(tf.keras.Model):
         return logits, tf.cast(tf.squeeze(self.value_head(features), axis=-1), tf.float32)
 
 
-class QNetwork(tf.keras.Model):
+class QNetwork(keras.Model):
     """Torso with a linear Q head, or dueling streams: observations -> Q values [N, A].
 
     Dueling (Wang et al. 2016, section 3 and Figure 1): the torso's last hidden layer becomes
@@ -152,11 +161,11 @@ class QNetwork(tf.keras.Model):
             if not isinstance(hidden, layers.Dense):
                 raise ValueError(f'dueling needs a torso ending in a hidden Dense layer; '
                                  f'{torso.name} ends in {type(hidden).__name__}')
-            self.torso = tf.keras.Sequential(shared, name=f'{torso.name}_shared')
-            self.value_stream = tf.keras.Sequential([
+            self.torso = keras.Sequential(shared, name=f'{torso.name}_shared')
+            self.value_stream = keras.Sequential([
                 layers.Dense(hidden.units, activation=hidden.activation, name='value_hidden'),
                 layers.Dense(self.num_atoms, name='value')], name='value_stream')
-            self.advantage_stream = tf.keras.Sequential([
+            self.advantage_stream = keras.Sequential([
                 layers.Dense(hidden.units, activation=hidden.activation,
                              name='advantage_hidden'),
                 layers.Dense(num_actions * self.num_atoms, name='advantage')],

@@ -11,6 +11,9 @@ import tensorflow as tf
 
 from common.scale import distribute
 
+__all__ = ('RMSProp', 'Adam', 'rmsprop_of', 'LinearSchedule', 'EnvStepSchedule',
+           'set_schedule_steps', 'apply_actor_critic_gradients')
+
 
 class _SlotOptimizer(tf.Module):
     """What both optimizers share: a learning rate (a float or a callable of the update count,

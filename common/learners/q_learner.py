@@ -11,6 +11,8 @@ from common.learners import losses
 from common.learners import optim
 from common.scale import distribute
 
+__all__ = ('QSettings', 'UPDATE_STATS', 'QLearner', 'centered_rmsprop')
+
 
 @dataclasses.dataclass(frozen=True)
 class QSettings:

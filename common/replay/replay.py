@@ -6,11 +6,20 @@ newest frame of its observation (obs[..., -1]) with its action, reward, terminal
 starts an episode; stacks and next states are rebuilt at sampling time. Frames older than an
 episode start are zeros, as AtariEnv pads a fresh episode. Each sampler (environment) writes its
 own stream, so a stack never mixes two environments. Nothing here imports TensorFlow.
+
+save() and restore() keep a replay across sessions (common/replay/replay_files.py). A restored
+replay ends where the last session stopped its environments: the next step each stream stores
+starts an episode, and the stream's last n_step steps before it, whose n-step transitions would
+reach into the new session, are never drawn (dangling) until overwritten.
 """
 from typing import NamedTuple
 
 import cv2
 import numpy as np
+
+from common.replay import replay_files
+
+__all__ = ('Batch', 'frame_shape_of', 'footprint_bytes', 'ReplayMemory', 'StagingBuffer')
 
 
 class Batch(NamedTuple):
@@ -81,6 +90,12 @@ class ReplayMemory:
         self.cursors = np.zeros(num_streams, np.int64)  # next write position per stream
         self.counts = np.zeros(num_streams, np.int64)   # steps held per stream
         self.rng = np.random.default_rng(seed)
+        # Steps (stream * stream_capacity + position) whose n-step transition would span a
+        # session boundary (restore): never drawn until overwritten. Sorted, small.
+        self.dangling = np.zeros(0, np.int64)
+        self._restarting = None  # after a restore: streams whose next step starts an episode
+        self._writing = False    # a write under way (a save refuses one cut short)
+        self.write_cut_short = False
 
     @property
     def nbytes(self):
@@ -96,28 +111,53 @@ class ReplayMemory:
 
     def add(self, stream, observation, action, reward, terminal, episode_start):
         """Stores one step of stream: s_t (its newest frame), a_t, r_t, terminal_t, s_t starts."""
+        self._begin_write()
         position = self.cursors[stream]
         self.frames[stream, position] = self.newest_frame(observation)
         self.actions[stream, position] = action
         self.rewards[stream, position] = reward
         self.terminals[stream, position] = terminal
         self.episode_starts[stream, position] = episode_start
+        if self._restarting is not None or self.dangling.size:
+            self._after_restore_write(stream, np.array([position]))
         self.cursors[stream] = (position + 1) % self.stream_capacity
         self.counts[stream] = min(self.counts[stream] + 1, self.stream_capacity)
+        self._writing = False
 
     def add_steps(self, stream, frames, actions, rewards, terminals, episode_starts):
         """Stores len(actions) consecutive steps of stream at once (frames already newest-only)."""
         count = len(actions)
         if count > self.stream_capacity:
             raise ValueError(f'{count} steps exceed the stream capacity {self.stream_capacity}')
+        self._begin_write()
         positions = (self.cursors[stream] + np.arange(count)) % self.stream_capacity
         self.frames[stream, positions] = frames
         self.actions[stream, positions] = actions
         self.rewards[stream, positions] = rewards
         self.terminals[stream, positions] = terminals
         self.episode_starts[stream, positions] = episode_starts
+        if count and (self._restarting is not None or self.dangling.size):
+            self._after_restore_write(stream, positions)
         self.cursors[stream] = (self.cursors[stream] + count) % self.stream_capacity
         self.counts[stream] = min(self.counts[stream] + count, self.stream_capacity)
+        self._writing = False
+
+    def _begin_write(self):
+        if self._writing:  # the write before never finished (an interrupt inside it)
+            self.write_cut_short = True
+        self._writing = True
+
+    def _after_restore_write(self, stream, positions):
+        """The first step written to a stream after a restore starts an episode (its
+        environment was reset), and dangling steps overwritten are dangling no more."""
+        if self._restarting is not None and self._restarting[stream]:
+            self.episode_starts[stream, positions[0]] = True
+            self._restarting[stream] = False
+            if not self._restarting.any():
+                self._restarting = None
+        if self.dangling.size:
+            self.dangling = np.setdiff1d(self.dangling,
+                                         stream * self.stream_capacity + positions)
 
     def valid_counts(self):
         """Per stream, how many steps can be sampled: those whose n following steps are stored
@@ -128,11 +168,41 @@ class ReplayMemory:
         return np.maximum(self.counts - self.n_step - history, 0)
 
     def sample_indices(self, batch_size):
-        """(streams, positions) of batch_size uniformly drawn valid steps."""
+        """(streams, positions) of batch_size uniformly drawn valid steps (dangling ones drawn
+        again)."""
         valid = self.valid_counts()
         total = int(valid.sum())
-        if total == 0:
+        dangling = self.dangling[self._is_valid(*np.divmod(self.dangling, self.stream_capacity),
+                                                valid)] if self.dangling.size else self.dangling
+        if total <= len(dangling):
             raise ValueError('replay memory holds no complete transition yet')
+        streams, positions = self._draw(valid, total, batch_size)
+        if len(dangling):
+            again = np.isin(streams * self.stream_capacity + positions, dangling)
+            while again.any():
+                streams[again], positions[again] = self._draw(valid, total, int(again.sum()))
+                again = np.isin(streams * self.stream_capacity + positions, dangling)
+        return streams, positions
+
+    def _first_valid(self, streams):
+        """Per stream, the position of its oldest valid step."""
+        full = self.counts[streams] == self.stream_capacity
+        oldest = np.where(full, self.cursors[streams], 0)
+        return (oldest + np.where(full, self.stack - 1, 0)) % self.stream_capacity
+
+    def _is_valid(self, streams, positions, valid):
+        """Whether each (stream, position) is among the stream's valid steps (valid_counts)."""
+        offsets = (positions - self._first_valid(streams)) % self.stream_capacity
+        return offsets < valid[streams]
+
+    def drawable(self, items):
+        """Of items (stream * stream_capacity + position), those that are not dangling."""
+        if not self.dangling.size:
+            return items
+        return items[~np.isin(items, self.dangling)]
+
+    def _draw(self, valid, total, batch_size):
+        """(streams, positions) of batch_size uniform draws among the total valid steps."""
         draws = self.rng.integers(0, total, size=batch_size)
         ends = np.cumsum(valid)
         streams = np.searchsorted(ends, draws, side='right')
@@ -194,6 +264,125 @@ class ReplayMemory:
         return Batch(*(field.reshape((num_minibatches, batch_size) + field.shape[1:])
                        for field in batch))
 
+    def settings(self):
+        """What a saved replay must share with this one to be restored into it."""
+        return {'capacity': self.capacity, 'num_streams': self.num_streams,
+                'stream_capacity': self.stream_capacity, 'stack': self.stack,
+                'n_step': self.n_step, 'observation_shape': list(self.observation_shape),
+                'observation_dtype': self.observation_dtype.name}
+
+    def save(self, directory, env_steps, margin_bytes=None):
+        """Writes this replay as directory, the replay of env_steps (replay_files.
+        write_directory: beside it, then renamed in; margin_bytes left free); returns (bytes,
+        whether the previous save was removed first). ReplayFileError if it cannot be."""
+        arrays, meta = self.saved_state(env_steps, 'uniform')
+        return replay_files.write_directory(directory, arrays, meta, margin_bytes)
+
+    def saved_state(self, env_steps, kind):
+        """(arrays, meta) that save() writes: every array that holds steps or says where they
+        go, the settings, the sampling generator's state; ReplayFileError if nothing is held or
+        a write was cut short (a save would hold half a step)."""
+        if self._writing or self.write_cut_short:
+            raise replay_files.ReplayFileError(
+                'a write into replay was cut short (an interrupt inside it); a save would hold '
+                'half a step')
+        if len(self) == 0:
+            raise replay_files.ReplayFileError('replay holds no steps')
+        arrays = {name: getattr(self, name) for name in SAVED_ARRAYS}
+        meta = {'format': replay_files.FORMAT, 'kind': kind, 'env_steps': int(env_steps),
+                'settings': self.settings(), 'gamma': self.gamma,
+                'arrays': {name: {'shape': list(array.shape), 'dtype': array.dtype.name}
+                           for name, array in arrays.items()},
+                'rng_state': self.rng.bit_generator.state}
+        return arrays, meta
+
+    def restore(self, directory, env_steps):
+        """Reads a save() of this replay's settings and of env_steps into this (new) replay;
+        ReplayFileError naming the file or the setting if it cannot (the replay is then empty)."""
+        meta = replay_files.read_meta(directory)
+        self.check_saved(meta, directory, env_steps, 'uniform')
+        self.load_saved(directory, meta)
+
+    def check_saved(self, meta, directory, env_steps, kind):
+        """ReplayFileError unless meta (a save's) is of kind, of env_steps, and of settings()."""
+        Error = replay_files.ReplayFileError
+        if meta.get('kind') != kind:
+            raise Error(f"{directory} holds a {meta.get('kind')} replay; this run's is {kind}")
+        if meta.get('env_steps') != env_steps:
+            saved = meta.get('env_steps')
+            saved = f'{saved:,}' if isinstance(saved, int) else repr(saved)
+            raise Error(f'{directory} holds the replay of step {saved}; the checkpoint resumed '
+                        f'from is at step {env_steps:,}')
+        saved = meta.get('settings') if isinstance(meta.get('settings'), dict) else {}
+        for key, value in self.settings().items():
+            if saved.get(key) != value:
+                raise Error(f"{directory} was saved with {key}={saved.get(key)!r}; this run's "
+                            f"replay has {key}={value!r}")
+
+    def load_saved(self, directory, meta):
+        """Reads a checked save into this replay: the small arrays first, then the frames
+        slice by slice into self.frames (no second copy in memory), then cursors and counts;
+        marks the session boundary. Any failure, or an interrupt, leaves the replay empty."""
+        Error = replay_files.ReplayFileError
+        small = {name: replay_files.load_array(directory, name, getattr(self, name).shape,
+                                               getattr(self, name).dtype)
+                 for name in SAVED_ARRAYS if name not in ('frames', 'dangling')}
+        cursors, counts = small.pop('cursors'), small.pop('counts')
+        capacity = self.stream_capacity
+        if (np.any((cursors < 0) | (cursors >= capacity) | (counts < 0) | (counts > capacity))
+                or np.any((counts < capacity) & (cursors != counts))):
+            raise Error(f'{directory} holds cursors {cursors.tolist()} and counts '
+                        f'{counts.tolist()} that no replay of {capacity} steps per stream has')
+        try:
+            dangling_shape = tuple(meta['arrays']['dangling']['shape'])
+        except (KeyError, TypeError) as error:
+            raise Error(f'{directory}/{replay_files.META_FILE} lacks the shape of dangling '
+                        f'({error!r})') from None
+        dangling = replay_files.load_array(directory, 'dangling', dangling_shape, np.int64)
+        if dangling.ndim != 1 or np.any((dangling < 0) | (dangling >= self.capacity)):
+            raise Error(f'{directory}/dangling.npy holds steps outside this replay')
+        rng = np.random.default_rng()
+        try:
+            rng.bit_generator.state = meta['rng_state']
+        except (KeyError, TypeError, ValueError) as error:
+            raise Error(f'{directory}/{replay_files.META_FILE} holds no usable generator state '
+                        f'({type(error).__name__}: {error})') from None
+        self.clear()
+        try:
+            replay_files.copy_array_into(directory, 'frames', self.frames)
+            for name, array in small.items():
+                getattr(self, name)[...] = array
+            self.cursors[:], self.counts[:] = cursors, counts
+        except BaseException:
+            self.clear()
+            raise
+        self.rng = rng
+        self.dangling = np.union1d(dangling, self._session_ends())
+        self._restarting = np.ones(self.num_streams, bool)
+
+    def _session_ends(self):
+        """Per stream, its last n_step stored steps: their n-step transitions would reach past
+        the end of the session that wrote them."""
+        capacity = self.stream_capacity
+        ends = [stream * capacity + (self.cursors[stream] - 1 - np.arange(
+            min(self.n_step, int(self.counts[stream])))) % capacity
+            for stream in range(self.num_streams)]
+        return np.concatenate(ends).astype(np.int64)
+
+    def clear(self):
+        """Empties the replay (its arrays are left as they are, to be overwritten)."""
+        self.cursors[:] = 0
+        self.counts[:] = 0
+        self.dangling = np.zeros(0, np.int64)
+        self._restarting = None
+        self._writing = False
+        self.write_cut_short = False
+
+
+# What ReplayMemory.save() writes, each as <name>.npy.
+SAVED_ARRAYS = ('frames', 'actions', 'rewards', 'terminals', 'episode_starts', 'cursors',
+                'counts', 'dangling')
+
 
 class StagingBuffer:
     """One sampler's steps held back from replay until the threads synchronize (paper, sec. 3)."""
@@ -221,8 +410,10 @@ class StagingBuffer:
     def flush_into(self, replay, stream):
         """Moves every held step into replay's stream, oldest first, and empties the buffer."""
         size = self.size
+        # Emptied first, so a flush that an interrupt cut short is never repeated (which would
+        # store its steps twice); replay refuses to save a write cut short.
+        self.size = 0
         if size:
             replay.add_steps(stream, self.frames[:size], self.actions[:size],
                              self.rewards[:size], self.terminals[:size],
                              self.episode_starts[:size])
-        self.size = 0

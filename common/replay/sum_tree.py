@@ -46,6 +46,27 @@ class SumTree:
             nodes = np.unique(nodes >> 1)
             self.nodes[nodes] = self.nodes[2 * nodes] + self.nodes[2 * nodes + 1]
 
+    def leaves(self):
+        """The priorities of items 0..capacity-1 (a copy)."""
+        return self.nodes[self.leaf_offset:self.leaf_offset + self.capacity].copy()
+
+    def load(self, priorities):
+        """Sets every item's priority at once and recomputes each inner node from its children,
+        level by level (a saved tree is restored from its leaves alone)."""
+        priorities = np.asarray(priorities, np.float64)
+        if priorities.shape != (self.capacity,):
+            raise ValueError(f'{priorities.shape} priorities for a SumTree of capacity '
+                             f'{self.capacity}; allowed: shape ({self.capacity},)')
+        if not np.all(np.isfinite(priorities)) or np.any(priorities < 0):
+            bad = priorities[~(np.isfinite(priorities) & (priorities >= 0))][0]
+            raise ValueError(f'priorities must be finite and >= 0, got {bad!r}')
+        self.nodes[:] = 0.0
+        self.nodes[self.leaf_offset:self.leaf_offset + self.capacity] = priorities
+        for level in reversed(range(self.depth)):
+            start = 1 << level
+            self.nodes[start:2 * start] = (self.nodes[2 * start:4 * start:2] +
+                                           self.nodes[2 * start + 1:4 * start:2])
+
     def find(self, targets):
         """The items whose intervals of the cumulative priorities hold targets (in [0, total)).
 

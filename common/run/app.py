@@ -22,16 +22,23 @@ from common.run import gin_text
 from common.run import run_lock
 from common.run import run_record
 
-flags.DEFINE_multi_string('gin_file', [], 'Gin config file; repeatable, later files win.')
-flags.DEFINE_multi_string('gin_bindings', [],
-                          "Gin binding such as 'paac.train.num_envs = 16'; repeatable, "
-                          'applied after the files.')
-flags.DEFINE_string('run_dir', None,
-                    'Run directory. Default: the newest runs/<paper>-<game>-<timestamp> started '
-                    'by the same command (so rerunning resumes), else a new one.')
-flags.DEFINE_boolean('verbose', False,
-                     "Show TensorFlow's start-up logs (read by common/run/quiet_import.py before "
-                     'TensorFlow loads; setting TF_CPP_MIN_LOG_LEVEL does the same).')
+def define_flags():
+    """Defines the flags every command takes (--gin_file, --gin_bindings, --run_dir, --verbose)
+    in absl's registry, once; run() calls it, so importing this module defines nothing (a
+    library user's script keeps those names for its own flags)."""
+    if 'gin_file' in flags.FLAGS:
+        return
+    flags.DEFINE_multi_string('gin_file', [], 'Gin config file; repeatable, later files win.')
+    flags.DEFINE_multi_string('gin_bindings', [],
+                              "Gin binding such as 'paac.train.num_envs = 16'; repeatable, "
+                              'applied after the files.')
+    flags.DEFINE_string('run_dir', None,
+                        'Run directory. Default: the newest runs/<paper>-<game>-<timestamp> '
+                        'started by the same command (so rerunning resumes), else a new one.')
+    flags.DEFINE_boolean('verbose', False,
+                         "Show TensorFlow's start-up logs (read by common/run/quiet_import.py "
+                         'before TensorFlow loads; setting TF_CPP_MIN_LOG_LEVEL does the same).')
+
 
 FLAGS = flags.FLAGS
 # The two kinds of one-line ending (common/run/errors.py), by the names callers use.
@@ -384,4 +391,5 @@ def run(main_fn, takes_args=False):
             print('interrupted', file=sys.stderr)
             sys.exit(130)
 
+    define_flags()
     app.run(wrapped, flags_parser=_parse_flags)

@@ -15,6 +15,7 @@ import sys
 import tensorflow as tf
 
 from common.run import errors
+from common.run import file_writes
 
 CHECKPOINT_DIR = 'checkpoints'
 _INDEX_FILE = re.compile(r'^ckpt-(\d+)\.index$')
@@ -99,6 +100,26 @@ def verify(prefix):
     return None
 
 
+def write_index(directory, kept):
+    """Writes directory's index (`checkpoint`, the text TensorFlow's get_checkpoint_state
+    reads) naming kept, oldest first, the last as the newest: to a temporary file, then renamed
+    over the index, so a crash leaves the old index or the new one. Paths are relative to the
+    directory, so a run directory can be moved."""
+    names = [os.path.basename(prefix) for prefix in kept]
+    text = ''.join([f'model_checkpoint_path: "{names[-1]}"\n'] +
+                   [f'all_model_checkpoint_paths: "{name}"\n' for name in names])
+    index = os.path.join(directory, 'checkpoint')
+    file_writes.write_text(index + '.tmp', text)
+    with file_writes.naming(index):
+        os.replace(index + '.tmp', index)
+
+
+def first_tried(directory, readable):
+    """The candidates restore tried, in order, up to and including readable."""
+    tried = candidates(directory, quiet=True)
+    return tried[:tried.index(readable) + 1] if readable in tried else [readable]
+
+
 def first_readable(directory, quiet=False):
     """The best checkpoint that reads back whole, warning (unless quiet) about each one skipped;
     None if the directory holds none; CheckpointError if it holds some and none can be read."""
@@ -134,6 +155,7 @@ class Checkpointer:
         self.max_to_keep = max_to_keep
         self.milestone_every_steps = milestone_every_steps
         self._kept = None  # published prefixes, oldest first; read from the index on first use
+        self._damaged = []  # skipped as damaged by restore(): removed by the next save
 
     def restore(self):
         """Restores the newest readable checkpoint; returns its prefix, or None if there is none.
@@ -149,10 +171,16 @@ class Checkpointer:
         except (AssertionError, ValueError, tf.errors.OpError) as error:
             detail = str(error).strip().splitlines()[0][:200]
             raise CheckpointError(f'{prefix} does not fit this configuration ({detail})')
-        # Published after the restored one means skipped as damaged: left on disk, unpublished.
+        # The rotation goes on from what is on disk, whatever the index said: older checkpoints
+        # it did not list (after a missing index) are rotated out like listed ones, and the
+        # damaged ones skipped above are removed once a newer checkpoint is saved.
         published = _published(self.directory) or []
-        self._kept = published[:published.index(prefix)] if prefix in published else []
-        self._kept.append(prefix)
+        steps = _steps_of(prefix)
+        older = [path for path in on_disk(self.directory) if _steps_of(path) < steps]
+        listed = [path for path in published if path in older]
+        self._kept = [path for path in reversed(older) if path not in listed] + listed + [prefix]
+        self._damaged = [path for path in first_tried(self.directory, prefix)
+                         if path != prefix]
         return prefix
 
     def save(self, env_steps):
@@ -178,10 +206,14 @@ class Checkpointer:
                                   f'{self._still_newest()}')
         kept = [old for old in self._kept if old != path] + [path]
         dropped, kept = kept[:-self.max_to_keep], kept[-self.max_to_keep:]
-        # An atomic rewrite of the index (temporary file, then rename).
-        tf.compat.v1.train.update_checkpoint_state(self.directory, path,
-                                                   all_model_checkpoint_paths=kept)
+        write_index(self.directory, kept)
         self._kept = kept
+        for damaged in self._damaged:
+            if damaged != path:
+                remove_partial(damaged)
+                _warn(f'removed damaged checkpoint {damaged} (skipped at the restore; {path} '
+                      'is saved)')
+        self._damaged = []
         for old in dropped:
             if self._is_milestone(old, kept):
                 continue
@@ -209,23 +241,77 @@ class Checkpointer:
         return 'the run has no earlier checkpoint'
 
 
-def restore_latest(run_dir, **trackables):
-    """Restores the given trackables from run_dir's newest readable checkpoint; returns its env
-    steps. For evaluation: only what is named is restored (the optimizer may be left out)."""
+# A published run's policy (common.results): its network's weights and the counters, nothing
+# else (no optimizer, no replay), as a checkpoint with this prefix in the published directory.
+POLICY_WEIGHTS = 'policy_weights'
+
+
+def policy_source(run_dir):
+    """(prefix, published) of what holds run_dir's policy: its newest readable checkpoint, or
+    else a published result's policy weights. CheckpointError naming run_dir if it has neither."""
     directory = os.path.join(run_dir, CHECKPOINT_DIR)
     prefix = first_readable(directory)
-    if prefix is None:
-        raise CheckpointError(f'no checkpoint in {directory}')
+    if prefix is not None:
+        return prefix, False
+    weights = os.path.join(run_dir, POLICY_WEIGHTS)
+    if os.path.isfile(weights + '.index'):
+        return weights, True
+    raise CheckpointError(
+        f'{run_dir!r} has no checkpoint (in {directory}) and no published {POLICY_WEIGHTS}; '
+        'allowed: a run directory that has saved a checkpoint, or a published result that '
+        'carries its policy weights (docs/results.md)')
+
+
+def write_policy_weights(directory, network, source):
+    """Writes network's weights (no optimizer) and the counters of checkpoint prefix source as
+    directory/POLICY_WEIGHTS, what restore_latest reads from a directory without checkpoints;
+    returns the paths written. Written, then read back in full, as checkpoints are."""
     counters = Counters()
-    tf.train.Checkpoint(counters=counters, **trackables).restore(prefix).expect_partial()
+    reader = tf.train.load_checkpoint(source)
+    for name in ('env_steps', 'episodes', 'elapsed_seconds'):
+        key = f'counters/{name}/.ATTRIBUTES/VARIABLE_VALUE'
+        if reader.has_tensor(key):
+            getattr(counters, name).assign(reader.get_tensor(key))
+    prefix = os.path.join(directory, POLICY_WEIGHTS)
+    remove_partial(prefix)  # a previous publication's files
+    checkpoint = tf.train.Checkpoint(policy=network, counters=counters)
+    # Created now so that it is written: a restore creates it and asserts it matched.
+    checkpoint.save_counter  # pylint: disable=pointless-statement
+    path = checkpoint.write(prefix)
+    reason = verify(path)
+    if reason is not None:
+        remove_partial(prefix)
+        raise CheckpointError(f'{path} did not read back ({reason}) and was removed')
+    return sorted(os.path.join(directory, name) for name in os.listdir(directory)
+                  if name == POLICY_WEIGHTS + '.index'
+                  or name.startswith(POLICY_WEIGHTS + '.data-'))
+
+
+def restore_latest(run_dir, **trackables):
+    """Restores the given trackables from run_dir's newest readable checkpoint; returns its env
+    steps. For evaluation: only what is named is restored (the optimizer may be left out). A
+    published result (no checkpoints, its POLICY_WEIGHTS) restores its one network, the one
+    trackable given, whatever name the paper gives it."""
+    prefix, published = policy_source(run_dir)
+    counters = Counters()
+    if not published:
+        tf.train.Checkpoint(counters=counters, **trackables).restore(prefix).expect_partial()
+        return int(counters.env_steps.numpy())
+    if len(trackables) != 1:
+        raise ValueError(f'a published policy restores one network, got {sorted(trackables)}')
+    (network,) = trackables.values()
+    try:
+        tf.train.Checkpoint(policy=network, counters=counters).restore(
+            prefix).assert_existing_objects_matched()
+    except (AssertionError, ValueError, tf.errors.OpError) as error:
+        detail = str(error).strip().splitlines()[0][:200]
+        raise CheckpointError(f'{prefix} does not fit this configuration ({detail})')
     return int(counters.env_steps.numpy())
 
 
 def trained_seconds(run_dir):
     """The training time (Counters.elapsed_seconds) saved in run_dir's newest readable
-    checkpoint, the clock of metrics.csv's wall_time."""
-    prefix = first_readable(os.path.join(run_dir, CHECKPOINT_DIR), quiet=True)
-    if prefix is None:
-        raise CheckpointError(f'no checkpoint in {os.path.join(run_dir, CHECKPOINT_DIR)}')
+    checkpoint (or its published policy weights), the clock of metrics.csv's wall_time."""
+    prefix, _ = policy_source(run_dir)
     reader = tf.train.load_checkpoint(prefix)
     return float(reader.get_tensor('counters/elapsed_seconds/.ATTRIBUTES/VARIABLE_VALUE'))

@@ -13,6 +13,7 @@ import gin
 
 from common.envs import pools
 from common.run import app
+from common.run import machine_load
 from common.units import samplers
 
 STRATEGIES = ('none', 'mirrored', 'multi_worker')
@@ -98,7 +99,8 @@ class RMSPropConfig:
 @dataclasses.dataclass
 class DistributeConfig:
     """Several devices for one run (Stooke & Abbeel 2018, section 4.2): 'mirrored' splits every
-    batch over num_replicas replicas (GPUs, or logical CPU devices where there are fewer),
+    batch over num_replicas replicas (a GPU each, or logical CPU devices where there is no GPU;
+    more replicas than GPUs is refused: common/run/devices.py, mirrored_problem),
     averages their gradients and applies one update to every replica's copy
     (common/scale/distribute.py); 'multi_worker': the same over the processes TF_CONFIG names, each
     with its own data; 'none': one device."""
@@ -148,6 +150,28 @@ def require_sampler_groups(owner, sampler, num_workers, distribute_config):
         f'{owner}.num_workers={num_workers} does not split into {groups} sampler groups '
         f'({groups // replicas} per replica of DistributeConfig.num_replicas={replicas}, each '
         f'replica sampling its own simulators)')
+
+
+AUTO_WORKERS = 'auto'
+
+
+def resolve_num_workers(owner, num_workers, num_envs, groups=1, cores=None):
+    """num_workers as an int: itself, or for 'auto' the most environment processes this machine
+    has cores for (machine_load.usable_cores) that split num_envs and the sampler's groups
+    evenly, so the algorithm's batch (num_envs) never changes with the machine. ConfigError
+    naming the value otherwise."""
+    if num_workers != AUTO_WORKERS:
+        app.require(isinstance(num_workers, int) and not isinstance(num_workers, bool)
+                    and num_workers > 0,
+                    f'{owner}.num_workers must be a positive integer or {AUTO_WORKERS!r} '
+                    f'(as many as this machine has cores), got {num_workers!r}')
+        return num_workers
+    cores = machine_load.usable_cores() if cores is None else cores
+    fitting = [count for count in range(groups, num_envs + 1, groups)
+               if num_envs % count == 0 and count <= max(cores, groups)]
+    app.require(fitting, f'{owner}.num_workers={AUTO_WORKERS!r}: no count of {groups} or more '
+                         f'splits num_envs={num_envs} into {groups} group(s)')
+    return fitting[-1]
 
 
 def require_cluster_split(owner, num_cluster_workers, **totals):

@@ -2,7 +2,8 @@
 
 A paper's main.py declares a Paper (how to configure it, train it and name what its checkpoints
 depend on) and calls main(PAPER); the sequence lives here once: configure (one-line errors
-before anything starts), process set-up, cluster, run directory, train.
+before anything starts), process set-up, cluster, devices (common/run/devices.py: the GPUs
+each process may use, and one line naming them), run directory, train.
 """
 import dataclasses
 from typing import Callable, Optional
@@ -10,7 +11,8 @@ from typing import Callable, Optional
 from absl import flags
 
 from common.run import app
-from common.scale import cluster  # defines --cluster and --task_index
+from common.run import devices
+from common.scale import cluster
 
 FLAGS = flags.FLAGS
 
@@ -23,7 +25,9 @@ class Paper:
     train(config, run_dir) -> env steps reached (resuming from run_dir's checkpoint);
     model_identity(config) -> what its checkpoints depend on beside the environment (run.json);
     prepare(config): process set-up before TensorFlow works (threads), optional;
-    cluster: whether it runs over several machines (--cluster, DistributeConfig 'multi_worker').
+    cluster: whether it runs over several machines (--cluster, DistributeConfig 'multi_worker');
+    compute(config) -> devices.Placement: which processes compute, optional (default: the main
+    process, on the GPUs it sees or the CPU).
     """
     name: str
     configure: Callable
@@ -31,10 +35,12 @@ class Paper:
     model_identity: Callable
     prepare: Optional[Callable] = None
     cluster: bool = False
+    compute: Optional[Callable] = None
 
 
 def run(paper):
-    """configure -> prepare -> cluster -> run directory -> train, for the flags given."""
+    """configure -> prepare -> cluster -> devices -> run directory -> train, for the flags
+    given."""
     config = paper.configure(FLAGS.gin_file, FLAGS.gin_bindings)
     if paper.prepare is not None:
         paper.prepare(config)
@@ -47,6 +53,9 @@ def run(paper):
     elif FLAGS.cluster or FLAGS.task_index is not None:
         raise app.ConfigError(f'--cluster/--task_index: {paper.name} runs on one machine; '
                               'only papers with a multi_worker strategy take them')
+    # Before the run directory and any op: the devices (and the one line naming them).
+    devices.start_run(paper.compute(config) if paper.compute else None,
+                      getattr(config, 'distribute', None))
     with multi_worker.run_dir_of(found, lambda: app.start_run_dir(
             paper.name, config.env_config, **paper.model_identity(config))) as (run_dir, _):
         paper.train(config, run_dir)
@@ -54,4 +63,5 @@ def run(paper):
 
 def main(paper):
     """The entry point: run(paper) under app.run (flags, one-line errors, Ctrl-C)."""
+    cluster.define_flags()
     app.run(lambda: run(paper))

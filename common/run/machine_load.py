@@ -83,6 +83,13 @@ def machine_record():
                     break
     except OSError:
         pass
-    usable = (len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity')
-              else os.cpu_count())
-    return {'cpu_model': model, 'logical_cores': os.cpu_count(), 'usable_cores': usable}
+    return {'cpu_model': model, 'logical_cores': os.cpu_count(), 'usable_cores': usable_cores()}
+
+
+def usable_cores():
+    """CPUs this process may run on: os.cpu_count() bounded by the affinity mask (a container
+    or taskset may allow fewer than the host has); at least 1."""
+    count = os.cpu_count() or 1
+    if hasattr(os, 'sched_getaffinity'):
+        count = min(count, len(os.sched_getaffinity(0)))
+    return max(count, 1)

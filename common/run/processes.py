@@ -7,12 +7,15 @@ runs; and the one error a dead worker raises, on which every training loop saves
 stops. No TensorFlow here.
 """
 import contextlib
+import importlib.util
 import os
 import signal
 import sys
 import threading
 import time
 import types
+
+from common.run import devices
 
 
 class WorkerDiedError(RuntimeError):
@@ -103,18 +106,31 @@ def exit_when_orphaned(parent_pid: int, poll_seconds: float) -> threading.Thread
     return watcher
 
 
-def start_process(process) -> None:
-    """Start a spawn process that does not re-import the parent's __main__ module."""
+def _child_main():
+    module = types.ModuleType('__main__')
+    module.__spec__ = importlib.util.find_spec('common.run.child_setup')
+    return module
+
+
+_CHILD_MAIN = _child_main()
+
+
+def start_process(process, gpus=None) -> None:
+    """Start a spawn process that does not re-import the parent's __main__ module. gpus: the
+    GPUs it may see (devices.child_gpus: devices.NO_GPU for none, a CUDA id, None for this
+    process's), applied by its child_setup before TensorFlow can load."""
     # spawn makes every child import the parent's __main__ (e.g. `python -m paac_tf.main`,
     # which imports TensorFlow: seconds and hundreds of MB per worker, and TF must never run
-    # in a worker). A bare module there leaves the child only what it unpickles.
+    # in a worker). In its place the child runs child_setup (the parent's process set-up, no
+    # TensorFlow) and then only what it unpickles.
     main_module = sys.modules['__main__']
     in_main_thread = threading.current_thread() is threading.main_thread()
     # An ignored SIGINT is inherited, so Ctrl-C cannot hit a worker while it starts up.
     previous_handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main_thread else None
-    sys.modules['__main__'] = types.ModuleType('__main__')
+    sys.modules['__main__'] = _CHILD_MAIN
     try:
-        process.start()
+        with devices.child_gpus(gpus):
+            process.start()
     finally:
         sys.modules['__main__'] = main_module
         # Unless a signal handler replaced ours meanwhile (a SIGTERM that began stopping the run

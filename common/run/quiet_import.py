@@ -2,9 +2,9 @@
 
 TensorFlow writes them through absl's C++ logging before it is initialized, which
 TF_CPP_MIN_LOG_LEVEL does not reach, so the only way to hide them is to point file descriptor 2
-at /dev/null while TensorFlow loads and probes its devices. Installed by `common/__init__.py`
-unless the user set TF_CPP_MIN_LOG_LEVEL or passed --verbose; worker processes that never
-import TensorFlow pay nothing.
+at /dev/null while TensorFlow loads and probes its devices. Installed by every entry point
+(common/run/process_setup.py) and the workers it spawns (child_setup.py) unless the user set
+TF_CPP_MIN_LOG_LEVEL or passed --verbose; workers that never import TensorFlow pay nothing.
 """
 import contextlib
 import importlib.abc
@@ -80,8 +80,8 @@ def wanted(environ=os.environ, argv=sys.argv):
 
 
 def configure(environ=os.environ, argv=sys.argv):
-    """What common/__init__.py runs first: installs the quiet import (and marks the environment
-    for child processes) or, when the user asked for the logs, lets child processes log too."""
+    """Installs the quiet import (and marks the environment for child processes) or, when the
+    user asked for the logs, lets child processes log too."""
     if wanted(environ, argv):
         environ[QUIET_ENV] = '1'
         environ['TF_CPP_MIN_LOG_LEVEL'] = '2'

@@ -17,6 +17,8 @@ A unit's hooks, all but advance() optional:
 """
 import abc
 
+__all__ = ('Unit', 'run')
+
 
 class Unit(abc.ABC):
     """Defaults of the optional hooks; a paper's unit overrides what it has."""

@@ -22,6 +22,9 @@ from common.run import metrics
 from common.run import processes
 from common.run import scalars
 
+__all__ = ('DIVERGENCE_STATS', 'DivergedError', 'finite_weights', 'RunTracker', 'frames_per_step',
+           'tracker_for', 'run_training')
+
 # The update statistics whose non-finite interval mean means the run diverged.
 DIVERGENCE_STATS = ('loss', 'grad_norm')
 
@@ -213,14 +216,18 @@ def tracker_for(run_dir, config, extra_columns, trackables):
         frames_per_step=frames_per_step(config.env_config), trackables=trackables)
 
 
-def run_training(tracker, open_runner, loop, resume_note=''):
+def run_training(tracker, open_runner, loop, resume_note='', session_end=None):
     """Runs loop(runner) in a runner from open_runner() (a context manager: a pool, a server),
     so that every paper starts, stops and resumes alike; returns the env steps reached.
 
     Says where a resumed run starts and returns at once if the run is complete. A checkpoint is
     saved at the end, and on Ctrl-C or SIGTERM before the runner closes (the interrupt then
     goes on, for the entry point's exit status), unless the weights diverged (DivergedError,
-    nothing saved); the tracker's files are closed in every case.
+    nothing saved); the tracker's files are closed in every case. session_end(env_steps), if
+    given, runs after the final checkpoint of such a clean end, once the runner has closed (its
+    threads stopped): what only a session's end saves (a replay memory, too big to save with
+    every checkpoint). It reports its own failures; a further Ctrl-C does not cut it short (held
+    at a normal end; after an interrupt, the entry point's handler only reports it).
     """
     try:
         if tracker.restored_from:
@@ -249,6 +256,8 @@ def run_training(tracker, open_runner, loop, resume_note=''):
                     path = tracker.save()
                     print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the '
                           'same command to resume')
+                    if session_end is not None:  # once the runner has closed (end unwinds)
+                        end.callback(session_end, tracker.env_steps)
                     if isinstance(error, KeyboardInterrupt):
                         raise
                     raise KeyboardInterrupt from error
@@ -256,6 +265,8 @@ def run_training(tracker, open_runner, loop, resume_note=''):
                 # Ctrl-C meanwhile is raised after them (processes.held_interrupts).
                 end.enter_context(processes.held_interrupts())
             tracker.save()
+            if session_end is not None:
+                session_end(tracker.env_steps)
         return tracker.env_steps
     finally:
         tracker.close()

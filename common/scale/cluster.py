@@ -11,11 +11,17 @@ from common.run import app
 
 TF_CONFIG = 'TF_CONFIG'
 
-flags.DEFINE_list('cluster', None,
-                  "Several machines (DistributeConfig.strategy = 'multi_worker'): every worker's "
-                  'host:port, the chief (which writes the run directory) first, the same list on '
-                  'every machine. Sets TF_CONFIG; without it, TF_CONFIG as set is used.')
-flags.DEFINE_integer('task_index', None, "This machine's place in --cluster (0: the chief).")
+def define_flags():
+    """Defines --cluster and --task_index in absl's registry, once (entry points call it before
+    parsing; importing this module defines nothing)."""
+    if 'cluster' in flags.FLAGS:
+        return
+    flags.DEFINE_list('cluster', None,
+                      "Several machines (DistributeConfig.strategy = 'multi_worker'): every "
+                      "worker's host:port, the chief (which writes the run directory) first, the "
+                      'same list on every machine. Sets TF_CONFIG; without it, TF_CONFIG as set '
+                      'is used.')
+    flags.DEFINE_integer('task_index', None, "This machine's place in --cluster (0: the chief).")
 
 
 def set_cluster(workers, task_index):

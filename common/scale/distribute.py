@@ -19,6 +19,8 @@ import os
 
 import tensorflow as tf
 
+from common.run import devices as devices_lib
+from common.run import errors
 from common.run.config import STRATEGIES
 from common.scale import cluster as cluster_lib
 
@@ -41,17 +43,26 @@ def use_logical_cpus(count):
 
 
 def make_strategy(kind, num_replicas):
-    """None for 'none' (the default strategy); for 'mirrored', a MirroredStrategy over
-    num_replicas GPUs if there are as many, else over num_replicas logical CPU devices (made
-    here if TensorFlow has not made its devices yet)."""
+    """None for 'none' (the default strategy); for 'mirrored', a MirroredStrategy over the first
+    num_replicas of the GPUs this process sees (the others hidden from it, if TensorFlow has not
+    made its devices yet), or where it sees none, over num_replicas logical CPU devices (made
+    here likewise). More replicas than its GPUs (at least one) is refused: a ConfigError naming
+    both (common/run/devices.py, mirrored_problem)."""
     if kind not in STRATEGIES:
         raise ValueError(f'strategy={kind!r}; allowed: {", ".join(STRATEGIES)}')
     if kind == 'none':
         return None
     if kind == 'multi_worker':
         return _multi_worker_strategy()
-    gpus = tf.config.list_physical_devices('GPU')
-    if len(gpus) >= num_replicas:
+    gpus = tf.config.get_visible_devices('GPU')
+    problem = devices_lib.mirrored_problem(num_replicas, len(gpus))
+    if problem:
+        raise errors.ConfigError(problem)
+    if gpus:
+        try:
+            tf.config.set_visible_devices(gpus[:num_replicas], 'GPU')
+        except RuntimeError:  # TensorFlow made its devices already: the others stay idle
+            pass
         devices = [f'/gpu:{index}' for index in range(num_replicas)]
     else:
         cpu = tf.config.list_physical_devices('CPU')[0]
@@ -79,13 +90,23 @@ def strategy_of(distribute_config):
     return strategy
 
 
+def collective_implementation():
+    """The all-reduce of a multi-worker run: NCCL where this worker's replicas are GPUs (the
+    GPUs it sees, none split into logical devices, which NCCL cannot tell apart), RING on
+    CPUs. On one machine each worker gets a GPU of its own or none
+    (common/scale/multi_worker.py, localhost_gpus)."""
+    gpus = tf.config.get_visible_devices('GPU')
+    if gpus and all(len(tf.config.get_logical_device_configuration(gpu) or ()) <= 1
+                    for gpu in gpus):
+        return tf.distribute.experimental.CommunicationImplementation.NCCL
+    return tf.distribute.experimental.CommunicationImplementation.RING
+
+
 def _multi_worker_strategy():
     if cluster_lib.TF_CONFIG not in os.environ:
         raise ValueError("strategy='multi_worker' needs TF_CONFIG (or --cluster and "
                          '--task_index) naming the workers')
-    implementation = (tf.distribute.experimental.CommunicationImplementation.NCCL
-                      if tf.config.list_physical_devices('GPU') else
-                      tf.distribute.experimental.CommunicationImplementation.RING)
+    implementation = collective_implementation()
     return tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(
             implementation=implementation))

@@ -5,13 +5,15 @@ own seeds, starts from the chief's restored state, and a lost peer ends the run 
 The gradients are all-reduced across the workers (common/scale/distribute.py), so every worker
 trains on the whole run's batch and holds identical parameters; the environment steps are
 counted for the whole run on every worker. Only the chief (worker 0) writes the run directory;
-the entry point gives the others a temporary one."""
+the entry point gives the others a temporary one. Workers started together on one machine
+get a GPU each or none (localhost_gpus)."""
 import contextlib
 import dataclasses
 import re
 import tempfile
 
 from common.run import app
+from common.run import devices
 from common.run import processes
 from common.scale import distribute
 
@@ -81,6 +83,17 @@ def ending_on_lost_peers(train_fn, is_chief):
             raise app.RunError(_lost_peer(error)) from error
 
     return train
+
+
+def localhost_gpus(num_workers, ids=None):
+    """The CUDA_VISIBLE_DEVICES of each of num_workers workers of one run on this one machine
+    (a bench row, a test): a GPU of its own each where there are as many (NCCL all-reduces), else
+    none (RING on the CPUs); never two workers on one GPU, which would reserve it twice and make
+    two NCCL ranks of one device. ids: the GPUs' CUDA ids (default: devices.gpu_ids())."""
+    ids = devices.gpu_ids() if ids is None else list(ids)
+    if len(ids) >= num_workers:
+        return ids[:num_workers]
+    return [devices.NO_GPU] * num_workers
 
 
 @contextlib.contextmanager

@@ -19,6 +19,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from common.run import devices
 from common.run import processes
 from common.run import runner
 from common.run import segments
@@ -47,25 +48,18 @@ def assign_flat(variables, flat):
         start += size
 
 
-def use_own_gpu(index):
-    """Learner index computes on GPU index (modulo the GPUs; section 4.3: a learner per device);
-    on a machine without GPUs, on the CPU. Call before the process runs a TensorFlow op."""
-    gpus = tf.config.list_physical_devices('GPU')
-    if gpus:
-        tf.config.set_visible_devices(gpus[index % len(gpus)], 'GPU')
-
-
 def _learner_main(index, open_unit, config, handle, seed, reports, stop_event, parent_pid,
-                  segment_prefix):
+                  segment_prefix, gpu_memory_limit_mb=None):
     """A learner process: runs its unit until stop_event; a failure is reported in one line
     (then exit status 1) for the main process to end the run with. Its shared memory (its
-    pool's) is named under segment_prefix, for the main process to remove if it dies."""
+    pool's) is named under segment_prefix, for the main process to remove if it dies. It sees
+    the GPU LearnerProcesses gave it, bounded to gpu_memory_limit_mb where it shares it."""
     segments.adopt(segment_prefix)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process stops the learners
     # Ended by the main process (a learner slower than JOIN_SECONDS to stop): close the pool.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     processes.exit_when_orphaned(parent_pid, POLL_SECONDS)
-    use_own_gpu(index)
+    devices.limit_gpu_memory(gpu_memory_limit_mb)  # before any op
     store = parameter_store.ParameterStore.attach(handle)
     try:
         with open_unit(config, store, seed, index) as unit:
@@ -86,11 +80,16 @@ class LearnerProcesses:
     leaving the with block) stops and ends them all. A learner that fails or dies ends the run
     (on_death 'stop'), or is left out with a message while others remain ('continue'; the
     store frees the locks it held: common/units/parameter_store.py). The shared memory a learner
-    created is removed here once it has exited: a SIGKILLed learner removes nothing."""
+    created is removed here once it has exited: a SIGKILLed learner removes nothing. Learner i
+    computes on GPU i where there are as many GPUs as learners (section 4.3: a learner per
+    device), else GPUs are shared, shared_gpu_memory_mb each (devices.learner_gpus); on the CPU
+    on a machine without GPUs."""
 
-    def __init__(self, open_unit, config, handle, num_learners, seed, on_death='stop'):
+    def __init__(self, open_unit, config, handle, num_learners, seed, on_death='stop',
+                 shared_gpu_memory_mb=devices.SHARED_GPU_MEMORY_MB):
         if on_death not in ON_LEARNER_DEATH:
             raise ValueError(f'on_death={on_death!r}; allowed: {", ".join(ON_LEARNER_DEATH)}')
+        gpus = devices.learner_gpus(num_learners, shared_gpu_memory_mb)
         context = multiprocessing.get_context('spawn')
         self.reports = context.Queue()
         self.stop_event = context.Event()
@@ -107,8 +106,9 @@ class LearnerProcesses:
                 process = context.Process(
                     target=_learner_main, name=f'learner-{index}', daemon=False,
                     args=(index, open_unit, config, handle, seed + 1_000_003 * index,
-                          self.reports, self.stop_event, os.getpid(), self._prefixes[-1]))
-                processes.start_process(process)
+                          self.reports, self.stop_event, os.getpid(), self._prefixes[-1],
+                          gpus[index].memory_limit_mb))
+                processes.start_process(process, gpus=gpus[index].visible)
                 self.processes.append(process)
         except BaseException:
             self.close()
@@ -239,11 +239,13 @@ class _Session:
 
 
 def train(config, run_dir, model, open_unit, num_learners, num_chunks, slot_initial_values,
-          stat_names, on_learner_death='stop'):
+          stat_names, on_learner_death='stop',
+          shared_gpu_memory_mb=devices.SHARED_GPU_MEMORY_MB):
     """Runs num_learners units of open_unit on a central store of model's parameters (and the
     slots of slot_initial_values) until config.total_steps (RunConfig fields), logging the mean
     of each of stat_names over the units' reports, resuming from run_dir's checkpoint.
-    on_learner_death: LearnerProcesses' on_death."""
+    on_learner_death, shared_gpu_memory_mb: LearnerProcesses'. This process needs no GPU: its
+    entry point hides them (devices.Placement with learners)."""
     variables = model.trainable_variables
     size = sum(int(np.prod(variable.shape)) for variable in variables)
     state = CentralState(size, slot_initial_values)
@@ -256,7 +258,8 @@ def train(config, run_dir, model, open_unit, num_learners, num_chunks, slot_init
             # A resumed run continues with fresh environments, seeded apart from the first.
             learners = LearnerProcesses(open_unit, config, store.handle, num_learners,
                                         seed=config.seed + tracker.env_steps,
-                                        on_death=on_learner_death)
+                                        on_death=on_learner_death,
+                                        shared_gpu_memory_mb=shared_gpu_memory_mb)
         except BaseException:
             store.close()
             raise

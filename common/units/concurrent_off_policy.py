@@ -106,9 +106,3 @@ class ConcurrentOffPolicyRunner(off_policy.OffPolicyRunner):
             self.progress.notify_all()
         self.feed.close()
         self.trainer.join()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        self.close()

@@ -5,15 +5,25 @@ same samplers as the policy-gradient methods, sampling and optimizing in turn).
 
 The number of updates per phase holds the replay ratio, the transitions trained per transition
 sampled (batch_size x updates_per_phase / (horizon x num_envs); Stooke & Abbeel's "training
-intensity"), at a fixed value; the runner reports the measured one.
+intensity"), at a fixed value; the runner reports the measured one. OffPolicyUnit hands either
+runner (this one or the concurrent one) to the one training loop (common/run/runner.py).
 """
 import dataclasses
 import time
 
 import numpy as np
 
+from common.learners import optim
 from common.replay import prioritized
 from common.replay import replay_feed
+from common.run import runner
+
+__all__ = ('OffPolicySettings', 'linear_epsilon', 'OffPolicyRunner', 'UNIT_COLUMNS',
+           'OffPolicyUnit', 'trackables')
+
+# The columns an OffPolicyUnit adds to a metrics row, before its learner's update means.
+UNIT_COLUMNS = ('env_share', 'act_share', 'learn_share', 'epsilon', 'replay_ratio',
+                'replay_size')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +55,7 @@ class OffPolicyRunner:
     updates_per_phase updates of the learner (a common.learners.q_learner.QLearner); replay is a
     ReplayMemory with one stream per simulator, or a PrioritizedReplay over one. replay_input
     picks how minibatches leave replay (common.replay.replay_feed: 'direct' or 'tf_data').
+    A context manager: leaving the with block closes it.
 
     workers > 1: this runner samples one worker's share of a multi-worker run (common/
     multi_worker.py): its replay holds its own simulators' steps, each update trains on
@@ -88,7 +99,7 @@ class OffPolicyRunner:
         self.epsilon = linear_epsilon(settings, env_steps)
         episodes = self.sampler.collect(self._policy)
         self._store(self.sampler.rollout)
-        run_steps = self.sampler.rollout.actions.size * self.workers
+        run_steps = self.steps_per_phase
         updates = 0
         start = time.perf_counter()
         if self.replay_ready():
@@ -99,6 +110,11 @@ class OffPolicyRunner:
         if done_steps // settings.target_period > env_steps // settings.target_period:
             self.learner.update_target()
         return episodes, updates
+
+    @property
+    def steps_per_phase(self):
+        """The run's environment steps of one phase: horizon x num_envs of every worker."""
+        return self.sampler.rollout.actions.size * self.workers
 
     def replay_ready(self):
         """Whether the run's replay (every worker's alike) holds min_replay_steps steps."""
@@ -139,6 +155,12 @@ class OffPolicyRunner:
         """Ends the feed's pipeline (nothing else here holds a thread)."""
         self.feed.close()
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
     def take_replay_ratio(self):
         """Transitions trained per transition stored since the last call (None if none)."""
         ratio = self.trained / self.sampled if self.sampled else None
@@ -150,3 +172,37 @@ class OffPolicyRunner:
         phases = self.sampler.take_phase_seconds()
         phases['learn'], self.learn_seconds = self.learn_seconds, 0.0
         return phases
+
+
+class OffPolicyUnit(runner.Unit):
+    """The training loop's unit of an off-policy runner (OffPolicyRunner or the concurrent one):
+    one sampling phase and its updates per advance(); rows add UNIT_COLUMNS (time shares,
+    epsilon, the measured replay ratio, replay's size) and the learner's update means."""
+
+    def __init__(self, off_policy_runner):
+        self.off_policy = off_policy_runner
+        self.learner = off_policy_runner.learner
+
+    def advance(self, env_steps):
+        optim.set_schedule_steps(self.learner.optimizer, env_steps)
+        episodes, updates = self.off_policy.iterate(env_steps)
+        return self.off_policy.steps_per_phase, updates, episodes
+
+    def updates(self):
+        return int(self.learner.optimizer.iterations.numpy())
+
+    def settle(self):
+        self.off_policy.wait_for_training()
+
+    def row(self, seconds):
+        extra = {f'{name}_share': value / seconds
+                 for name, value in self.off_policy.take_phase_seconds().items()}
+        extra.update(epsilon=self.off_policy.epsilon, replay_size=len(self.off_policy.memory),
+                     replay_ratio=self.off_policy.take_replay_ratio(),
+                     **self.learner.update_means.take())
+        return extra
+
+
+def trackables(learner):
+    """What a checkpoint of a Q-learner holds: both networks and the optimizer (not replay)."""
+    return {'online': learner.online, 'target': learner.target, 'optimizer': learner.optimizer}

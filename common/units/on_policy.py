@@ -7,11 +7,12 @@ terminals) -> stats, update_means, model, optimizer and generator.
 """
 import time
 
-from common.learners import optim
 from common.run import runner
 from common.run import tracker as tracker_lib
 from common.scale import multi_worker
 from common.units import samplers
+
+__all__ = ('PHASE_COLUMNS', 'OnPolicyUnit', 'trackables', 'train')
 
 PHASE_COLUMNS = ('env_share', 'act_share', 'learn_share')
 
@@ -52,7 +53,7 @@ class OnPolicyUnit(runner.Unit):
         return phases
 
     def advance(self, env_steps):
-        optim.set_schedule_steps(self.learner.optimizer, env_steps)
+        self.learner.set_env_steps(env_steps)
         return self.steps_per_update, 1, self.iterate()
 
     def updates(self):

@@ -20,6 +20,9 @@ import time
 
 import numpy as np
 
+__all__ = ('SAMPLERS', 'Rollout', 'SynchronizedSampler', 'AlternatingSampler', 'make_sampler',
+           'num_groups')
+
 SAMPLERS = ('synchronized', 'alternating')
 
 

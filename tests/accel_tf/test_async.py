@@ -158,3 +158,59 @@ def test_a3c_unit_applies_rmsprop_with_the_central_mean_squares():
         assert store.updates == 1
     finally:
         store.close()
+
+
+def test_appo_unit_keeps_its_batch_on_the_device_and_copies_one_vector_per_minibatch(
+        monkeypatch):
+    """APPO's unit hands the batch sampled_rollout_targets made (device tensors) to every
+    minibatch call as it is, with the picked rows of a fresh permutation each epoch; each call
+    returns one vector (gradient and statistics), and the unit's statistics are their means."""
+    from accel_tf import ppo
+    config = config_lib.AccelConfig(
+        env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', algorithm='appo',
+        num_workers=1, envs_per_worker=2, horizon=6, optimizer='adam', learning_rate=0.01,
+        learning_rate_scaling='none', actor_critic=sections.ActorCriticConfig(gae_lambda=0.95),
+        ppo=sections.PPOConfig(epochs=2, minibatches=3), appo=sections.APPOConfig(),
+        async_learners=sections.AsyncLearnersConfig())
+    config.validate()
+    learner = learners.build_learner(config)
+    variables = learner.model.trainable_variables
+    size = sum(int(np.prod(variable.shape)) for variable in variables)
+    targets, calls = [], []
+    sampled_rollout_targets = learner.sampled_rollout_targets
+    flat_minibatch_gradients = learner.flat_minibatch_gradients
+
+    def record_targets(*args):
+        targets.append(sampled_rollout_targets(*args))
+        return targets[-1]
+
+    def record_minibatch(*args):
+        calls.append((args, flat_minibatch_gradients(*args)))
+        return calls[-1][1]
+
+    monkeypatch.setattr(learner, 'sampled_rollout_targets', record_targets)
+    monkeypatch.setattr(learner, 'flat_minibatch_gradients', record_minibatch)
+    store = parameter_store.ParameterStore.create(size, ('first_moment', 'second_moment'),
+                                                  num_chunks=3)
+    try:
+        store.parameters[:] = async_learners.flat_values(variables)
+        with pools.SerialPool(config.env_config, config.num_envs, seed=1) as pool:
+            unit = async_units.APPOUnit(config, learner, samplers.make_sampler(
+                'synchronized', pool, config.horizon), store, seed=1)
+            steps, _, stats = unit.iterate()
+        assert steps == 12 and len(targets) == 1 and len(calls) == 2 * 3
+        for args, result in calls:
+            assert all(arg is target for arg, target in zip(args[:5], targets[0]))
+            assert args[5].dtype == np.int32 and args[5].shape == (4,)
+            assert result.shape == (size + len(ppo.MINIBATCH_STATS),)
+        for epoch in range(2):
+            picked = np.concatenate([args[5] for args, _ in calls[3 * epoch:3 * epoch + 3]])
+            assert sorted(picked.tolist()) == list(range(12))
+        for position, name in enumerate(ppo.MINIBATCH_STATS):
+            if name in async_units.APPO_STATS:
+                by_hand = np.mean([float(result.numpy()[size + position]) for _, result in calls])
+                assert stats[name] == pytest.approx(by_hand, rel=1e-6)
+        assert stats['updates'] == 6 and store.updates == 6
+        np.testing.assert_array_equal(async_learners.flat_values(variables), store.parameters)
+    finally:
+        store.close()

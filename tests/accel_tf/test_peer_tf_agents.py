@@ -1,10 +1,14 @@
 """The tf-agents peer of the PPO bench row: our pool as a batched tf-agents PyEnvironment, and
 tf-agents' PPO agent and driver training on it."""
+import sys
+
 import numpy as np
+import pytest
 
 import common  # noqa: F401
 from tf_agents.trajectories import time_step as ts
 
+from accel_tf import bench_rows
 from accel_tf import peer_tf_agents
 from common.envs import atari
 from common.envs import gym as gym_envs
@@ -45,3 +49,18 @@ def test_tf_agents_ppo_trains_on_our_pool():
         assert any(np.abs(old - new.numpy()).max() > 0 for old, new in zip(before, after))
         assert int(peer.agent.train_step_counter.numpy()) == 2  # one step per epoch
         assert peer.buffer.num_frames().numpy() == 0  # cleared after training
+
+
+
+def test_the_peer_row_without_tf_agents_names_the_install_in_one_line(monkeypatch):
+    """tf-agents is an extra (setup.py 'peers'): without it the row stops before opening any
+    pool, in one line naming the command that installs it."""
+    for name in [name for name in sys.modules
+                 if name.split('.')[0] == 'tf_agents' or name == 'accel_tf.peer_tf_agents']:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.delattr(sys.modules['accel_tf'], 'peer_tf_agents')  # imported afresh
+    monkeypatch.setitem(sys.modules, 'tf_agents', None)  # `import tf_agents` now fails
+    with pytest.raises(ModuleNotFoundError) as raised:
+        bench_rows.ROWS['peer/tf_agents_ppo']({'num_envs': 4})
+    assert str(raised.value) == ('the peer/tf_agents_ppo row needs tf-agents, which is not '
+                                 "installed; pip install -e '.[peers]'")

@@ -91,19 +91,27 @@ def test_first_minibatch_step_has_ratio_one_and_later_steps_move_the_policy():
     assert several.update_means.take()['approx_kl'] != pytest.approx(0.0, abs=1e-6)
 
 
-def test_ratio_clip_and_learning_rate_anneal_together():
-    config = _config(total_steps=HORIZON * NUM_ENVS * 2, anneal_learning_rate=True,
+def test_ratio_clip_and_learning_rate_anneal_together_by_environment_steps():
+    """Both decay linearly over total_steps environment steps, held through an iteration's
+    gradient steps (rlpyt's PPO: 1 - itr / n_itr), so a resume with another batch continues
+    them where they were."""
+    batch = HORIZON * NUM_ENVS
+    config = _config(total_steps=batch * 2, anneal_learning_rate=True,
                      anneal_ratio_clip=True, epochs=1, minibatches=2)
     learner = learners.build_learner(config)
     clips, rates = [], []
-    for _ in range(2):
+    for env_steps in (0, batch):
+        learner.set_env_steps(env_steps)
         for _ in range(2):
             clips.append(float(learner.current_ratio_clip()))
             rates.append(float(learner.optimizer.current_learning_rate()))
             learner.minibatch_step(*learner.rollout_targets(*_rollout()))
-    # 2 iterations x 2 steps: both decay linearly over the 4 gradient steps.
-    np.testing.assert_allclose(clips, [0.1, 0.075, 0.05, 0.025], rtol=1e-5)
-    np.testing.assert_allclose(rates, [1e-3, 7.5e-4, 5e-4, 2.5e-4], rtol=1e-5)
+    np.testing.assert_allclose(clips, [0.1, 0.1, 0.05, 0.05], rtol=1e-5)
+    np.testing.assert_allclose(rates, [1e-3, 1e-3, 5e-4, 5e-4], rtol=1e-5)
+    # Another batch after a resume: the schedules are where the steps say.
+    learner.set_env_steps(batch * 3 // 2)
+    assert float(learner.current_ratio_clip()) == pytest.approx(0.025)
+    assert float(learner.optimizer.current_learning_rate()) == pytest.approx(2.5e-4)
 
 
 def test_minibatches_cover_the_batch_once_per_epoch(monkeypatch):
@@ -148,3 +156,123 @@ def test_normalized_advantages_are_the_minibatchs_standardized_by_hand():
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-6)
     assert not all(np.allclose(got.numpy(), other.numpy(), atol=1e-6)
                    for got, other in zip(with_option, without_option))
+
+
+# ---- minibatches of uint8 frames gathered on the device -----------------------------------
+
+FRAME_HORIZON, FRAME_ENVS = 4, 3
+
+
+def _frame_learner(frame_shape):
+    """A PPO learner on uint8 frames of frame_shape (a small MLP: the gather is what is
+    tested)."""
+    from common.learners import networks
+    from common.learners import optim
+    model = networks.make_actor_critic(3, frame_shape, 'uint8', network='mlp',
+                                       torso_kwargs={'hidden_sizes': (8,)}, seed=2)
+    settings = ppo.PPOSettings(gamma=0.99, gae_lambda=0.95, ratio_clip=0.1, entropy_coef=0.01,
+                               value_loss_coef=0.5, epochs=2, minibatches=3)
+    return ppo.PPOLearner(model, optim.Adam(0.01), settings,
+                          tf.TensorSpec((None,) + frame_shape, tf.uint8), FRAME_HORIZON, seed=3)
+
+
+def _frame_rollout(frame_shape, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.integers(0, 256, (FRAME_HORIZON + 1, FRAME_ENVS) + frame_shape, dtype=np.uint8),
+            rng.integers(0, 3, (FRAME_HORIZON, FRAME_ENVS)).astype(np.int32),
+            rng.normal(size=(FRAME_HORIZON, FRAME_ENVS)).astype(np.float32),
+            (rng.random((FRAME_HORIZON, FRAME_ENVS)) < 0.2).astype(np.float32))
+
+
+@pytest.mark.parametrize('frame_shape', [(4, 4, 4), (3, 5, 2)])  # 64 bytes; 30, padded to 32
+def test_packed_rows_gather_the_same_frames_bit_for_bit(frame_shape):
+    frames = np.random.default_rng(1).integers(0, 256, (7,) + frame_shape, dtype=np.uint8)
+    packed = ppo.packed_rows(tf.constant(frames))
+    assert packed.dtype == tf.int32 and packed.shape == (7, -(-int(np.prod(frame_shape)) // 4))
+    picked = [5, 0, 5, 3]
+    rows = ppo.unpacked_rows(tf.gather(packed, picked), frame_shape, tf.uint8)
+    assert rows.dtype == tf.uint8
+    np.testing.assert_array_equal(rows.numpy(), frames[picked])
+    floats = tf.constant(frames, tf.float32)
+    assert ppo.packed_rows(floats) is floats  # only uint8 is packed
+
+
+def _graph_nodes(graph_def):
+    """Every node of a traced graph, the bodies of its loops and conditionals included."""
+    yield from graph_def.node
+    for function in graph_def.library.function:
+        yield from function.node_def
+
+
+def test_a_phase_gathers_no_uint8_on_the_device_and_every_gather_has_a_gpu_kernel():
+    """TensorFlow registers GPU GatherV2 kernels for int32 but not uint8 (checked here against
+    the installed kernel registry): the phase's minibatch gathers are of dtypes a GPU runs."""
+    from tensorflow.python.framework import kernels
+    gpu_types = {tf.as_dtype(dtype) for kernel in kernels.get_registered_kernels_for_op(
+        'GatherV2').kernel if kernel.device_type == 'GPU'
+        for constraint in kernel.constraint if constraint.name == 'Tparams'
+        for dtype in constraint.allowed_values.list.type}
+    assert tf.int32 in gpu_types and tf.uint8 not in gpu_types
+    learner = _frame_learner((4, 4, 4))
+    graph_def = learner.train_on_rollout.get_concrete_function().graph.as_graph_def()
+    gathered = [tf.as_dtype(node.attr['Tparams'].type) for node in _graph_nodes(graph_def)
+                if node.op == 'GatherV2']
+    assert tf.int32 in gathered, gathered  # the packed frames
+    assert tf.uint8 not in gathered and set(gathered) <= gpu_types, gathered
+
+
+@pytest.mark.parametrize('frame_shape', [(4, 4, 4), (3, 5, 2)])
+def test_a_phase_on_packed_frames_gives_the_weights_of_gathering_the_frames(monkeypatch,
+                                                                             frame_shape):
+    rollout = _frame_rollout(frame_shape)
+    packed = _frame_learner(frame_shape)
+    stats = packed.train_on_rollout(*rollout)
+    # The path before packing: the uint8 frames gathered as they are.
+    monkeypatch.setattr(ppo, 'packed_rows', lambda observations: observations)
+    monkeypatch.setattr(ppo, 'unpacked_rows', lambda rows, frame_shape, dtype: rows)
+    plain = _frame_learner(frame_shape)
+    plain_stats = plain.train_on_rollout(*rollout)
+    assert int(packed.optimizer.iterations.numpy()) == 2 * 3
+    for got, want in zip(packed.model.trainable_variables, plain.model.trainable_variables):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    for name in ppo.UPDATE_STATS:
+        assert float(stats[name]) == float(plain_stats[name])
+    assert float(stats['approx_kl']) != 0.0  # the later steps moved the policy
+
+
+def test_appo_minibatch_gradients_gather_on_the_device_what_indexing_the_batch_gave():
+    """flat_minibatch_gradients takes the whole packed batch and the picked rows: the same
+    gradient and statistics as the minibatch indexed on the host before, in one vector, and no
+    uint8 gather in its graph."""
+    frame_shape = (3, 5, 2)
+    learner = _frame_learner(frame_shape)
+    observations, actions, rewards, terminals = _frame_rollout(frame_shape)
+    log_probs = np.random.default_rng(4).normal(size=actions.shape).astype(np.float32)
+    data = learner.sampled_rollout_targets(observations, actions, rewards, terminals, log_probs)
+    assert data[0].dtype == tf.int32  # packed frames
+    picked = np.array([7, 2, 11, 0], np.int32)
+    flat = learner.flat_minibatch_gradients(*data, picked).numpy()
+    # The minibatch as the APPO unit indexed it on the host before.
+    frames = observations[:-1].reshape((-1,) + frame_shape)[picked]
+    rest = [tensor.numpy()[picked] for tensor in data[1:]]
+    assert rest[1].tolist() == log_probs.reshape(-1)[picked].tolist()
+    gradients, stats = tf.function(learner._minibatch_gradients)(tf.constant(frames), *rest)
+    expected = np.concatenate([gradient.numpy().reshape(-1) for gradient in gradients] + [
+        np.array([float(stats[name]) for name in ppo.MINIBATCH_STATS], np.float32)])
+    np.testing.assert_array_equal(flat, expected)
+    graph_def = learner.flat_minibatch_gradients.get_concrete_function().graph.as_graph_def()
+    assert tf.uint8 not in [tf.as_dtype(node.attr['Tparams'].type)
+                            for node in _graph_nodes(graph_def) if node.op == 'GatherV2']
+
+
+def test_assign_parameters_sets_every_variable_from_one_flat_vector():
+    learner = _frame_learner((4, 4, 4))
+    variables = learner.model.trainable_variables
+    sizes = [int(np.prod(variable.shape)) for variable in variables]
+    flat = np.arange(sum(sizes), dtype=np.float32) / 7
+    learner.assign_parameters(flat)
+    start = 0
+    for variable, size in zip(variables, sizes):
+        np.testing.assert_array_equal(variable.numpy(),
+                                      flat[start:start + size].reshape(variable.shape))
+        start += size

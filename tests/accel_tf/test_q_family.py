@@ -181,7 +181,11 @@ def test_rainbow_runs_resumes_and_evaluates_through_the_entry_point(tmp_path):
     longer = _run('accel_tf.main', flags[:-1] + [
         '--gin_bindings=AccelConfig.total_steps = 1920', '--run_dir=run'], tmp_path)
     assert longer.returncode == 0, longer.stderr[-3000:]
-    assert 'resuming from' in longer.stdout and 'replay memory is refilled' in longer.stdout
+    assert 'resuming from' in longer.stdout and 'replay memory is refilled' not in longer.stdout
+    # The prioritized 3-step replay saved at the first session's end is restored, not refilled,
+    # and saved again at this one's.
+    assert 'replay restored from run/replay: 1,600 steps of step 1,600' in longer.stdout
+    assert 'replay saved to run/replay: 1,920 steps of step 1,920' in longer.stdout
     assert int(run_files.read_csv(run_dir / 'metrics.csv')[-1]['env_steps']) == 1920
     evaluation = _run('common.evaluate', [f'--run_dir={run_dir}', '--num_episodes=2'], tmp_path)
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]

@@ -80,7 +80,7 @@ def test_table_and_plot_show_every_row_against_the_best_env_rate(tmp_path):
              'median': 510.0, 'max': 600.0, 'windows': 10}]
     assert bench.best_env_rate(rows) == 2000.0
     table = bench.format_table(rows).splitlines()
-    assert table[3].split() == ['paac', '32', '500', '400', '510', '600', '0.25']
+    assert table[3].split() == ['paac', '32', '500', '400', '510', '600', '0.25', 'ok']
     figure = plots.draw_bench(rows, 2000.0)
     bars = figure.axes[0].patches
     assert sorted(bar.get_width() for bar in bars) == [500.0, 1000.0, 2000.0]
@@ -89,3 +89,88 @@ def test_table_and_plot_show_every_row_against_the_best_env_rate(tmp_path):
     path = plots.plot_bench(rows, 2000.0, str(tmp_path / 'bench' / 'bench.png'))
     with open(path, 'rb') as f:
         assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+
+
+def test_a_failing_row_is_reported_in_the_table_and_the_next_rows_still_run(monkeypatch,
+                                                                            capsys):
+    """The first row fails for real (its process raises: no such game); the rows after it still
+    run, and the table shows it as failed with the exception's line."""
+    real_measure_row = bench.measure_row
+    ran = []
+
+    def measure_row(name, settings):
+        ran.append(name)
+        if name == 'env/serial':
+            return real_measure_row(name, dict(settings, game='no_such_game'))
+        return {'steps_per_sec': 50.0, 'min': 40.0, 'median': 50.0, 'max': 60.0,
+                'windows': 3, 'seconds': 3.0}
+
+    monkeypatch.setattr(bench, 'measure_row', measure_row)
+    rows = bench.run_rows(['env/serial', 'replay/prioritized_512', 'paac'], SETTINGS)
+    assert ran == ['env/serial', 'replay/prioritized_512', 'paac']
+    assert [row['status'] for row in rows] == ['failed', 'ok', 'ok']
+    reason = rows[0]['error']
+    assert reason.startswith('TypeError: loadROM(): incompatible function arguments')
+    assert '\n' not in reason
+    assert f'row env/serial failed: {reason}' in capsys.readouterr().out
+    table = bench.format_table(rows).splitlines()
+    assert table[0].split()[-1] == 'status'
+    assert table[1].split()[:3] == ['env/serial', '2', '-']
+    assert table[1].endswith(f'failed: {reason}')
+    assert table[2].split() == ['replay/prioritized_512', '2', '50', '40', '50', '60', '-', 'ok']
+    assert bench.best_env_rate(rows) is None  # the failed env row is no ceiling
+    assert not multiprocessing.active_children()
+
+
+def test_the_one_line_reason_is_the_exception_and_its_first_line():
+    assert bench.one_line_reason(ValueError('bad game\n  more text')) == 'ValueError: bad game'
+    assert bench.one_line_reason(KeyboardInterrupt()) == 'KeyboardInterrupt'
+
+
+def _check_every_row_accepts(workers):
+    """Validates the configurations of the rows with the strictest needs for 32 environments
+    over workers; raises (ValueError or ConfigError) naming the first that refuses."""
+    from accel_tf import bench_rows as accel_rows
+    from common.envs import atari
+    from common.envs import pools
+    settings = dict(SETTINGS, num_envs=32, num_workers=workers)
+    pools.validate_pool_config(atari.AtariConfig(game='pong'), 32, num_workers=workers)
+    pools.validate_pool_config(atari.AtariConfig(game='pong'), 32, kind='thread',
+                               num_threads=workers)
+    rows = [accel_rows.configure_row(settings, 'a2c_pong', 'alternating'),
+            accel_rows.configure_row(dict(settings, num_envs=16), 'a3c_pong', 'synchronized',
+                                     ['AccelConfig.num_learners = 2']),
+            accel_rows.configure_row(settings, 'a2c_pong', 'synchronized', [
+                "DistributeConfig.strategy = 'mirrored'", 'DistributeConfig.num_replicas = 2'])]
+    assert [config.num_envs for config in rows] == [32, 16, 32]
+
+
+@pytest.mark.parametrize('cpu_count, expected', [(1, 2), (2, 2), (3, 2), (4, 4), (6, 4),
+                                                 (16, 16), (24, 16), (64, 16), (96, 16)])
+def test_the_default_worker_count_is_one_every_row_accepts(monkeypatch, cpu_count, expected):
+    """On any core count the default splits the bench's 32 environments as every row needs:
+    the pools (a divisor), the alternating sampler (even), the asynchronous rows (a divisor of
+    the 16 per learner); on one core it is 2, not the 1 the alternating sampler refuses. The
+    CPU count itself, the old default, is refused on all but 2, 4 and 16 cores."""
+    from common.run import app
+    monkeypatch.setattr(bench.os, 'cpu_count', lambda: cpu_count)
+    monkeypatch.setattr(bench.os, 'sched_getaffinity', lambda pid: set(range(cpu_count)),
+                        raising=False)
+    assert bench.usable_cpus() == cpu_count
+    workers = bench.default_num_workers(32, bench.usable_cpus())
+    assert workers == expected
+    _check_every_row_accepts(workers)
+    if cpu_count not in (2, 4, 16):
+        with pytest.raises((ValueError, app.ConfigError)):
+            _check_every_row_accepts(cpu_count)
+
+
+def test_the_default_worker_count_keeps_within_the_affinity_mask(monkeypatch):
+    monkeypatch.setattr(bench.os, 'cpu_count', lambda: 64)
+    monkeypatch.setattr(bench.os, 'sched_getaffinity', lambda pid: {0, 1, 2, 3, 4, 5},
+                        raising=False)
+    assert bench.usable_cpus() == 6
+    assert bench.default_num_workers(32, bench.usable_cpus()) == 4
+    # No count splits 6 environments evenly in two halves of even counts: the largest divisor.
+    assert bench.default_num_workers(6, 4) == 3
+    assert bench.default_num_workers(8, 1) == 2

@@ -1,7 +1,6 @@
 """Checkpoints that cannot silently restart: fallbacks, write-then-publish, pruning."""
 import os
 
-import common  # noqa: F401
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -138,9 +137,9 @@ def test_a_checkpoint_that_does_not_read_back_is_not_published(tmp_path, monkeyp
     assert tf.train.latest_checkpoint(str(tmp_path / 'checkpoints')).endswith('ckpt-100')
 
 
-def test_pruning_follows_publication_order_not_step_numbers(tmp_path):
-    """After resuming from ckpt-100 past a damaged ckpt-900, new saves replace the oldest
-    published ones; the damaged file, never published again, is left alone and skipped."""
+def test_after_a_fallback_past_a_damaged_checkpoint_the_rotation_removes_it(tmp_path, capsys):
+    """Resumed from ckpt-100 past a damaged ckpt-900: the first save after it removes the
+    damaged files (with a line), and the rotation goes on from ckpt-100."""
     _save_steps(str(tmp_path), [100, 900])
     directory = tmp_path / 'checkpoints'
     with open(_data_file(str(directory / 'ckpt-900')), 'r+b') as f:
@@ -148,13 +147,42 @@ def test_pruning_follows_publication_order_not_step_numbers(tmp_path):
     weights = _state()
     saver = checkpoint.Checkpointer(str(tmp_path), max_to_keep=2, weights=weights)
     assert saver.restore().endswith('ckpt-100')
+    capsys.readouterr()
     for step in (150, 250, 350):
         weights.assign(np.full(1000, step, np.float32))
         saver.save(step)
-    names = set(os.listdir(directory))
-    assert {'ckpt-250.index', 'ckpt-350.index', 'ckpt-900.index'} <= names
-    assert 'ckpt-100.index' not in names and 'ckpt-150.index' not in names
+    assert [os.path.basename(p) for p in checkpoint.on_disk(str(directory))] == [
+        'ckpt-350', 'ckpt-250']
+    assert not any(name.startswith('ckpt-900') for name in os.listdir(directory))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and 'removed damaged checkpoint' in lines[0] and 'ckpt-900' in lines[0]
     assert _restore(str(tmp_path)) == (str(directory / 'ckpt-350'), 350.0)
+    assert capsys.readouterr().err == ''  # nothing left to skip
+
+
+def test_after_a_fallback_from_a_missing_index_the_rotation_prunes_the_unlisted(tmp_path):
+    _save_steps(str(tmp_path), [100, 200, 300], max_to_keep=3)
+    directory = tmp_path / 'checkpoints'
+    os.remove(directory / 'checkpoint')
+    weights = _state()
+    saver = checkpoint.Checkpointer(str(tmp_path), max_to_keep=3, weights=weights)
+    assert saver.restore().endswith('ckpt-300')
+    for step in (400, 500):
+        weights.assign(np.full(1000, step, np.float32))
+        saver.save(step)
+    assert [os.path.basename(p) for p in checkpoint.on_disk(str(directory))] == [
+        'ckpt-500', 'ckpt-400', 'ckpt-300']
+    assert tf.train.get_checkpoint_state(str(directory)).all_model_checkpoint_paths[:] == [
+        str(directory / name) for name in ('ckpt-300', 'ckpt-400', 'ckpt-500')]
+
+
+def test_the_index_names_checkpoints_relative_to_its_directory(tmp_path):
+    """A moved run directory still finds its checkpoints."""
+    _save_steps(str(tmp_path / 'run'), [100, 200])
+    os.rename(tmp_path / 'run', tmp_path / 'moved')
+    assert _restore(str(tmp_path / 'moved')) == (str(tmp_path / 'moved' / 'checkpoints' /
+                                                     'ckpt-200'), 200.0)
+    assert '/' not in (tmp_path / 'moved' / 'checkpoints' / 'checkpoint').read_text()
 
 
 def test_a_checkpoint_of_another_model_is_named(tmp_path):

@@ -80,3 +80,20 @@ def test_each_mirrored_replica_gets_the_sampler_groups_of_its_own():
     with pytest.raises(app.ConfigError, match=r'PAACConfig.num_workers=6 does not split into 4 '
                                               r'sampler groups \(2 per replica'):
         config_lib.require_sampler_groups('PAACConfig', 'alternating', 6, mirrored)
+
+
+@pytest.mark.parametrize('cores, num_envs, groups, expected', [
+    (2, 32, 1, 2), (8, 32, 1, 8), (6, 32, 1, 4), (64, 32, 1, 32), (1, 32, 1, 1),
+    (1, 32, 2, 2), (3, 32, 2, 2), (12, 32, 2, 8), (5, 30, 1, 5), (7, 30, 2, 6)])
+def test_auto_workers_is_the_most_that_fit_the_cores_and_split_the_environments(
+        cores, num_envs, groups, expected):
+    workers = config_lib.resolve_num_workers('PAACConfig', 'auto', num_envs, groups, cores=cores)
+    assert workers == expected
+    assert num_envs % workers == 0 and workers % groups == 0
+
+
+@pytest.mark.parametrize('value', ['many', 0, -2, 2.0, True])
+def test_num_workers_other_than_a_positive_int_or_auto_is_named(value):
+    with pytest.raises(app.ConfigError, match=r"PAACConfig.num_workers must be a positive "
+                                              r"integer or 'auto'"):
+        config_lib.resolve_num_workers("PAACConfig", value, 32)

@@ -85,6 +85,60 @@ def test_sequence_returns_hand_computed():
     np.testing.assert_allclose(returns, [3.5, 5.0, 2.0], rtol=1e-6)
 
 
+def _flat_scan_sequence_returns(rewards, sequence_ends, end_values, gamma):
+    """sequence_returns as it was: one scan step per element of the flat batch."""
+    rewards = tf.convert_to_tensor(rewards)
+    ends = tf.cast(sequence_ends, rewards.dtype)
+    bootstrapped = rewards + gamma * ends * tf.cast(end_values, rewards.dtype)
+    return losses.n_step_returns(bootstrapped[:, None], ends[:, None],
+                                 tf.zeros([1], rewards.dtype), gamma)[:, 0]
+
+
+def _random_sequences(rng, lengths, open_tail=0):
+    """rewards, sequence ends, end values of sequences of lengths laid end to end, then
+    open_tail steps with no end."""
+    ends = np.concatenate([np.eye(length, dtype=np.float32)[-1] for length in lengths] +
+                          [np.zeros(open_tail, np.float32)])
+    size = len(ends)
+    end_values = np.where(ends > 0, rng.normal(size=size) * 3, 0).astype(np.float32)
+    return rng.normal(size=size).astype(np.float32), ends, end_values
+
+
+@pytest.mark.parametrize('lengths, open_tail', [((5, 5, 3, 1, 5, 2, 5, 4), 0),
+                                                ((1, 1, 1), 0), ((4, 2), 3), ((), 4),
+                                                ((), 0), ((30, 5), 0)])
+def test_sequence_returns_equal_the_flat_scan_bit_for_bit(lengths, open_tail):
+    """Scanning the sequences' steps side by side gives exactly what scanning the flat batch
+    one element at a time gave, through a tf.function of any batch size (one trace)."""
+    rng = np.random.default_rng(len(lengths) + open_tail)
+    spec = tf.TensorSpec((None,), tf.float32)
+    returns_fn = tf.function(lambda *batch: losses.sequence_returns(*batch, 0.99),
+                             input_signature=[spec] * 3)
+    for _ in range(2):
+        batch = _random_sequences(rng, lengths, open_tail)
+        got = returns_fn(*batch).numpy()
+        assert got.shape == (sum(lengths) + open_tail,)
+        np.testing.assert_array_equal(
+            got, _flat_scan_sequence_returns(*batch, 0.99).numpy())
+    assert returns_fn.experimental_get_tracing_count() == 1
+
+
+def test_sequence_returns_scan_as_many_steps_as_the_longest_sequence(monkeypatch):
+    """GA3C's batch of 8 agents' sequences (t_max 5): n_step_returns scans 5 steps of 9 rows
+    (8 sequences and the empty one after the last end), not 34 steps of one."""
+    shapes = []
+    n_step_returns = losses.n_step_returns
+
+    def recorded(rewards, terminals, bootstrap_values, gamma):
+        shapes.append(tuple(rewards.shape))
+        return n_step_returns(rewards, terminals, bootstrap_values, gamma)
+
+    monkeypatch.setattr(losses, 'n_step_returns', recorded)
+    batch = _random_sequences(np.random.default_rng(0), (5, 5, 3, 1, 5, 5, 5, 5, 3)[:8])
+    losses.sequence_returns(*batch, 0.9)
+    assert shapes == [(5, 9)]
+
+
 @pytest.mark.parametrize('lam', [0.0, 0.95, 1.0])
 def test_gae_matches_tf_agents(lam):
     rewards, values, terminals, bootstrap = random_rollout(1)

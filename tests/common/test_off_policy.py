@@ -2,6 +2,7 @@
 replay ratio is the configured one, the target network is copied on its period, and DQN on it
 (and on the concurrent runner) learns CartPole."""
 import contextlib
+import io
 
 import common  # noqa: F401
 import numpy as np
@@ -14,6 +15,9 @@ from common.envs import pools
 from common.learners import networks
 from common.learners import q_learner
 from common.replay import replay as replay_lib
+from common.run import runner
+from common.run import tracker as tracker_lib
+from common.tools import run_files
 from common.units import concurrent_off_policy
 from common.units import off_policy
 from common.units import samplers
@@ -82,6 +86,39 @@ def test_the_replay_ratio_is_the_configured_one_and_the_target_follows_its_perio
     assert runner.take_replay_ratio() == pytest.approx(8 * 3 * 16 / 80)
     assert len(copies) == 5  # 80 steps, a copy every 16
     assert int(learner.optimizer.iterations.numpy()) == 24
+
+
+def test_the_off_policy_unit_drives_the_runner_under_the_training_loop(tmp_path):
+    """runner.run over an OffPolicyUnit: each advance() is one phase of horizon x num_envs
+    steps and its updates; the rows hold the unit's columns (epsilon, replay ratio and size,
+    time shares) and the learner's update means; the checkpoint holds both networks and the
+    optimizer."""
+    num_envs, horizon = 2, 4
+    settings = off_policy.OffPolicySettings(batch_size=8, updates_per_phase=2,
+                                            min_replay_steps=24, target_period=16,
+                                            epsilon_decay_steps=80)
+    learner = _learner()
+    tracker = tracker_lib.RunTracker(
+        str(tmp_path), total_steps=80, log_every_seconds=1e-9, checkpoint_every_steps=40,
+        extra_columns=off_policy.UNIT_COLUMNS + learner.update_means.names,
+        trackables=off_policy.trackables(learner), stream=io.StringIO())
+    with pools.SerialPool(CARTPOLE, num_envs, seed=6) as pool:
+        with off_policy.OffPolicyRunner(samplers.make_sampler('synchronized', pool, horizon),
+                                        learner, _memory(num_envs), settings,
+                                        seed=2) as off_policy_runner:
+            runner.run(tracker, off_policy.OffPolicyUnit(off_policy_runner))
+    tracker.close()
+    rows = run_files.read_csv(tmp_path / 'metrics.csv')
+    assert [int(row['env_steps']) for row in rows] == list(range(8, 88, 8))
+    # Replay holds 24 steps after the third phase, which trains: 8 phases of 2 updates.
+    assert [int(row['updates']) for row in rows] == [0, 0] + list(range(2, 18, 2))
+    assert [float(row['replay_ratio']) for row in rows[2:]] == [8 * 2 / 8] * 8
+    assert [int(row['replay_size']) for row in rows] == list(range(8, 88, 8))
+    assert float(rows[-1]['epsilon']) == pytest.approx(1.0 + 72 / 80 * (0.01 - 1.0))
+    assert all(float(row[name]) >= 0 for row in rows[2:]
+               for name in ('loss', 'learn_share', 'env_share', 'act_share'))
+    assert sorted(off_policy.trackables(learner)) == ['online', 'optimizer', 'target']
+    assert tracker.checkpointer.restore()  # the checkpoint at 40 steps reads back
 
 
 def test_one_stream_per_simulator_is_required():

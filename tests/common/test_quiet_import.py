@@ -6,7 +6,8 @@ import sys
 from common.run import app
 from common.run import quiet_import
 
-_IMPORT = ('import common, tensorflow as tf, sys; tf.constant(1.0) + 1; '
+_IMPORT = ('from common.run import process_setup; process_setup.configure(); '
+           'import tensorflow as tf, sys; tf.constant(1.0) + 1; '
            'print("after import", file=sys.stderr)')
 
 
@@ -52,13 +53,15 @@ def test_wanted_only_without_a_log_level_or_verbose():
 
 def test_processes_spawned_by_a_quiet_one_are_quiet_and_a_verbose_ones_log(tmp_path):
     """The A3C-CPU agents import TensorFlow in spawned processes: they follow the parent."""
-    code = ('import multiprocessing, sys, common\n'
-            'def child():\n'
-            '    import tensorflow as tf\n'
-            '    tf.constant(1.0) + 1\n'
+    code = ('import multiprocessing, sys\n'
+            'from common.run import process_setup, processes\n'
+            'process_setup.configure()\n'
             'if __name__ == "__main__":\n'
-            '    process = multiprocessing.get_context("spawn").Process(target=child)\n'
-            '    process.start(); process.join()\n'
+            '    from common.learners import losses  # imports TensorFlow when unpickled\n'
+            '    process = multiprocessing.get_context("spawn").Process(\n'
+            '        target=losses.n_step_returns, args=([[1.0]], [[0.0]], [0.0], 0.9))\n'
+            '    processes.start_process(process); process.join()\n'
+            '    assert process.exitcode == 0, process.exitcode\n'
             '    print("after child", file=sys.stderr)')
     script = tmp_path / 'spawns.py'
     assert _stderr(code, script=script) == 'after child\n'

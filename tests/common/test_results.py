@@ -1,10 +1,16 @@
-"""common.results publishes a run's files and figures, and redraws the figure of all runs."""
+"""common.results publishes a run's files, figures and final policy, and redraws the figure of
+all runs."""
 import os
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
+from common import evaluate
 from common import results
+from common import watch
 from common.run import app
+from common.run import checkpoint as checkpoint_lib
 
 
 def _write_run(run_dir, paper):
@@ -59,3 +65,63 @@ def test_a_run_without_metrics_is_refused(tmp_path):
     (tmp_path / 'run' / app.INVOCATION_FILE).write_text('{"paper": "paac"}')
     with pytest.raises(app.ConfigError, match='no metrics.csv'):
         results.publish(str(tmp_path / 'run'), 'x', str(tmp_path / 'results'))
+
+
+def test_a_published_run_carries_its_policy_that_evaluate_and_watch_read(cartpole_run,
+                                                                          tmp_path):
+    results_dir = str(tmp_path / 'results')
+    written = results.publish(cartpole_run, 'cartpole', results_dir)
+    published = tmp_path / 'results' / 'cartpole'
+    weights = [str(published / 'policy_weights.data-00000-of-00001'),
+               str(published / 'policy_weights.index')]
+    assert set(weights) <= set(written)
+    assert not (published / 'checkpoints').exists()
+    # The network's weights and the counters, nothing of the optimizer.
+    keys = tf.train.load_checkpoint(str(published / 'policy_weights')).get_variable_to_shape_map()
+    assert {key.split('/')[0] for key in keys} == {
+        'policy', 'counters', 'save_counter', '_CHECKPOINTABLE_OBJECT_GRAPH'}
+    assert not any('optimizer' in key for key in keys)
+    sizes = sum(os.path.getsize(path) for path in weights)
+    assert sizes < 20_000  # 4 -> 16 -> (2 + 1) floats, and the object graph
+    _, from_run, run_steps = evaluate.load_policy(cartpole_run)
+    _, from_published, published_steps = evaluate.load_policy(str(published))
+    assert run_steps == published_steps == 256
+    for run_weight, published_weight in zip(from_run.network.weights,
+                                            from_published.network.weights):
+        np.testing.assert_array_equal(run_weight.numpy(), published_weight.numpy())
+    # common.evaluate and common.watch take the published directory as they take the run.
+    row = evaluate.evaluate_run(str(published), num_episodes=2, seed=7)
+    assert row['env_steps'] == 256 and row['episodes'] == 2
+    assert row['wall_time'] == checkpoint_lib.trained_seconds(cartpole_run)
+    assert row == {**evaluate.evaluate_run(cartpole_run, num_episodes=2, seed=7),
+                   'seconds': row['seconds']}
+    summary = watch.watch(str(published), max_steps=5)
+    assert summary['path'] == str(published / watch.DEFAULT_OUT) and summary['frames'] == 6
+    # Republished from a run without checkpoints, it carries none: not the earlier run's.
+    _write_run(str(tmp_path / 'bare'), 'accel')
+    results.publish(str(tmp_path / 'bare'), 'cartpole', results_dir)
+    assert not any(name.startswith('policy_weights') for name in os.listdir(published))
+    with pytest.raises(checkpoint_lib.CheckpointError, match='no published policy_weights'):
+        evaluate.load_policy(str(published))
+
+
+def test_published_weights_restore_into_their_network_only(tmp_path):
+    from common.learners import networks  # pylint: disable=import-outside-toplevel
+
+    def network(width, seed):
+        return networks.make_actor_critic(2, (4,), np.float32, network='mlp',
+                                          torso_kwargs={'hidden_sizes': (width,)}, seed=seed)
+
+    counters = checkpoint_lib.Counters()
+    counters.env_steps.assign(1234)
+    counters.elapsed_seconds.assign(56.5)
+    source = tf.train.Checkpoint(counters=counters).write(str(tmp_path / 'ckpt-1234'))
+    saved = network(16, seed=1)
+    checkpoint_lib.write_policy_weights(str(tmp_path), saved, source)
+    restored = network(16, seed=2)
+    assert checkpoint_lib.restore_latest(str(tmp_path), model=restored) == 1234
+    assert checkpoint_lib.trained_seconds(str(tmp_path)) == 56.5
+    for saved_weight, restored_weight in zip(saved.weights, restored.weights):
+        np.testing.assert_array_equal(saved_weight.numpy(), restored_weight.numpy())
+    with pytest.raises(checkpoint_lib.CheckpointError, match='policy_weights does not fit'):
+        checkpoint_lib.restore_latest(str(tmp_path), model=network(8, seed=3))

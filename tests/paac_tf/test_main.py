@@ -147,6 +147,38 @@ def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path):
     assert float(row['score_min']) <= float(row['score_mean']) <= float(row['score_max'])
 
 
+def test_a_run_its_ctrl_c_and_its_resume_print_no_warning(tmp_path, process_tree):
+    """What a user sees on stderr, from a shell that set nothing: start, log, checkpoint, Ctrl-C
+    and resume print no library or deprecation warning (TensorFlow's update_checkpoint_state
+    did, twice), only the run's own 'interrupted'."""
+    env = {key: value for key, value in os.environ.items()
+           if key not in ('TF_CPP_MIN_LOG_LEVEL', 'COMMON_QUIET_TENSORFLOW',
+                          'TF_USE_LEGACY_KERAS', 'TF_ENABLE_ONEDNN_OPTS')}
+    env['PYTHONPATH'] = app.PROJECT_ROOT
+    command = [sys.executable, '-m', 'paac_tf.main', '--run_dir=run'] + _flags(
+        CARTPOLE_BINDINGS[:-3] + ['PAACConfig.checkpoint_every_steps = 200',
+                                  'PAACConfig.log_every_seconds = 0.2'])
+    first = subprocess.run(command + ['--gin_bindings=PAACConfig.total_steps = 400'],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert first.returncode == 0 and first.stderr == '', first.stderr[-3000:]
+    process = subprocess.Popen(command + ['--gin_bindings=PAACConfig.total_steps = 100000000'],
+                               cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    metrics = tmp_path / 'run' / 'metrics.csv'
+    assert process_tree.wait_for(
+        lambda: int(run_files.read_csv(metrics)[-1]['env_steps']) > 400, 120)
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode != 0 and 'resuming from' in stdout
+    assert stderr.strip() == 'interrupted', stderr[-3000:]
+    saved = int(re.search(r'interrupted at step ([\d,]+); saved', stdout).group(1).replace(
+        ',', ''))
+    resumed = subprocess.run(command + [f'--gin_bindings=PAACConfig.total_steps = {saved + 200}'],
+                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert resumed.returncode == 0 and resumed.stderr == '', resumed.stderr[-3000:]
+    assert f'at step {saved:,}' in resumed.stdout
+
+
 def test_pong_runs_through_worker_processes_and_leaves_nothing_behind(tmp_path, process_tree):
     shm_before = process_tree.shm_entries()
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)

@@ -9,7 +9,6 @@ from common import evaluate
 from common.envs import gym as gym_envs
 from common.envs import pools
 from common.learners import actor_critic
-from common.learners import optim
 from common.units import on_policy
 from common.units import samplers
 from paac_tf import paac
@@ -52,7 +51,7 @@ def test_train_step_anneals_learning_rate_and_changes_weights():
     terminals = np.zeros((5, 4), np.float32)
     rates = []
     for update in range(4):  # the loop tells the schedule the env steps before each update
-        optim.set_schedule_steps(learner.optimizer, update * config.steps_per_update)
+        learner.set_env_steps(update * config.steps_per_update)
         rates.append(float(learner.train_on_rollout(observations, actions, rewards, terminals)
                            ['learning_rate'].numpy()))
     np.testing.assert_allclose(rates, [0.01, 0.0075, 0.005, 0.0025], rtol=1e-5)
