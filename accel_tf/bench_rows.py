@@ -100,6 +100,18 @@ def training_rate(settings, preset, extra=()):
                            settings['warmup_seconds'])
 
 
+def mirrored_rate(settings, replicas):
+    """training_rate of A2C over `replicas` mirrored replicas: one GPU each where there are
+    that many, else on logical CPU devices, GPUs hidden (mirrored refuses more replicas than
+    GPUs in a run, common/scale/distribute.py; the row measures the machinery either way)."""
+    if len(devices.gpu_ids()) < replicas:
+        warning = devices.hide_gpus_here()
+        if warning:
+            print(warning, flush=True)
+    return training_rate(settings, 'a2c_pong', ["DistributeConfig.strategy = 'mirrored'",
+                                                f'DistributeConfig.num_replicas = {replicas}'])
+
+
 def learning_only_rate(settings, preset, extra=()):
     """Environment steps per second of the optimization phase alone: train_on_rollout called
     again and again on one rollout of real frames (the parameters move; the work does not)."""
@@ -255,9 +267,7 @@ ROWS = {
         settings, 'ppo_pong', [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}"]),
     # Section 4.2's synchronous multi-device A2C on 2 replicas (logical CPU devices here, each
     # with half the simulators): on one machine's CPU it measures the machinery's overhead.
-    'accel/a2c/mirrored2': lambda settings: training_rate(
-        settings, 'a2c_pong', ["DistributeConfig.strategy = 'mirrored'",
-                               'DistributeConfig.num_replicas = 2']),
+    'accel/a2c/mirrored2': lambda settings: mirrored_rate(settings, 2),
     # The same over 2 worker processes (several machines' code path on localhost).
     'accel/a2c/multi_worker2': multi_worker_rate,
     'accel/a2c/learn': lambda settings: learning_only_rate(settings, 'a2c_pong'),

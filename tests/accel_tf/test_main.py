@@ -376,3 +376,20 @@ def test_async_bench_rows_count_both_learners_steps(process_tree):
         assert gin.query_parameter('AccelConfig.num_learners') == 2
         assert gin.query_parameter('AccelConfig.envs_per_worker') == 2  # 8 over 2 x 2 workers
     assert not process_tree.leaked_shm(shm_before)
+
+
+@pytest.mark.parametrize('gpus, hidden', [([], True), (['0'], True), (['0', '1'], False)])
+def test_the_mirrored_bench_row_runs_on_cpu_devices_unless_each_replica_has_a_gpu(
+        monkeypatch, gpus, hidden):
+    """A run refuses more mirrored replicas than GPUs; the bench row, defined as the machinery's
+    overhead, puts its 2 replicas on logical CPU devices instead (GPUs hidden) on a 1-GPU host."""
+    from accel_tf import bench_rows  # pylint: disable=import-outside-toplevel
+    calls = []
+    monkeypatch.setattr(bench_rows.devices, 'gpu_ids', lambda: list(gpus))
+    monkeypatch.setattr(bench_rows.devices, 'hide_gpus_here', lambda: calls.append('hidden'))
+    monkeypatch.setattr(bench_rows, 'training_rate',
+                        lambda settings, preset, extra: calls.append((preset, tuple(extra))))
+    bench_rows.ROWS['accel/a2c/mirrored2']({})
+    assert calls[-1] == ('a2c_pong', ("DistributeConfig.strategy = 'mirrored'",
+                                      'DistributeConfig.num_replicas = 2'))
+    assert ('hidden' in calls) == hidden
