@@ -7,7 +7,7 @@ import threading
 from absl import logging
 import numpy as np
 
-from common.replay import replay as replay_lib
+from common.replay import staging as staging_lib
 
 
 def lower_thread_priority(increment):
@@ -34,7 +34,7 @@ class ActorThread(threading.Thread):
         self.env = env
         self.rng = np.random.default_rng([seed, index])
         self.num_actions = runner.num_actions
-        self.staging = replay_lib.StagingBuffer(runner.staging_length, runner.replay.frame_shape,
+        self.staging = staging_lib.StagingBuffer(runner.staging_length, runner.replay.frame_shape,
                                                 runner.replay.observation_dtype)
         self.episode_start = True
         self.finished_episodes = []  # (score, length) since the last drain

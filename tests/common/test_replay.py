@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from common.replay import replay
+from common.replay import staging as staging_lib
 
 
 def _observation(value, shape=(3, 2, 4)):
@@ -130,7 +131,7 @@ def test_one_step_transitions_are_unchanged_by_the_n_step_path():
 def test_staged_steps_flush_into_replay_as_if_added_directly():
     direct = replay.ReplayMemory(12, (3, 2, 4), np.uint8, stack=4)
     staged = replay.ReplayMemory(12, (3, 2, 4), np.uint8, stack=4)
-    staging = replay.StagingBuffer(5, staged.frame_shape, np.uint8)
+    staging = staging_lib.StagingBuffer(5, staged.frame_shape, np.uint8)
     for step in range(15):
         observation = _observation(step + 1)
         args = (step % 3, float(step), step % 4 == 3, step % 4 == 0)

@@ -11,6 +11,7 @@ import pytest
 from common.replay import prioritized_replay
 from common.replay import replay
 from common.replay import replay_files
+from common.replay import staging as staging_lib
 from common.run import tracker as tracker_lib
 
 SHAPE = (3, 2, 4)  # (H, W, stack)
@@ -291,7 +292,7 @@ def test_a_write_cut_short_by_an_interrupt_is_never_saved(tmp_path):
 
     memory = _memory()
     _fill(memory, 12)
-    staging = replay.StagingBuffer(8, SHAPE[:-1], np.uint8)
+    staging = staging_lib.StagingBuffer(8, SHAPE[:-1], np.uint8)
     for value in range(3):
         staging.add(np.full(SHAPE[:-1], value, np.uint8), 0, 0.0, False, False)
     staging.episode_starts = Interrupting()
