@@ -252,7 +252,7 @@ def test_ctrl_c_stops_asynchronous_dqn_with_a_checkpoint_and_nothing_left(tmp_pa
     assert 'interrupted at step' in stdout and 'saved' in stdout and 'interrupted' in stderr
     assert any(name.endswith('.index') for name in os.listdir(tmp_path / 'run' / 'checkpoints'))
     assert process_tree.wait_for(lambda: not process_tree.alive(tree), 10)
-    assert process_tree.shm_entries() <= shm_before
+    assert not process_tree.leaked_shm(shm_before)
 
 
 @pytest.mark.parametrize('preset, bindings, budget', [
