@@ -25,6 +25,8 @@ environments, over the bench's worker count (one per CPU by default):
       timing; accel/{dqn,rainbow}_512/tf_data draw the minibatches through a prefetching tf.data
       pipeline, accel/{dqn,rainbow}_512/async train on a thread while the next phase samples
       (section 5.3), at the same replay ratio, /async_tf_data both;
+  accel/{a2c,ppo}/learn/xla, accel/{dqn,rainbow}_512/xla: those rows with the networks' calls
+      XLA-compiled (AccelConfig.jit_compile; common/learners/xla.py);
   peer/tf_agents_ppo: tf-agents' PPOClipAgent and DynamicStepDriver on the same pool, frames,
       A3C-Net-shaped networks, batch and epochs as accel/ppo (accel_tf/peer_tf_agents.py;
       tf-agents trains each epoch on the whole batch, one gradient step, where accel/ppo takes
@@ -242,15 +244,17 @@ def tf_agents_ppo_rate(settings):
                            settings['warmup_seconds'])
 
 
+XLA = 'AccelConfig.jit_compile = True'
 # The Q rows at batch 512 (Appendix A.3's rates) and their variants: minibatches through tf.data,
-# asynchronous, or both.
+# asynchronous, or both; XLA.
 Q_BASES = {'dqn_512': ('dqn_pong', ['AccelConfig.learning_rate = 0.00075']),
            'rainbow_512': ('rainbow_pong', [f'AccelConfig.adam_epsilon = {0.005 / 512}'])}
 Q_VARIANTS = {'': [],
               'tf_data': ["QValueConfig.replay_input = 'tf_data'"],
               'async': ['QValueConfig.asynchronous = True'],
               'async_tf_data': ['QValueConfig.asynchronous = True',
-                                "QValueConfig.replay_input = 'tf_data'"]}
+                                "QValueConfig.replay_input = 'tf_data'"],
+              'xla': [XLA]}
 
 
 def _q_row(base, variant=''):
@@ -285,6 +289,11 @@ ROWS = {
                                           f'AccelConfig.adam_epsilon = {0.01 / 2048}']),
     'accel/rainbow_512': _q_row('rainbow_512'),
     'peer/tf_agents_ppo': tf_agents_ppo_rate,
+    # The networks' calls XLA-compiled (RunConfig.jit_compile; common/learners/xla.py).
+    'accel/a2c/learn/xla': lambda settings: learning_only_rate(settings, 'a2c_pong', [XLA]),
+    'accel/ppo/learn/xla': lambda settings: learning_only_rate(
+        settings, 'ppo_pong',
+        [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}", XLA]),
 }
 ROWS.update({f'accel/{base}/{variant}': _q_row(base, variant)
              for base in Q_BASES for variant in Q_VARIANTS if variant})

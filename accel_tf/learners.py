@@ -48,7 +48,8 @@ def build_actor_critic_learner(config):
         gae_lambda=loss.gae_lambda)
     return actor_critic.ActorCriticLearner(
         _model(config), make_optimizer(config), settings,
-        actor_critic.observation_spec(config.env_config), seed=config.seed, horizon=config.horizon)
+        actor_critic.observation_spec(config.env_config), seed=config.seed, horizon=config.horizon,
+        jit_compile=config.jit_compile)
 
 
 def build_ppo_learner(config):
@@ -62,7 +63,7 @@ def build_ppo_learner(config):
         anneal_steps=config.total_steps if phase.anneal_ratio_clip else None)
     return ppo.PPOLearner(_model(config), make_optimizer(config), settings,
                           actor_critic.observation_spec(config.env_config), config.horizon,
-                          seed=config.seed)
+                          seed=config.seed, jit_compile=config.jit_compile)
 
 
 def build_q_learner(config):
@@ -87,7 +88,7 @@ def build_q_learner(config):
     spec = tf.TensorSpec((None,) + tuple(env_config.observation_shape),
                          tf.as_dtype(env_config.observation_dtype))
     return q_learner.QLearner(make_network, num_actions, optimizer, settings, spec,
-                              name='accel_q_learner')
+                              name='accel_q_learner', jit_compile=config.jit_compile)
 
 
 # Update kind of accel_tf/algorithms.py -> the builder of its learner.

@@ -82,8 +82,9 @@ class PPOLearner(actor_critic.PolicyLearner):
     with apply_gradients, build, iterations and current_learning_rate)."""
 
     def __init__(self, model, optimizer, settings, observation_spec, horizon, seed=0,
-                 name='ppo_learner'):
-        super().__init__(model, optimizer, settings, observation_spec, seed, UPDATE_STATS, name)
+                 name='ppo_learner', jit_compile=False):
+        super().__init__(model, optimizer, settings, observation_spec, seed, UPDATE_STATS, name,
+                         jit_compile)
         self.ratio_clip_schedule = None if not settings.anneal_steps else optim.EnvStepSchedule(
             optim.LinearSchedule(settings.ratio_clip, 0.0, settings.anneal_steps))
         self.env_step_schedules.append(self.ratio_clip_schedule)
@@ -120,7 +121,7 @@ class PPOLearner(actor_critic.PolicyLearner):
         num_steps = tf.shape(rewards)[0]
         shape = tf.shape(observations)
         flat_all = tf.reshape(observations, tf.concat([[-1], shape[2:]], 0))
-        logits, values = self.model(flat_all)
+        logits, values = self.call_model(flat_all)
         values = tf.reshape(values, [num_steps + 1, -1])
         advantages = losses.generalized_advantage_estimation(
             rewards, values[:-1], terminals, values[-1], settings.gamma, settings.gae_lambda)
@@ -141,7 +142,7 @@ class PPOLearner(actor_critic.PolicyLearner):
             advantages = (advantages - mean) / (tf.sqrt(variance) + 1e-8)
         ratio_clip = self.current_ratio_clip()
         with tf.GradientTape() as tape:
-            logits, values = self.model(observations)
+            logits, values = self.call_model(observations)
             loss = losses.ppo_clip_loss(
                 logits=logits, values=values, actions=actions, old_log_probs=old_log_probs,
                 advantages=advantages, returns=returns, ratio_clip=ratio_clip,
@@ -183,7 +184,7 @@ class PPOLearner(actor_critic.PolicyLearner):
     def _act_with_log_probs(self, observations):
         """Sampled actions and their log-probabilities under the acting parameters (APPO's
         parameters change during sampling, so the ratio's denominator is recorded here)."""
-        logits, _ = self.model(observations)
+        logits, _ = self.call_model(observations)
         actions = actor_critic.sample_actions(logits, self.generator)
         return actions, losses.select(tf.nn.log_softmax(logits), actions)
 

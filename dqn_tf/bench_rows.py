@@ -16,10 +16,10 @@ BENCH_PERIOD = 4000  # C: divisible by W = 8 and F = 4
 BENCH_PERIODS = 3
 
 
-def _rate(settings, mode, num_samplers):
+def _rate(settings, mode, num_samplers, jit_compile=False):
     """Training steps per second of one mode over BENCH_PERIODS whole target periods."""
     config = speedtest.speedtest_config(mode, num_samplers, game=settings['game'],
-                                        target_period=BENCH_PERIOD)
+                                        target_period=BENCH_PERIOD, jit_compile=jit_compile)
     app.set_intra_op_threads(config.intra_op_threads())  # each bench row has its own process
     with speedtest.Session(config) as session:
         chunks = [(BENCH_PERIOD, session.run(BENCH_PERIOD)) for _ in range(BENCH_PERIODS)]
@@ -31,4 +31,6 @@ ROWS = {
     'dqn/standard': lambda settings: _rate(settings, 'standard', 1),
     # Algorithm 1 with W=8 actor threads: the fastest variant of Table 1.
     'dqn/both': lambda settings: _rate(settings, 'both', 8),
+    # The networks' calls XLA-compiled (RunConfig.jit_compile; common/learners/xla.py).
+    'dqn/standard/xla': lambda settings: _rate(settings, 'standard', 1, jit_compile=True),
 }

@@ -47,7 +47,7 @@ def build_learner(config):
     spec = tf.TensorSpec((None,) + tuple(env_config.observation_shape),
                          tf.as_dtype(env_config.observation_dtype))
     return q_learner.QLearner(make_network, num_actions, optimizer, settings, spec,
-                              name='dqn_learner')
+                              name='dqn_learner', jit_compile=config.jit_compile)
 
 
 class FastDQN:

@@ -33,8 +33,9 @@ SPEEDTEST_EPSILON = 0.1  # "we fix epsilon_t = 0.1 for the entirety of this shor
 
 
 def speedtest_config(mode, num_samplers, game='pong', target_period=10_000, prepopulate_steps=1000,
-                     replay_capacity=100_000, seed=0):
-    """The paper's Pong config in one mode, with epsilon fixed at 0.1 and evaluation off."""
+                     replay_capacity=100_000, seed=0, jit_compile=False):
+    """The paper's Pong config in one mode, with epsilon fixed at 0.1 and evaluation off;
+    jit_compile: the networks' calls XLA-compiled."""
     concurrent, synchronized = config_lib.MODE_SWITCHES[mode]
     bindings = [f"AtariConfig.game = '{game}'",
                 f'DQNConfig.num_samplers = {num_samplers}',
@@ -46,7 +47,7 @@ def speedtest_config(mode, num_samplers, game='pong', target_period=10_000, prep
                 f'DQNConfig.initial_epsilon = {SPEEDTEST_EPSILON}',
                 f'DQNConfig.final_epsilon = {SPEEDTEST_EPSILON}',
                 'DQNConfig.eval_every_steps = 0',
-                f'DQNConfig.seed = {seed}']
+                f'DQNConfig.seed = {seed}', f'DQNConfig.jit_compile = {jit_compile}']
     return dqn_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/dqn/pong.gin')], bindings)
 
 

@@ -76,6 +76,9 @@ ROWS = {
     'a3c_cpu/large': lambda settings: a3c_cpu_pps(settings, LARGE),
     # Trainer input through tf.data instead of straight into the tf.function (the default).
     'ga3c/tf_data': lambda settings: ga3c_pps(settings, ["GA3CConfig.trainer_input = 'tf_data'"]),
+    # The network's calls XLA-compiled (RunConfig.jit_compile), batches padded to buckets
+    # (pad_batches 'auto' pads with XLA, which compiles once per shape).
+    'ga3c/xla': lambda settings: ga3c_pps(settings, ['GA3CConfig.jit_compile = True']),
     # The baseline's agents on oneDNN kernels too, to show why they default to the stock ones.
     'a3c_cpu/onednn': lambda settings: a3c_cpu_pps(settings, ['GA3CConfig.a3c_onednn = True']),
 }

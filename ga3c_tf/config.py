@@ -43,7 +43,8 @@ class GA3CConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     trainer_input: str = 'direct'        # 'direct' or 'tf_data' (measured: README, GA3C)
     pad_batches: str = 'auto'            # prediction and training batches padded to a few
                                          # sizes (ga3c_tf/buckets.py): 'always', 'never', or
-                                         # 'auto', where TensorFlow sees a GPU
+                                         # 'auto', where TensorFlow sees a GPU or with
+                                         # jit_compile (both compile per input shape)
     network: str = 'nips'
     torso_kwargs: Optional[dict] = None  # e.g. {'first_stride': 2} for 'ga3c_large'
     conv_padding: str = 'same'           # NetworkVP.py's conv2d_layer pads ('SAME')

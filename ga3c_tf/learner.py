@@ -24,9 +24,10 @@ def train_signature(config, padded=False):
 def pads_batches(config):
     """Whether the server pads its prediction and training batches to buckets
     (ga3c_tf/buckets.py): GA3CConfig.pad_batches 'always', or 'auto' where TensorFlow sees a
-    GPU (cuDNN autotunes per input shape there; on a CPU the padding rows only cost time)."""
+    GPU (cuDNN autotunes per input shape there) or with jit_compile (XLA compiles per input
+    shape); on a CPU without XLA the padding rows only cost time."""
     if config.pad_batches == 'auto':
-        return bool(tf.config.list_physical_devices('GPU'))
+        return config.jit_compile or bool(tf.config.list_physical_devices('GPU'))
     return config.pad_batches == 'always'
 
 
@@ -46,6 +47,7 @@ def build_learner(config):
     optimizer = optim.rmsprop_of(config, lambda _: schedule(env_steps))
     learner = actor_critic.ActorCriticLearner(model, optimizer, loss_settings(config),
                                               observation_spec(config), seed=config.seed,
-                                              name='ga3c_learner')
+                                              name='ga3c_learner',
+                                              jit_compile=config.jit_compile)
     learner.env_steps = env_steps
     return learner

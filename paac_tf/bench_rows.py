@@ -10,11 +10,11 @@ from paac_tf import main as paac_main
 from paac_tf import paac
 
 
-def paac_rate(settings, sampler='synchronized'):
+def paac_rate(settings, sampler='synchronized', extra=()):
     """PAAC training steps per second (timing.measurement) of gin/paac/pong.gin."""
     bindings = [f"AtariConfig.game = '{settings['game']}'",
                 f"PAACConfig.num_envs = {settings['num_envs']}",
-                f"PAACConfig.sampler = '{sampler}'"]
+                f"PAACConfig.sampler = '{sampler}'"] + list(extra)
     config = paac_main.configure(['gin/paac/pong.gin'], bindings)
     learner = paac.build_learner(config)
     with pools.make_pool(config.env_config, config.num_envs, seed=0,
@@ -34,4 +34,6 @@ def paac_rate(settings, sampler='synchronized'):
 ROWS = {
     'paac': paac_rate,
     'paac/alternating': lambda settings: paac_rate(settings, sampler='alternating'),
+    # The network's calls XLA-compiled (RunConfig.jit_compile; common/learners/xla.py).
+    'paac/xla': lambda settings: paac_rate(settings, extra=['PAACConfig.jit_compile = True']),
 }

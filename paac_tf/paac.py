@@ -109,7 +109,7 @@ def build_learner(config, strategy=None):
         scale=config.loss_scale)
     spec = actor_critic.observation_spec(config.env_config)
     return actor_critic.ActorCriticLearner(model, optimizer, settings, spec, seed=config.seed,
-                                           horizon=config.t_max)
+                                           horizon=config.t_max, jit_compile=config.jit_compile)
 
 
 def train(config, run_dir, make_pool):

@@ -191,6 +191,21 @@ def process_tree():
     return ProcessTree
 
 
+def _xla_compiled_calls(concrete_function):
+    """The function calls of a traced tf.function marked for XLA compilation, those of its
+    nested functions included."""
+    graph_def = concrete_function.graph.as_graph_def()
+    nodes = list(graph_def.node) + [node for function in graph_def.library.function
+                                    for node in function.node_def]
+    return [node for node in nodes if node.op in ('PartitionedCall', 'StatefulPartitionedCall')
+            and node.attr['_XlaMustCompile'].b]
+
+
+@pytest.fixture
+def xla_compiled_calls():
+    return _xla_compiled_calls
+
+
 # The tests that take longest (about 45 s to 330 s each on two xdist workers of a 2-core
 # machine), started first: the queue is handed to the workers in collection order, and one of
 # them left alone on a long test at the end of the suite would idle the other core.

@@ -15,6 +15,7 @@ import tensorflow as tf
 from common.learners import interval_means
 from common.learners import losses
 from common.learners import optim
+from common.learners import xla
 from common.scale import distribute
 
 __all__ = ('UPDATE_STATS', 'REDUCTIONS', 'LossSettings', 'sequence_signature', 'sample_actions',
@@ -72,11 +73,15 @@ def rollout_signature(observation_spec, horizon):
 class PolicyLearner(tf.Module):
     """What the learners of a model returning (logits, values) share: the model, its optimizer
     (built for its variables), a seeded generator, interval means of update statistics, and the
-    acting tf.functions (sampling by Gumbel-max, greedy)."""
+    acting tf.functions (sampling by Gumbel-max, greedy). jit_compile: every call of the model
+    in them runs XLA-compiled (common/learners/xla.py)."""
 
-    def __init__(self, model, optimizer, settings, observation_spec, seed, update_stats, name):
+    def __init__(self, model, optimizer, settings, observation_spec, seed, update_stats, name,
+                 jit_compile=False):
         super().__init__(name=name)
         self.model = model
+        self.jit_compile = jit_compile
+        self.call_model = xla.compiled_call(lambda observations: model(observations), jit_compile)
         self.optimizer = optimizer
         self.settings = settings
         self.optimizer.build(self.model.trainable_variables)
@@ -108,11 +113,11 @@ class PolicyLearner(tf.Module):
             variable.assign(tf.reshape(piece, variable.shape))
 
     def _act(self, observations):
-        logits, _ = self.model(observations)
+        logits, _ = self.call_model(observations)
         return sample_actions(logits, self.generator)
 
     def _greedy_act(self, observations):
-        logits, _ = self.model(observations)
+        logits, _ = self.call_model(observations)
         return tf.argmax(logits, axis=-1, output_type=tf.int32)
 
 
@@ -121,10 +126,11 @@ class ActorCriticLearner(PolicyLearner):
     anything with apply_gradients, build and current_learning_rate)."""
 
     def __init__(self, model, optimizer, settings, observation_spec, seed=0, horizon=None,
-                 name='actor_critic_learner'):
+                 name='actor_critic_learner', jit_compile=False):
         if settings.reduction not in REDUCTIONS:
             raise ValueError(f'reduction={settings.reduction!r}; allowed: {REDUCTIONS}')
-        super().__init__(model, optimizer, settings, observation_spec, seed, UPDATE_STATS, name)
+        super().__init__(model, optimizer, settings, observation_spec, seed, UPDATE_STATS, name,
+                         jit_compile)
         self.predict = tf.function(self._predict, input_signature=[observation_spec])
         self.train_on_sequences = tf.function(self._train_on_sequences,
                                               input_signature=sequence_signature(observation_spec))
@@ -144,14 +150,14 @@ class ActorCriticLearner(PolicyLearner):
                                                       input_signature=signature)
 
     def _predict(self, observations):
-        logits, values = self.model(observations)
+        logits, values = self.call_model(observations)
         return tf.nn.softmax(logits), values
 
     def _objective(self, observations, actions, returns, weights=None):
         """(what is differentiated, the loss terms) for flat batches; weights (None: all 1)
         weigh the rows, 0 for padding (losses.actor_critic_loss)."""
         settings = self.settings
-        logits, values = self.model(observations)
+        logits, values = self.call_model(observations)
         if settings.gae_lambda is not None:
             returns = returns + tf.stop_gradient(values)  # returns held the GAE advantages
         loss = losses.actor_critic_loss(
@@ -232,11 +238,12 @@ class ActorCriticLearner(PolicyLearner):
         num_steps = tf.shape(rewards)[0]
         if settings.gae_lambda is None:
             # V(s_{horizon}) only: no forward or backward pass over rows that get no gradient.
-            _, bootstrap = self.model(observations[-1])
+            _, bootstrap = self.call_model(observations[-1])
             targets = losses.n_step_returns(rewards, terminals, bootstrap, settings.gamma)
         else:
             shape = tf.shape(observations)
-            _, values = self.model(tf.reshape(observations, tf.concat([[-1], shape[2:]], 0)))
+            flat = tf.reshape(observations, tf.concat([[-1], shape[2:]], 0))
+            _, values = self.call_model(flat)
             values = tf.reshape(values, [num_steps + 1, -1])
             targets = losses.generalized_advantage_estimation(
                 rewards, values[:-1], terminals, values[-1], settings.gamma,

@@ -9,6 +9,7 @@ import tensorflow as tf
 from common.learners import interval_means
 from common.learners import losses
 from common.learners import optim
+from common.learners import xla
 from common.scale import distribute
 
 __all__ = ('QSettings', 'UPDATE_STATS', 'QLearner', 'centered_rmsprop')
@@ -37,15 +38,24 @@ UPDATE_STATS = ('loss', 'mean_max_q', 'grad_norm')
 
 
 class QLearner(tf.Module):
-    """make_network() -> a built Q network [N, A]; called twice (online, target)."""
+    """make_network() -> a built Q network [N, A]; called twice (online, target). jit_compile:
+    every call of either network runs XLA-compiled (common/learners/xla.py)."""
 
     def __init__(self, make_network, num_actions, optimizer, settings, observation_spec,
-                 name='q_learner'):
+                 name='q_learner', jit_compile=False):
         super().__init__(name=name)
         self.num_actions = num_actions
         self.settings = settings
+        self.jit_compile = jit_compile
         self.online = make_network()
         self.target = make_network()
+        # Q-values, or a categorical network's atom logits, of either network.
+        self.call_online, self.call_target = (
+            xla.compiled_call(lambda obs, net=net: net(obs), jit_compile)
+            for net in (self.online, self.target))
+        self.online_atoms, self.target_atoms = (
+            xla.compiled_call(lambda obs, net=net: net.atom_logits(obs), jit_compile)
+            for net in (self.online, self.target))
         if settings.categorical != (getattr(self.online, 'support', None) is not None):
             raise ValueError(f'QSettings.categorical={settings.categorical} needs a network '
                              f'{"with" if settings.categorical else "without"} a support')
@@ -54,9 +64,9 @@ class QLearner(tf.Module):
         self.update_means = interval_means.IntervalMeans(UPDATE_STATS)
         strategy = distribute.current_strategy()
         # Under a one-machine strategy each replica acts for its own sampler groups.
-        self.online_greedy = distribute.acting(strategy, lambda obs: self._greedy(self.online, obs),
-                                               [observation_spec])
-        self.target_greedy = tf.function(lambda obs: self._greedy(self.target, obs),
+        self.online_greedy = distribute.acting(
+            strategy, lambda obs: self._greedy(self.call_online, obs), [observation_spec])
+        self.target_greedy = tf.function(lambda obs: self._greedy(self.call_target, obs),
                                          input_signature=[observation_spec])
         batch_signature = [
             observation_spec, tf.TensorSpec((None,), tf.int32), tf.TensorSpec((None,), tf.float32),
@@ -92,8 +102,8 @@ class QLearner(tf.Module):
             function.get_concrete_function()
 
     @staticmethod
-    def _greedy(model, observations):
-        return tf.argmax(model(observations), axis=-1, output_type=tf.int32)
+    def _greedy(call_network, observations):
+        return tf.argmax(call_network(observations), axis=-1, output_type=tf.int32)
 
     def update_target(self):
         """theta^- <- theta (eagerly: once per target period, and no trace per instance)."""
@@ -103,15 +113,15 @@ class QLearner(tf.Module):
     def loss(self, observations, actions, rewards, next_observations, terminals, weights=None):
         """losses.DQNLoss of the online network against the target network's bootstrap."""
         settings = self.settings
-        next_q_online = self.online(next_observations) if settings.double_dqn else None
+        next_q_online = self.call_online(next_observations) if settings.double_dqn else None
         gamma = settings.gamma ** settings.n_step
         if settings.categorical:
             return losses.categorical_dqn_loss(
-                self.online.atom_logits(observations), actions, rewards, terminals,
-                self.target.atom_logits(next_observations), gamma, self.online.support,
+                self.online_atoms(observations), actions, rewards, terminals,
+                self.target_atoms(next_observations), gamma, self.online.support,
                 next_q_online=next_q_online, weights=weights)
-        next_q_target = self.target(next_observations)
-        return losses.dqn_loss(self.online(observations), actions, rewards, terminals,
+        next_q_target = self.call_target(next_observations)
+        return losses.dqn_loss(self.call_online(observations), actions, rewards, terminals,
                                next_q_target, gamma, next_q_online=next_q_online,
                                huber_delta=settings.huber_delta, weights=weights)
 

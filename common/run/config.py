@@ -35,6 +35,9 @@ class RunConfig:
     # disk (0: none), so a late divergence or an evaluation of the past is never left with only
     # the newest three.
     milestone_every_steps: int = 5_000_000
+    # XLA for every network call of acting, predicting and updating (common/learners/xla.py);
+    # no paper's: off, which `python -m common.bench` measured faster on a CPU (BENCHMARKS.md).
+    jit_compile: bool = False
 
     @property
     def owner(self):

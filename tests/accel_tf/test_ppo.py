@@ -163,7 +163,7 @@ def test_normalized_advantages_are_the_minibatchs_standardized_by_hand():
 FRAME_HORIZON, FRAME_ENVS = 4, 3
 
 
-def _frame_learner(frame_shape):
+def _frame_learner(frame_shape, jit_compile=False):
     """A PPO learner on uint8 frames of frame_shape (a small MLP: the gather is what is
     tested)."""
     from common.learners import networks
@@ -173,7 +173,8 @@ def _frame_learner(frame_shape):
     settings = ppo.PPOSettings(gamma=0.99, gae_lambda=0.95, ratio_clip=0.1, entropy_coef=0.01,
                                value_loss_coef=0.5, epochs=2, minibatches=3)
     return ppo.PPOLearner(model, optim.Adam(0.01), settings,
-                          tf.TensorSpec((None,) + frame_shape, tf.uint8), FRAME_HORIZON, seed=3)
+                          tf.TensorSpec((None,) + frame_shape, tf.uint8), FRAME_HORIZON, seed=3,
+                          jit_compile=jit_compile)
 
 
 def _frame_rollout(frame_shape, seed=0):
@@ -276,3 +277,21 @@ def test_assign_parameters_sets_every_variable_from_one_flat_vector():
         np.testing.assert_array_equal(variable.numpy(),
                                       flat[start:start + size].reshape(variable.shape))
         start += size
+
+
+def test_with_jit_compile_a_phase_shuffles_and_steps_as_without(xla_compiled_calls):
+    """RunConfig.jit_compile compiles the network calls only (common/learners/xla.py): the
+    minibatch shuffles draw the same numbers, so the weights agree to float tolerance."""
+    plain, compiled = _frame_learner((4, 4, 4)), _frame_learner((4, 4, 4), jit_compile=True)
+    assert xla_compiled_calls(compiled.train_on_rollout.get_concrete_function())
+    assert not xla_compiled_calls(plain.train_on_rollout.get_concrete_function())
+    rollout = _frame_rollout((4, 4, 4))
+    for mine, theirs in zip(plain.act_with_log_probs(rollout[0][0]),
+                            compiled.act_with_log_probs(rollout[0][0])):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
+    for seed in range(2):
+        rollout = _frame_rollout((4, 4, 4), seed)
+        plain.train_on_rollout(*rollout)
+        compiled.train_on_rollout(*rollout)
+    for mine, theirs in zip(plain.model.trainable_variables, compiled.model.trainable_variables):
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-5)

@@ -111,10 +111,12 @@ def test_the_batcher_pads_to_buckets_and_counts_the_real_samples():
     assert plain.samples(_sequences((3,))) == 3
 
 
-def test_auto_pads_where_tensorflow_sees_a_gpu(monkeypatch):
+def test_auto_pads_where_tensorflow_sees_a_gpu_or_with_xla(monkeypatch):
     assert learner_lib.pads_batches(_config(pad_batches='always'))
     assert not learner_lib.pads_batches(_config(pad_batches='never'))
     assert not learner_lib.pads_batches(_config())  # 'auto' on this CPU-only machine
+    assert learner_lib.pads_batches(_config(jit_compile=True))  # XLA compiles per shape
+    assert not learner_lib.pads_batches(_config(pad_batches='never', jit_compile=True))
     monkeypatch.setattr(learner_lib.tf.config, 'list_physical_devices',
                         lambda kind=None: ['GPU:0'] if kind == 'GPU' else [])
     assert learner_lib.pads_batches(_config())
