@@ -1,7 +1,9 @@
 """PAAC rows for `python -m common.bench`: full training steps per second (act + step + update)
 of what the README's first command runs (`gin/paac/pong.gin`: the paper's config, nw = 8 worker
 processes), on the bench's game with its number of environments. The bench's --num_workers
-applies to the env-only rows, not here: the row measures the command a user runs."""
+applies to the env-only rows, not here: the row measures the command a user runs;
+paac/auto_workers the same with num_workers 'auto' (one per usable core), paac/xla with
+jit_compile."""
 from common.envs import pools
 from common.tools import timing
 from common.units import on_policy
@@ -34,6 +36,10 @@ def paac_rate(settings, sampler='synchronized', extra=()):
 ROWS = {
     'paac': paac_rate,
     'paac/alternating': lambda settings: paac_rate(settings, sampler='alternating'),
+    # As many worker processes as this machine has cores (PAACConfig.num_workers 'auto'), not
+    # the paper's nw = 8; ne unchanged.
+    'paac/auto_workers': lambda settings: paac_rate(
+        settings, extra=["PAACConfig.num_workers = 'auto'"]),
     # The network's calls XLA-compiled (RunConfig.jit_compile; common/learners/xla.py).
     'paac/xla': lambda settings: paac_rate(settings, extra=['PAACConfig.jit_compile = True']),
 }

@@ -1,6 +1,6 @@
 """Run by tests/common/test_distribute.py in a fresh process (logical CPU devices must be made
 before TensorFlow makes its devices): A2C, PPO, DQN and PAAC (its own learner, as
-paac_tf.main builds it) updates on 2 replicas, each with half the batch, against one device with
+paac_tf.main builds it) updates, and A2C's and DQN's with XLA, on 2 replicas, each with half the batch, against one device with
 the whole batch; prints one JSON line of the largest differences."""
 import json
 import sys
@@ -69,12 +69,12 @@ class _CartPoleShape:
 _CARTPOLE = _CartPoleShape()
 
 
-def _a2c():
+def _a2c(jit_compile=False):
     settings = actor_critic.LossSettings(gamma=0.99, entropy_coef=0.01, value_loss_coef=0.5,
                                          clip_norm=0.05)
     return actor_critic.ActorCriticLearner(
         _actor_critic_model(), optim.RMSProp(0.01, decay=0.99, epsilon=1e-5), settings, SPEC,
-        seed=0, horizon=T)
+        seed=0, horizon=T, jit_compile=jit_compile)
 
 
 def _ppo():
@@ -83,13 +83,13 @@ def _ppo():
     return ppo.PPOLearner(_actor_critic_model(), optim.Adam(0.01), settings, SPEC, T, seed=0)
 
 
-def _dqn(importance_weighted=False):
+def _dqn(importance_weighted=False, jit_compile=False):
     make = lambda: networks.make_q_network(  # noqa: E731
         2, (4,), np.float32, network='mlp', torso_kwargs={'hidden_sizes': (16,)})
     return q_learner.QLearner(make, 2, q_learner.centered_rmsprop(0.01, 0.95, 0.01),
                               q_learner.QSettings(gamma=0.99, double_dqn=True, clip_norm=0.05,
                                                   importance_weighted=importance_weighted),
-                              SPEC)
+                              SPEC, jit_compile=jit_compile)
 
 
 def _paac():
@@ -147,6 +147,11 @@ def main():
                  None, None, _weighted_transitions),
         _compare('paac', _paac, lambda learner: learner.model,
                  lambda learner: learner.train_on_rollout, None, rollout_signature, _rollout),
+        # With the network calls XLA-compiled (RunConfig.jit_compile) inside each replica.
+        _compare('a2c_xla', lambda: _a2c(jit_compile=True), lambda learner: learner.model,
+                 lambda learner: learner.train_on_rollout, None, rollout_signature, _rollout),
+        _compare('dqn_xla', lambda: _dqn(jit_compile=True), lambda learner: learner.online,
+                 lambda learner: learner.train_steps, None, None, _stacked_transitions),
     ])
     results['devices'] = [device.name for device in tf.config.list_logical_devices('CPU')]
     print(json.dumps(results))

@@ -33,7 +33,8 @@ def test_two_replicas_on_half_batches_update_as_one_device_on_the_whole_batch():
     found = _fresh_process_json('mirrored_updates.py')
     assert found['devices'] == ['/device:CPU:0', '/device:CPU:1']
     for algorithm, updates in (('a2c', 3), ('ppo', 3 * 2 * 2), ('dqn', 3 * 2),
-                               ('dqn_weighted', 3), ('paac', 3)):
+                               ('dqn_weighted', 3), ('paac', 3), ('a2c_xla', 3),
+                               ('dqn_xla', 3 * 2)):
         measured = found[algorithm]
         assert measured['moved'] > 1e-4, algorithm  # the updates changed the parameters ...
         assert measured['difference'] < 1e-6, (algorithm, measured)  # ... as on one device
