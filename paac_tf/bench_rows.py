@@ -1,9 +1,8 @@
 """PAAC rows for `python -m common.bench`: full training steps per second (act + step + update)
-of what the README's first command runs (`gin/paac/pong.gin`: the paper's config, nw = 8 worker
-processes), on the bench's game with its number of environments. The bench's --num_workers
-applies to the env-only rows, not here: the row measures the command a user runs;
-paac/auto_workers the same with num_workers 'auto' (one per usable core), paac/xla with
-jit_compile."""
+of `gin/paac/pong.gin` (the paper's config, nw = 8 worker processes), on the bench's game with
+its number of environments; paac/auto_workers the same with num_workers 'auto' (one per usable
+core: the README's first command), paac/xla with jit_compile. The bench's --num_workers applies
+to the env-only rows, not here: the rows measure the commands a user runs."""
 from common.envs import pools
 from common.tools import timing
 from common.units import on_policy
