@@ -123,7 +123,7 @@ class PPOLearner(actor_critic.PolicyLearner):
         flat_all = tf.reshape(observations, tf.concat([[-1], shape[2:]], 0))
         logits, values = self.call_model(flat_all)
         values = tf.reshape(values, [num_steps + 1, -1])
-        advantages = losses.generalized_advantage_estimation(
+        advantages = self.generalized_advantage_estimation(
             rewards, values[:-1], terminals, values[-1], settings.gamma, settings.gae_lambda)
         returns = advantages + values[:-1]
         batch = tf.size(actions)

@@ -73,8 +73,9 @@ def rollout_signature(observation_spec, horizon):
 class PolicyLearner(tf.Module):
     """What the learners of a model returning (logits, values) share: the model, its optimizer
     (built for its variables), a seeded generator, interval means of update statistics, and the
-    acting tf.functions (sampling by Gumbel-max, greedy). jit_compile: every call of the model
-    in them runs XLA-compiled (common/learners/xla.py)."""
+    acting tf.functions (sampling by Gumbel-max, greedy). jit_compile: every call of the model,
+    and the scans of a rollout's returns and advantages, run XLA-compiled
+    (common/learners/xla.py)."""
 
     def __init__(self, model, optimizer, settings, observation_spec, seed, update_stats, name,
                  jit_compile=False):
@@ -82,6 +83,11 @@ class PolicyLearner(tf.Module):
         self.model = model
         self.jit_compile = jit_compile
         self.call_model = xla.compiled_call(lambda observations: model(observations), jit_compile)
+        # The rollouts' scans over time (a loop of tiny kernels on a GPU). Not GA3C's
+        # sequence_returns: the shape of its layout depends on the values, which XLA cannot take.
+        self.n_step_returns, self.generalized_advantage_estimation = (
+            xla.compiled_call(scan, jit_compile)
+            for scan in (losses.n_step_returns, losses.generalized_advantage_estimation))
         self.optimizer = optimizer
         self.settings = settings
         self.optimizer.build(self.model.trainable_variables)
@@ -239,13 +245,13 @@ class ActorCriticLearner(PolicyLearner):
         if settings.gae_lambda is None:
             # V(s_{horizon}) only: no forward or backward pass over rows that get no gradient.
             _, bootstrap = self.call_model(observations[-1])
-            targets = losses.n_step_returns(rewards, terminals, bootstrap, settings.gamma)
+            targets = self.n_step_returns(rewards, terminals, bootstrap, settings.gamma)
         else:
             shape = tf.shape(observations)
             flat = tf.reshape(observations, tf.concat([[-1], shape[2:]], 0))
             _, values = self.call_model(flat)
             values = tf.reshape(values, [num_steps + 1, -1])
-            targets = losses.generalized_advantage_estimation(
+            targets = self.generalized_advantage_estimation(
                 rewards, values[:-1], terminals, values[-1], settings.gamma,
                 settings.gae_lambda)
         return tf.reshape(tf.stop_gradient(targets), [-1])

@@ -152,9 +152,11 @@ def test_dqn_on_the_runner_learns_cartpole(runner_class):
     16k and seed 2 peaked at 394 (10k) and fell; at 2.5e-4, uniform seeds 0-3 all passed by
     14k, and with prioritized replay (alpha 0.6) seeds 0-2 by 18k. Prioritized learning is
     tested through eps-Rainbow (tests/accel_tf/test_q_family.py), the slower run kept once.
-    The concurrent runner (training while the next phase samples) gets the same budget; it
-    reached 429 by 16k steps."""
-    num_envs, horizon, budget = 4, 4, 30_000
+    The concurrent runner (training while the next phase samples) reached 429 by 16k steps;
+    its acting weights change while it samples, as the trainer thread's timing falls, and under
+    the full suite's load it once peaked at 393.7 within 30k steps: it gets 40k."""
+    num_envs, horizon = 4, 4
+    budget = 30_000 if runner_class is off_policy.OffPolicyRunner else 40_000
     settings = off_policy.OffPolicySettings(
         batch_size=64, updates_per_phase=16, min_replay_steps=1000, target_period=500,
         initial_epsilon=1.0, final_epsilon=0.02, epsilon_decay_steps=10_000)

@@ -7,6 +7,7 @@ import common  # noqa: F401
 import tensorflow as tf
 
 from common.learners import actor_critic
+from common.learners import losses
 from common.learners import networks
 from common.learners import optim
 from common.learners import q_learner
@@ -22,12 +23,13 @@ def conv_torso_kwargs():
     return {'padding': 'same'}
 
 
-def _actor_critic(jit_compile):
+def _actor_critic(jit_compile, gae_lambda=None):
     model = networks.make_actor_critic(ACTIONS, SHAPE, np.uint8, network='nips', seed=5,
                                        torso_kwargs=conv_torso_kwargs())
     return actor_critic.ActorCriticLearner(
         model, optim.RMSProp(0.01), actor_critic.LossSettings(
-            gamma=0.99, entropy_coef=0.01, value_loss_coef=0.5, clip_norm=40.0),
+            gamma=0.99, entropy_coef=0.01, value_loss_coef=0.5, clip_norm=40.0,
+            gae_lambda=gae_lambda),
         tf.TensorSpec((None,) + SHAPE, tf.uint8), seed=7, horizon=HORIZON,
         jit_compile=jit_compile)
 
@@ -62,8 +64,9 @@ def test_actor_critic_hot_paths_call_the_network_through_xla_only_when_asked(
         assert bool(compiled) == jit_compile, function
 
 
-def test_actor_critic_acts_predicts_and_trains_as_without_xla():
-    plain, compiled = _actor_critic(False), _actor_critic(True)
+@pytest.mark.parametrize('gae_lambda', [None, 0.95])  # n-step returns; GAE
+def test_actor_critic_acts_predicts_and_trains_as_without_xla(gae_lambda):
+    plain, compiled = _actor_critic(False, gae_lambda), _actor_critic(True, gae_lambda)
     rollout = _rollout()
     observations = rollout[0][0]
     # Same random draws: the Gumbel noise comes from the generator outside the compiled call.
@@ -123,3 +126,21 @@ def test_q_learner_acts_and_trains_as_without_xla(categorical, xla_compiled_call
     for mine, theirs in zip(_weights(plain.online.trainable_variables),
                             _weights(compiled.online.trainable_variables)):
         np.testing.assert_allclose(mine, theirs, **TOLERANCE)
+
+
+def test_compiled_scans_of_returns_and_advantages_are_the_plain_ones():
+    rng = np.random.default_rng(3)
+    rewards = rng.normal(size=(6, 4)).astype(np.float32)
+    terminals = (rng.random((6, 4)) < 0.3).astype(np.float32)
+    values, bootstrap = rng.normal(size=(6, 4)).astype(np.float32), np.ones(4, np.float32)
+    learner = _actor_critic(True)
+    np.testing.assert_allclose(
+        learner.n_step_returns(rewards, terminals, bootstrap, 0.99),
+        losses.n_step_returns(rewards, terminals, bootstrap, 0.99), rtol=1e-6)
+    np.testing.assert_allclose(
+        learner.generalized_advantage_estimation(rewards, values, terminals, bootstrap, 0.99,
+                                                 0.95),
+        losses.generalized_advantage_estimation(rewards, values, terminals, bootstrap, 0.99,
+                                                0.95), rtol=1e-5, atol=1e-6)
+    assert learner.n_step_returns is not losses.n_step_returns
+    assert _actor_critic(False).n_step_returns is losses.n_step_returns

@@ -194,7 +194,7 @@ def test_bench_rows_measure_whole_periods(monkeypatch):
     monkeypatch.setattr(bench_rows, 'BENCH_PERIODS', 2)
     settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 32, 'game': 'pong',
                 'num_samplers': 2}
-    assert set(bench_rows.ROWS) == {'dqn/standard', 'dqn/both'}
+    assert set(bench_rows.ROWS) == {'dqn/standard', 'dqn/both', 'dqn/standard/xla'}
     for measure in bench_rows.ROWS.values():
         result = measure(settings)
         assert result['windows'] == 2  # one per period
