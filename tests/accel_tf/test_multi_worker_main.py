@@ -83,7 +83,7 @@ def _start_workers(tmp_path, total_steps, module='accel_tf.main'):
                              stderr=subprocess.PIPE, text=True) for index in range(2)]
 
 
-def _finish(workers, timeout=240):
+def _finish(workers, timeout=600):
     try:
         return [worker.communicate(timeout=timeout) for worker in workers]
     finally:

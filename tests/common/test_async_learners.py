@@ -141,10 +141,13 @@ DYING_LEARNER_SCRIPT = textwrap.dedent('''
         with async_learners.LearnerProcesses(open_unit, None, store.handle, num_learners=2,
                                              seed=0, on_death=sys.argv[1]) as learners:
             after_loss = 0  # learner 0's reports once learner 1 is left out
-            deadline = time.monotonic() + 60
+            deadline = time.monotonic() + 150  # the learners' start-up (TensorFlow's import)
+            reported = False
             try:
                 while after_loss < 20 and time.monotonic() < deadline:
                     for index, _, _, _ in learners.take_reports():
+                        if not reported:  # 60 s of reports from the first on
+                            reported, deadline = True, time.monotonic() + 60
                         after_loss += bool(learners.lost) and index == 0
             except processes.WorkerDiedError as error:
                 print(f'stopped: {error}')
@@ -160,7 +163,7 @@ def _run_dying_learners(tmp_path, on_death):
     script.write_text(DYING_LEARNER_SCRIPT)
     result = subprocess.run(
         [sys.executable, str(script), on_death], cwd=REPO, capture_output=True, text=True,
-        timeout=180, env=dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, str(tmp_path)])))
+        timeout=300, env=dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, str(tmp_path)])))
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
 

@@ -131,7 +131,9 @@ def test_run_writes_the_run_directory_evaluates_and_rerun_resumes(tmp_path):
     assert int(run_files.read_csv(run_dir / 'eval.csv')[-1]['env_steps']) == 600
 
 
-def test_ctrl_c_saves_a_checkpoint_and_stops_every_thread(tmp_path):
+def test_ctrl_c_saves_a_checkpoint_and_stops_every_thread(tmp_path, process_tree):
+    """Ctrl-C (twice) once the loop has logged a row: exit 130 with a checkpoint. (metrics.csv
+    exists before the loop starts, when a Ctrl-C saves nothing: the test waits for a row.)"""
     bindings = CARTPOLE_BINDINGS + ['DQNConfig.total_steps = 10000000',
                                     'DQNConfig.eval_every_steps = 0', 'DQNConfig.concurrent = True']
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
@@ -139,10 +141,9 @@ def test_ctrl_c_saves_a_checkpoint_and_stops_every_thread(tmp_path):
                                ['--run_dir=run'], cwd=tmp_path, env=env, text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while not (tmp_path / 'run' / 'metrics.csv').exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        time.sleep(1.0)
+        metrics = tmp_path / 'run' / 'metrics.csv'
+        assert process_tree.wait_for(
+            lambda: metrics.exists() and len(run_files.read_csv(metrics)) >= 1, 120)
         process.send_signal(signal.SIGINT)
         time.sleep(0.05)
         process.send_signal(signal.SIGINT)  # a second Ctrl-C must not cut the checkpoint short
