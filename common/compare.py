@@ -17,6 +17,7 @@ from absl import flags
 
 from common.run import app
 from common.run import metrics
+from common.run import superseded
 from common.tools import run_clock
 from common.tools import run_files
 
@@ -34,7 +35,7 @@ flags.DEFINE_list('thresholds', None, 'Also print, per run, the env steps and ho
 def summarize(run_dir):
     """One row of the comparison table for run_dir."""
     paper = run_files.read_paper(run_dir)
-    rows = run_files.resumed_history(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')))
+    rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')))
     evals = run_files.read_csv(os.path.join(run_dir, 'eval.csv'))
     last = rows[-1] if rows else {}
     scores = [run_files.number(row['score_mean_100']) for row in rows]
@@ -95,7 +96,7 @@ def time_to_score_rows(run_dirs, thresholds):
     header += ['held/starved h', 'unrecorded h']
     table = [header]
     for run_dir in run_dirs:
-        rows = run_files.resumed_history(run_files.read_csv(os.path.join(run_dir,
+        rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir,
                                                                          'metrics.csv')))
         cores = run_clock.read_cores(run_dir)
         reached = run_clock.time_to_scores(rows, cores, thresholds)

@@ -21,6 +21,7 @@ from common.run import machine_load
 from common.run import metrics
 from common.run import processes
 from common.run import scalars
+from common.run import superseded
 
 __all__ = ('DIVERGENCE_STATS', 'DivergedError', 'finite_weights', 'RunTracker', 'frames_per_step',
            'tracker_for', 'run_training')
@@ -69,7 +70,9 @@ class RunTracker:
         self._weights_checked_for = None  # the due checkpoint interval_due() checked for
         self.episode_stats = metrics.EpisodeStats()
         self.adopt_counters()
+        self.superseded_rows = {}  # file name -> rows past the restored step, set aside
         if self.restored_from:
+            self.superseded_rows = superseded.set_aside_rows_after(run_dir, self.env_steps)
             self._reload_recent_scores()
         logger_kwargs = {} if stream is None else {'stream': stream}
         self.logger = metrics.RunLogger(run_dir, extra_columns, total_steps, **logger_kwargs)
@@ -93,7 +96,7 @@ class RunTracker:
         if not os.path.exists(path):
             return
         with open(path, newline='') as f:
-            for row in csv.DictReader(f):
+            for row in superseded.resumed_history(list(csv.DictReader(f))):
                 if row['env_steps'] and int(row['env_steps']) <= self.env_steps:
                     self.episode_stats.add(float(row['score']), int(row['length']))
         self.episode_stats.count = self.episodes
@@ -233,6 +236,9 @@ def run_training(tracker, open_runner, loop, resume_note='', session_end=None):
         if tracker.restored_from:
             print(f'resuming from {tracker.restored_from} at step {tracker.env_steps:,}'
                   f'{resume_note}')
+            for name, count in tracker.superseded_rows.items():
+                print(f'{count:,} rows of {name} past step {tracker.env_steps:,} (logged after '
+                      f'that checkpoint) moved to {superseded.superseded_path(name)}')
         if tracker.done:
             print(f'run already complete: {tracker.env_steps:,} >= total_steps '
                   f'{tracker.total_steps:,}')

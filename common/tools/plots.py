@@ -13,6 +13,7 @@ matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
 from common.tools import run_clock  # noqa: E402
+from common.run import superseded  # noqa: E402
 from common.tools import run_files  # noqa: E402
 
 FIGURE_SIZE = (8.0, 4.5)  # inches
@@ -37,7 +38,7 @@ def load_run(run_dir, label):
     metrics.csv); hours are the run's own clock (common/tools/run_clock.py: metrics.csv's wall_time,
     resumes included, less the intervals it was held or starved of CPU).
     """
-    rows = run_files.resumed_history(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')))
+    rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')))
     columns = {name: [run_files.number(row.get(name)) for row in rows]
                for name in ('env_steps', 'frames', 'score_mean_100', 'steps_per_sec')}
     columns['hours'] = run_clock.own_hours(rows, run_clock.read_cores(run_dir))

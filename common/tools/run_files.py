@@ -28,19 +28,6 @@ def number(text):
         return math.nan
 
 
-def resumed_history(rows, column='env_steps'):
-    """A run's CSV rows as one history: a run resumed from a checkpoint older than its last rows
-    (killed between checkpoints) logs those steps again, so the rows it superseded, those past
-    the first step logged after the resume, are left out."""
-    history = []
-    for row in rows:
-        steps = number(row.get(column))
-        while history and number(history[-1].get(column)) > steps:
-            history.pop()
-        history.append(row)
-    return history
-
-
 def read_paper(run_dir):
     """The paper recorded in run_dir's invocation.json; ConfigError if it is not a run."""
     path = os.path.join(run_dir, app.INVOCATION_FILE)

@@ -94,7 +94,37 @@ def test_resume_reloads_the_recent_scores(tmp_path):
     resumed = _make(run_dir, tf.Variable(0.0))
     assert resumed.episode_stats.mean_score == -20.0
     assert resumed.episodes == 2
+    # The episode past the checkpoint is set aside, so a later resume, past its step, does not
+    # count it in the window either.
+    assert resumed.superseded_rows == {'episodes.csv': 1}
+    assert [row['score'] for row in run_files.read_csv(
+        os.path.join(run_dir, 'episodes.superseded.csv'))] == ['5']
+    resumed.add_steps(20)
+    resumed.add_episodes([(-15.0, 800)])
+    resumed.save()
     resumed.close()
+    again = _make(run_dir, tf.Variable(0.0))
+    assert again.env_steps == 30 and again.superseded_rows == {}
+    assert again.episode_stats.mean_score == -55.0 / 3
+    again.close()
+
+
+def test_a_resume_sets_aside_the_rows_logged_after_its_checkpoint(tmp_path, capsys):
+    run_dir = str(tmp_path)
+    first = _make(run_dir, tf.Variable(1.0))
+    first.add_steps(30)  # a checkpoint is due at 30
+    first.log_interval(updates=1, extra={'loss': 1.0})
+    first.save()
+    first.add_steps(20)
+    first.log_interval(updates=2, extra={'loss': 2.0})  # killed before the next checkpoint
+    first.close()
+    resumed = _make(run_dir, tf.Variable(0.0))
+    tracker_lib.run_training(resumed, contextlib.nullcontext, lambda runner: None)
+    assert 'resuming from' in capsys.readouterr().out
+    rows = run_files.read_csv(os.path.join(run_dir, 'metrics.csv'))
+    assert [int(row['env_steps']) for row in rows] == [30]
+    (aside,) = run_files.read_csv(os.path.join(run_dir, 'metrics.superseded.csv'))
+    assert int(aside['env_steps']) == 50 and float(aside['loss']) == 2.0
 
 
 class _Runner:

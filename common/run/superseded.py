@@ -1,0 +1,98 @@
+"""The rows a resumed run will log again: a run killed between checkpoints resumes from the older
+checkpoint and steps through the same env steps a second time, so the rows its files hold past
+that checkpoint describe a stretch of training that no longer exists. At resume they move to
+<name>.superseded.csv beside the file (nothing written is lost), and every reader (the score
+window, common.results, common.compare, TensorBoard aside) sees one history."""
+import csv
+import io
+import math
+import os
+
+from common.run import file_writes
+
+# The run format's step-indexed CSV files.
+STEP_FILES = ('metrics.csv', 'episodes.csv', 'eval.csv')
+
+
+def superseded_path(path):
+    """Where the rows of path that a resume superseded go: metrics.csv -> metrics.superseded.csv."""
+    root, extension = os.path.splitext(path)
+    return f'{root}.superseded{extension}'
+
+
+def set_aside_rows_after(run_dir, env_steps, names=STEP_FILES):
+    """Moves the rows of run_dir's step files whose env_steps is past env_steps (the checkpoint a
+    run resumes from) to their superseded files (appended); returns {file name: rows moved} for
+    the files that had any. The superseded rows are written before the file is replaced, which
+    is atomic: an interruption leaves them in one place or both, never in neither."""
+    moved = {}
+    for name in names:
+        path = os.path.join(run_dir, name)
+        if not os.path.exists(path):
+            continue
+        with file_writes.naming(path):
+            with open(path, newline='') as f:
+                rows = list(csv.reader(f))
+        if not rows or 'env_steps' not in rows[0]:
+            continue
+        header, column = rows[0], rows[0].index('env_steps')
+        kept, later = [header], []
+        for row in rows[1:]:
+            (later if _steps(row, column) > env_steps else kept).append(row)
+        if not later:
+            continue
+        _append_rows(superseded_path(path), header, later)
+        _replace_rows(path, kept)
+        moved[name] = len(later)
+    return moved
+
+
+def resumed_history(rows, column='env_steps'):
+    """A run's CSV rows as one history, for files whose superseded rows were not set aside (runs
+    older than set_aside_rows_after): a run resumed from a checkpoint older than its last rows
+    logs those steps again, so the rows it superseded, those past the first step logged after
+    the resume, are left out."""
+    history = []
+    for row in rows:
+        steps = _number(row.get(column))
+        while history and _number(history[-1].get(column)) > steps:
+            history.pop()
+        history.append(row)
+    return history
+
+
+def _steps(row, column):
+    """The row's env_steps; -inf where it has none (a row without a step is never moved)."""
+    value = _number(row[column] if column < len(row) else '')
+    return value if math.isfinite(value) else -math.inf
+
+
+def _append_rows(path, header, rows):
+    is_new = not os.path.exists(path) or os.path.getsize(path) == 0
+    with file_writes.naming(path):
+        with open(path, 'a', newline='') as f:
+            writer = csv.writer(f)
+            if is_new:
+                writer.writerow(header)
+            writer.writerows(rows)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _replace_rows(path, rows):
+    text = io.StringIO(newline='')
+    csv.writer(text).writerows(rows)
+    temporary = path + '.tmp'
+    with file_writes.naming(path):
+        with open(temporary, 'w', newline='') as f:
+            f.write(text.getvalue())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temporary, path)
+
+
+def _number(text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return math.nan
