@@ -223,8 +223,10 @@ def test_asynchronous_dqn_holds_its_replay_ratio_through_the_entry_point(tmp_pat
               if int(before['env_steps']) >= 512
               and int(row['env_steps']) - int(before['env_steps']) >= 160]
     assert steady, [row['env_steps'] for row in rows]
-    one_phase = 64 * 64  # transitions trained per phase
-    assert all(abs(ratio * steps - 256 * steps) <= one_phase + 1e-6 for ratio, steps in steady), \
+    # Transitions trained per phase; the CSV keeps 6 significant digits of the ratio, and the
+    # transitions trained move in batches of 64, so half a batch of slack is exact.
+    one_phase = 64 * 64
+    assert all(abs(ratio * steps - 256 * steps) <= one_phase + 32 for ratio, steps in steady), \
         steady
 
 
