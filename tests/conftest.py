@@ -237,6 +237,29 @@ def pytest_collection_modifyitems(items):
     items.sort(key=rank)
 
 
+def _kept_checkpoint_scores(learner, env_config, run_dir, num_episodes=20):
+    """Mean return over num_episodes sampled-policy episodes of each checkpoint kept under
+    run_dir/checkpoints, restored into learner.model, by checkpoint step (oldest first)."""
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from common import evaluate  # pylint: disable=import-outside-toplevel
+    checkpoint = tf.train.Checkpoint(model=learner.model)
+    state = tf.train.get_checkpoint_state(str(run_dir / 'checkpoints'))
+    scores = {}
+    for path in state.all_model_checkpoint_paths:
+        checkpoint.restore(path).expect_partial()
+        scores[path.rsplit('-', 1)[-1]] = float(np.mean(evaluate.run_episodes(
+            env_config, lambda obs: learner.act(obs).numpy(), num_episodes=num_episodes,
+            seed=99)))
+    return scores
+
+
+@pytest.fixture
+def kept_checkpoint_scores():
+    """Asynchronous runs are judged on their kept checkpoints: one late collapse is no failure."""
+    return _kept_checkpoint_scores
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """make(size) mounts a tmpfs of that size ('256k', '8m') at a temporary directory and

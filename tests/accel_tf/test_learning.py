@@ -22,17 +22,13 @@ APPO (8 environments per learner) at 150k steps, checkpoints 50k-150k: 1 failure
 same 15 runs: 15 passes, the best checkpoint 500.0 in every one (1 single checkpoint of 45
 below 400: 239.8). So its budget is 250k.
 """
-import numpy as np
 import pytest
 
 import common  # noqa: F401
-import tensorflow as tf
-
 from accel_tf import config as config_lib
 from accel_tf import learners
 from accel_tf import main as accel_main
 from accel_tf import sections
-from common import evaluate
 from common.envs import gym as gym_envs
 from common.envs import pools
 
@@ -66,28 +62,16 @@ APPO = dict(algorithm='appo', num_learners=2, envs_per_worker=8, horizon=32,
             appo=sections.APPOConfig(pull_every_steps=16, local_steps_per_sync=1))
 
 
-def checkpoint_scores(config, run_dir):
-    """Mean return over 20 sampled-policy episodes of each kept checkpoint, oldest first."""
-    learner = learners.build_learner(config)
-    checkpoint = tf.train.Checkpoint(model=learner.model)
-    state = tf.train.get_checkpoint_state(str(run_dir / 'checkpoints'))
-    scores = {}
-    for path in state.all_model_checkpoint_paths:
-        checkpoint.restore(path).expect_partial()
-        scores[path.rsplit('-', 1)[-1]] = float(np.mean(evaluate.run_episodes(
-            config.env_config, lambda obs: learner.act(obs).numpy(), num_episodes=20, seed=99)))
-    return scores
-
-
 @pytest.mark.parametrize('settings', [A2C, PPO, A3C, APPO], ids=['a2c', 'ppo', 'a3c', 'appo'])
-def test_learns_cartpole(tmp_path, settings):
+def test_learns_cartpole(tmp_path, settings, kept_checkpoint_scores):
     config = config_lib.AccelConfig(
         env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', num_workers=1,
         learning_rate_scaling='none', log_every_seconds=60.0, **settings)
     config.validate()
     accel_main.train(config, str(tmp_path), make_pool=lambda config, seed: pools.SerialPool(
         config.env_config, config.num_envs, seed=seed))
-    scores = checkpoint_scores(config, tmp_path)
+    scores = kept_checkpoint_scores(learners.build_learner(config), config.env_config,
+                                    tmp_path)
     print(f"{settings['algorithm']} CartPole: mean over 20 episodes by checkpoint step {scores}")
     assert len(scores) == (3 if 'num_learners' in settings else 1), scores
     assert max(scores.values()) >= 400, scores

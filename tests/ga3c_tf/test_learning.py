@@ -1,17 +1,14 @@
 """GA3C learns CartPole: mean return >= 400 over 20 episodes within a fixed step budget."""
 import gin
-import numpy as np
-import tensorflow as tf
 
 import common  # noqa: F401
-from common import evaluate
 from common.envs import gym as gym_envs
 from ga3c_tf import config as config_lib
 from ga3c_tf import learner as learner_lib
 from ga3c_tf import loop
 
 
-def test_ga3c_learns_cartpole(tmp_path):
+def test_ga3c_learns_cartpole(tmp_path, kept_checkpoint_scores):
     # Asynchronous, so no two runs are alike. At learning rate 0.006 over 120k steps one CI run
     # in a few collapsed to ~100. With RMSProp's mean squares starting at ones (TF1's), 0.003
     # over 150k steps failed 2 runs of 15 (means 383, 245); over 200k, 6 of 6 passed (lowest
@@ -26,13 +23,7 @@ def test_ga3c_learns_cartpole(tmp_path):
     config.validate()
     loop.train(config, str(tmp_path))
     learner = learner_lib.build_learner(config)
-    checkpoint = tf.train.Checkpoint(model=learner.model)
-    state = tf.train.get_checkpoint_state(str(tmp_path / 'checkpoints'))
-    scores = {}
-    for path in state.all_model_checkpoint_paths:
-        checkpoint.restore(path).expect_partial()
-        scores[path.rsplit('-', 1)[-1]] = float(np.mean(evaluate.run_episodes(
-            config.env_config, lambda obs: learner.act(obs).numpy(), num_episodes=20, seed=99)))
+    scores = kept_checkpoint_scores(learner, config.env_config, tmp_path)
     print(f'learning: GA3C CartPole mean over 20 episodes by checkpoint step {scores}')
     assert len(scores) == 3, scores
     assert max(scores.values()) >= 400, scores
