@@ -12,6 +12,7 @@ from absl import flags
 
 from common.run import app
 from common.run import devices
+from common.run import session_stop
 from common.scale import cluster
 
 FLAGS = flags.FLAGS
@@ -42,6 +43,7 @@ def run(paper):
     """configure -> prepare -> cluster -> devices -> run directory -> train, for the flags
     given."""
     config = paper.configure(FLAGS.gin_file, FLAGS.gin_bindings)
+    stop = session_stop.from_flags()
     if paper.prepare is not None:
         paper.prepare(config)
     # Imported here: a paper's main module is re-imported by its spawned worker processes,
@@ -53,6 +55,9 @@ def run(paper):
     elif FLAGS.cluster or FLAGS.task_index is not None:
         raise app.ConfigError(f'--cluster/--task_index: {paper.name} runs on one machine; '
                               'only papers with a multi_worker strategy take them')
+    if found is not None and stop is not None:
+        raise app.ConfigError('--stop_at_steps/--stop_at_score: a run over several workers ends '
+                              'at its total_steps only (its workers must stop at one step)')
     # Before the run directory and any op: the devices (and the one line naming them).
     devices.start_run(paper.compute(config) if paper.compute else None,
                       getattr(config, 'distribute', None))
@@ -64,4 +69,5 @@ def run(paper):
 def main(paper):
     """The entry point: run(paper) under app.run (flags, one-line errors, Ctrl-C)."""
     cluster.define_flags()
+    session_stop.define_flags()
     app.run(lambda: run(paper))

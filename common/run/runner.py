@@ -51,7 +51,8 @@ class Unit(abc.ABC):
 
 
 def run(tracker, unit):
-    """Advances unit until tracker.done, logging a row each log interval (and at the end),
+    """Advances unit until tracker.done (its total_steps, or a session stop reached at a
+    boundary: common/run/session_stop.py), logging a row each log interval (and at the end),
     checkpointing and evaluating at boundaries; unit.finish() however it ends."""
     tracker.start_interval()
     boundary_steps = tracker.env_steps
@@ -61,6 +62,8 @@ def run(tracker, unit):
             tracker.add_steps(steps, updates=updates)
             tracker.add_episodes(episodes)
             boundary = unit.at_boundary()
+            if boundary:
+                tracker.check_session_stop()
             evaluating = boundary and unit.evaluation_due(boundary_steps, tracker.env_steps)
             if boundary and (tracker.done or tracker.checkpoint_due() or evaluating):
                 unit.settle()

@@ -21,6 +21,7 @@ from common.run import machine_load
 from common.run import metrics
 from common.run import processes
 from common.run import scalars
+from common.run import session_stop as session_stop_lib
 from common.run import superseded
 
 __all__ = ('DIVERGENCE_STATS', 'DivergedError', 'finite_weights', 'RunTracker', 'frames_per_step',
@@ -53,9 +54,11 @@ class RunTracker:
 
     def __init__(self, run_dir, total_steps, log_every_seconds, checkpoint_every_steps,
                  extra_columns=(), frames_per_step=1, trackables=None, stream=None,
-                 milestone_every_steps=0):
+                 milestone_every_steps=0, session_stop=None):
         self.run_dir = run_dir
         self.total_steps = total_steps
+        self.session_stop = session_stop  # a session_stop.SessionStop, or None
+        self.stop_reason = None  # why this session ended before total_steps, once it has
         self.log_every_seconds = log_every_seconds
         self.checkpoint_every_steps = checkpoint_every_steps
         self.frames_per_step = frames_per_step
@@ -110,7 +113,15 @@ class RunTracker:
 
     @property
     def done(self):
-        return self.env_steps >= self.total_steps
+        return self.env_steps >= self.total_steps or self.stop_reason is not None
+
+    def check_session_stop(self):
+        """Ends the session (done) if its --stop_at_* point is reached; the runner asks at
+        boundaries, where a checkpoint may be taken."""
+        if self.session_stop is not None and self.stop_reason is None:
+            self.stop_reason = self.session_stop.reason(
+                self.env_steps, self.episode_stats.recent_scores)
+        return self.stop_reason
 
     def add_steps(self, env_steps, updates=0):
         self.env_steps += env_steps
@@ -216,7 +227,8 @@ def tracker_for(run_dir, config, extra_columns, trackables):
         run_dir, total_steps=config.total_steps, log_every_seconds=config.log_every_seconds,
         checkpoint_every_steps=config.checkpoint_every_steps, extra_columns=extra_columns,
         milestone_every_steps=config.milestone_every_steps,
-        frames_per_step=frames_per_step(config.env_config), trackables=trackables)
+        frames_per_step=frames_per_step(config.env_config), trackables=trackables,
+        session_stop=session_stop_lib.from_flags())
 
 
 def run_training(tracker, open_runner, loop, resume_note='', session_end=None):
@@ -242,6 +254,9 @@ def run_training(tracker, open_runner, loop, resume_note='', session_end=None):
         if tracker.done:
             print(f'run already complete: {tracker.env_steps:,} >= total_steps '
                   f'{tracker.total_steps:,}')
+            return tracker.env_steps
+        if tracker.check_session_stop():
+            print(f'{tracker.stop_reason} at step {tracker.env_steps:,} already: nothing to run')
             return tracker.env_steps
         with contextlib.ExitStack() as end:
             with open_runner() as runner:
@@ -273,6 +288,9 @@ def run_training(tracker, open_runner, loop, resume_note='', session_end=None):
             tracker.save()
             if session_end is not None:
                 session_end(tracker.env_steps)
+        if tracker.stop_reason is not None and tracker.env_steps < tracker.total_steps:
+            print(f'stopped at step {tracker.env_steps:,}: {tracker.stop_reason}; saved '
+                  f'{tracker.newest_checkpoint}; rerun the same command to go on')
         return tracker.env_steps
     finally:
         tracker.close()

@@ -187,3 +187,17 @@ def test_cluster_flags_are_checked_before_anything_starts(monkeypatch):
     config = accel_main.configure([PRESET], BINDINGS[:-1])
     with pytest.raises(app.ConfigError, match='--cluster and --task_index need'):
         cluster.configure(config, ['a:1', 'b:2'], 1)
+
+
+def test_a_session_stop_is_refused_over_several_workers_before_anything_starts(tmp_path):
+    """Each worker would stop on its own count and episodes; the collectives need one step."""
+    result = subprocess.run(
+        [sys.executable, '-m', 'accel_tf.main', f'--gin_file={PRESET}', '--run_dir=run',
+         '--cluster=localhost:1,localhost:2', '--task_index=0', '--stop_at_steps=320'] +
+        [f'--gin_bindings={binding}' for binding in BINDINGS], cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True, text=True,
+        timeout=120)
+    errors = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    assert result.returncode == 2 and len(errors) == 1, result.stderr[-2000:]
+    assert '--stop_at_steps/--stop_at_score' in errors[0] and 'several workers' in errors[0]
+    assert not (tmp_path / 'run').exists()
