@@ -242,7 +242,7 @@ def test_ctrl_c_stops_asynchronous_dqn_with_a_checkpoint_and_nothing_left(tmp_pa
     shm_before = process_tree.shm_entries()
     run = subprocess.Popen(
         [sys.executable, '-m', 'accel_tf.main'] + _entry_flags('dqn_pong', bindings),
-        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT),
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT, PYTHONFAULTHANDLER='1'),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     metrics = tmp_path / 'run' / 'metrics.csv'
     try:
@@ -251,7 +251,14 @@ def test_ctrl_c_stops_asynchronous_dqn_with_a_checkpoint_and_nothing_left(tmp_pa
         tree = process_tree.descendants(run.pid)
         assert len(tree) >= 2  # the sampler's workers
         run.send_signal(signal.SIGINT)
-        stdout, stderr = run.communicate(timeout=60)
+        try:
+            stdout, stderr = run.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            # Hung once in a full suite (2026-11-26; 5 runs alone then passed in 11 s): SIGABRT
+            # makes the faulthandler print every thread's stack, which the failure shows.
+            run.send_signal(signal.SIGABRT)
+            _, stderr = run.communicate(timeout=30)
+            raise AssertionError(f'no exit 120 s after Ctrl-C; stacks: {stderr[-6000:]}')
     finally:
         if run.poll() is None:
             run.kill()

@@ -378,7 +378,9 @@ class _Tracker:
         self.run_dir = str(run_dir)
         self.restored_from = None
         self.done = False
-        self.env_steps = 0
+        self.env_steps = self.total_steps = 0
+        self.stop_reason = None  # no --stop_at_*: check_session_stop() finds none
+        self.check_session_stop = lambda: None
         self.saves = []
 
     def save(self):
