@@ -1,7 +1,6 @@
 """A replay memory saved at a session's end and restored on resume (common/replay/replay_files.py):
 round trips, refusals, the session boundary, atomic replacement, a full disk, and the session-end
 hook of the training loop."""
-import contextlib
 import json
 import os
 
@@ -12,7 +11,6 @@ from common.replay import prioritized_replay
 from common.replay import replay
 from common.replay import replay_files
 from common.replay import staging as staging_lib
-from common.run import tracker as tracker_lib
 
 SHAPE = (3, 2, 4)  # (H, W, stack)
 
@@ -370,55 +368,3 @@ def test_a_save_that_fits_only_without_the_previous_one_replaces_it(small_disk, 
     restored.restore(os.path.join(disk, 'replay'), 200)
     np.testing.assert_array_equal(restored.frames, second.frames)
 
-
-class _Tracker:
-    """What run_training reads of a RunTracker."""
-
-    def __init__(self, run_dir):
-        self.run_dir = str(run_dir)
-        self.restored_from = None
-        self.done = False
-        self.env_steps = self.total_steps = 0
-        self.stop_reason = None  # no --stop_at_*: check_session_stop() finds none
-        self.check_session_stop = lambda: None
-        self.saves = []
-
-    def save(self):
-        self.saves.append(self.env_steps)
-        return f'ckpt-{self.env_steps}'
-
-    def close(self):
-        pass
-
-
-@pytest.mark.parametrize('ending, calls', [
-    ('finished', [(40, True)]), ('interrupted', [(20, True)]), ('failed', [])])
-def test_the_session_end_hook_runs_after_a_clean_ends_checkpoint_once_the_runner_closed(
-        tmp_path, ending, calls):
-    tracker = _Tracker(tmp_path)
-    closed = []
-    seen = []
-
-    @contextlib.contextmanager
-    def open_runner():
-        try:
-            yield 'runner'
-        finally:
-            closed.append(True)
-
-    def loop(runner):
-        tracker.env_steps = 20
-        if ending == 'interrupted':
-            raise KeyboardInterrupt
-        if ending == 'failed':
-            raise RuntimeError('broken')
-        tracker.env_steps = 40
-
-    def session_end(env_steps):
-        seen.append((env_steps, bool(closed)))
-        assert tracker.saves and tracker.saves[-1] == env_steps
-
-    expected = {'finished': None, 'interrupted': KeyboardInterrupt, 'failed': RuntimeError}
-    with pytest.raises(expected[ending]) if expected[ending] else contextlib.nullcontext():
-        tracker_lib.run_training(tracker, open_runner, loop, session_end=session_end)
-    assert seen == calls

@@ -312,3 +312,56 @@ def test_non_finite_weights_are_never_checkpointed(tmp_path):
         tracker_lib.run_training(tracker, contextlib.nullcontext, loop)
     assert sorted(os.listdir(os.path.join(run_dir, 'checkpoints'))) == [
         'checkpoint', 'ckpt-30.data-00000-of-00001', 'ckpt-30.index']
+
+
+class _FakeTracker:
+    """What run_training reads of a RunTracker."""
+
+    def __init__(self, run_dir):
+        self.run_dir = str(run_dir)
+        self.restored_from = None
+        self.done = False
+        self.env_steps = self.total_steps = 0
+        self.stop_reason = None  # no --stop_at_*: check_session_stop() finds none
+        self.check_session_stop = lambda: None
+        self.saves = []
+
+    def save(self):
+        self.saves.append(self.env_steps)
+        return f'ckpt-{self.env_steps}'
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize('ending, calls', [
+    ('finished', [(40, True)]), ('interrupted', [(20, True)]), ('failed', [])])
+def test_the_session_end_hook_runs_after_a_clean_ends_checkpoint_once_the_runner_closed(
+        tmp_path, ending, calls):
+    tracker = _FakeTracker(tmp_path)
+    closed = []
+    seen = []
+
+    @contextlib.contextmanager
+    def open_runner():
+        try:
+            yield 'runner'
+        finally:
+            closed.append(True)
+
+    def loop(runner):
+        tracker.env_steps = 20
+        if ending == 'interrupted':
+            raise KeyboardInterrupt
+        if ending == 'failed':
+            raise RuntimeError('broken')
+        tracker.env_steps = 40
+
+    def session_end(env_steps):
+        seen.append((env_steps, bool(closed)))
+        assert tracker.saves and tracker.saves[-1] == env_steps
+
+    expected = {'finished': None, 'interrupted': KeyboardInterrupt, 'failed': RuntimeError}
+    with pytest.raises(expected[ending]) if expected[ending] else contextlib.nullcontext():
+        tracker_lib.run_training(tracker, open_runner, loop, session_end=session_end)
+    assert seen == calls
