@@ -281,3 +281,23 @@ def small_disk(tmp_path):
     yield make
     for mount_point in mounted:
         subprocess.run(['umount', '-l', mount_point], check=False)
+
+
+def _finite_checkpoints(run_dir):
+    """{env steps: whether every floating-point tensor in it is finite} of the checkpoints kept
+    under run_dir/checkpoints."""
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    found = {}
+    for index in (run_dir / 'checkpoints').glob('ckpt-*.index'):
+        reader = tf.train.load_checkpoint(str(index.with_suffix('')))
+        found[int(index.stem.split('-')[1])] = all(
+            np.isfinite(reader.get_tensor(key)).all()
+            for key, dtype in reader.get_variable_to_dtype_map().items() if dtype.is_floating)
+    return found
+
+
+@pytest.fixture
+def finite_checkpoints():
+    """A diverging run must keep only checkpoints from before it diverged."""
+    return _finite_checkpoints

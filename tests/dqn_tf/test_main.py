@@ -8,7 +8,6 @@ import sys
 import threading
 import time
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -49,18 +48,6 @@ def _run(module, args, cwd, timeout=240):
 def _flags(bindings, gin_file='gin/dqn/pong.gin'):
     return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
         f'--gin_bindings={binding}' for binding in bindings]
-
-
-def _checkpoints(run_dir):
-    """{env steps: whether every floating-point tensor in it is finite} of run_dir's
-    checkpoints."""
-    found = {}
-    for index in (run_dir / 'checkpoints').glob('ckpt-*.index'):
-        reader = tf.train.load_checkpoint(str(index.with_suffix('')))
-        found[int(index.stem.split('-')[1])] = all(
-            np.isfinite(reader.get_tensor(key)).all()
-            for key, dtype in reader.get_variable_to_dtype_map().items() if dtype.is_floating)
-    return found
 
 
 def test_presets_hold_the_papers_values():
@@ -204,7 +191,7 @@ def test_bench_rows_measure_whole_periods(monkeypatch):
     assert not [thread for thread in threading.enumerate() if thread.name.startswith('dqn-')]
 
 
-def test_a_diverging_run_stops_with_one_line_and_keeps_its_finite_checkpoints(tmp_path):
+def test_a_diverging_run_stops_with_one_line_and_keeps_its_finitefinite_checkpoints(tmp_path, finite_checkpoints):
     """200 steps at the preset's learning rate (checkpoints at 100 and 200), then the run
     resumed at 1e37: the first minibatches' loss overflows. The run stops with one line naming
     the update and the step, after the row that shows nan, and writes no checkpoint of the
@@ -226,5 +213,5 @@ def test_a_diverging_run_stops_with_one_line_and_keeps_its_finite_checkpoints(tm
     last = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')[-1]
     assert (int(last['updates']), int(last['env_steps'])) == (updates, steps)
     assert 'nan' in (last['loss'], last['grad_norm'])
-    assert _checkpoints(tmp_path / 'run') == {100: True, 200: True}
+    assert finite_checkpoints(tmp_path / 'run') == {100: True, 200: True}
     assert 'ckpt-200, stays' in error

@@ -48,18 +48,6 @@ def _flags(bindings, gin_file='gin/ga3c/original_code.gin'):
         f'--gin_bindings={binding}' for binding in bindings]
 
 
-def _checkpoints(run_dir):
-    """{env steps: whether every floating-point tensor in it is finite} of run_dir's
-    checkpoints."""
-    found = {}
-    for index in (run_dir / 'checkpoints').glob('ckpt-*.index'):
-        reader = tf.train.load_checkpoint(str(index.with_suffix('')))
-        found[int(index.stem.split('-')[1])] = all(
-            np.isfinite(reader.get_tensor(key)).all()
-            for key, dtype in reader.get_variable_to_dtype_map().items() if dtype.is_floating)
-    return found
-
-
 def test_presets_hold_the_original_code_and_paper_values():
     root = app.PROJECT_ROOT
     original = ga3c_main.configure([os.path.join(root, 'gin/ga3c/original_code.gin')],
@@ -146,7 +134,7 @@ def test_run_writes_the_run_format_resumes_and_plays(tmp_path):
     assert int(row['episodes']) == 3 and int(row['env_steps']) >= 1200
 
 
-def test_a_diverging_run_stops_with_one_line_and_keeps_its_finite_checkpoints(tmp_path):
+def test_a_diverging_run_stops_with_one_line_and_keeps_its_finitefinite_checkpoints(tmp_path, finite_checkpoints):
     """At a learning rate of 1e30 the trainer threads' updates go to NaN within a few: the run
     stops with one line naming the step and the update, exit 1, and no checkpoint holds a
     non-finite value. The loss or gradient norm of a row stops it after that row; weights that
@@ -165,7 +153,7 @@ def test_a_diverging_run_stops_with_one_line_and_keeps_its_finite_checkpoints(tm
     assert int(last['env_steps']) == steps
     if found.group(1) != 'weights':
         assert 'nan' in (last['loss'], last['grad_norm'])
-    kept = _checkpoints(tmp_path / 'run')
+    kept = finite_checkpoints(tmp_path / 'run')
     assert kept and max(kept) < steps and all(kept.values()), kept
 
 

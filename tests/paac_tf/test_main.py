@@ -8,7 +8,6 @@ import sys
 import time
 
 import gin
-import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -39,18 +38,6 @@ def _run(args, cwd):
 def _flags(bindings, gin_file='gin/paac/paper.gin'):
     return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
         f'--gin_bindings={binding}' for binding in bindings]
-
-
-def _checkpoints(run_dir):
-    """{env steps: whether every floating-point tensor in it is finite} of run_dir's
-    checkpoints."""
-    found = {}
-    for index in (run_dir / 'checkpoints').glob('ckpt-*.index'):
-        reader = tf.train.load_checkpoint(str(index.with_suffix('')))
-        found[int(index.stem.split('-')[1])] = all(
-            np.isfinite(reader.get_tensor(key)).all()
-            for key, dtype in reader.get_variable_to_dtype_map().items() if dtype.is_floating)
-    return found
 
 
 def test_presets_parse_and_hold_the_papers_values():
@@ -269,7 +256,7 @@ def test_bench_row_measures_the_pong_preset_with_its_own_worker_count():
     assert result['min'] <= result['median'] <= result['max']
 
 
-def test_a_diverging_run_stops_with_one_line_and_keeps_the_checkpoint_before(tmp_path):
+def test_a_diverging_run_stops_with_one_line_and_keeps_the_checkpoint_before(tmp_path, finite_checkpoints):
     """At a learning rate of 1e30 the first update leaves huge but finite weights (checkpointed
     at step 20) and the second one's loss overflows: the run stops with one line naming the
     update and the step, after the row that shows nan, and writes no checkpoint of the diverged
@@ -286,7 +273,7 @@ def test_a_diverging_run_stops_with_one_line_and_keeps_the_checkpoint_before(tmp
     last = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')[-1]
     assert (int(last['updates']), int(last['env_steps'])) == (updates, steps)
     assert 'nan' in (last['loss'], last['grad_norm'])
-    kept = _checkpoints(tmp_path / 'run')
+    kept = finite_checkpoints(tmp_path / 'run')
     assert 20 in kept and max(kept) < steps and all(kept.values()), kept
     assert f'ckpt-{max(kept)}, stays' in error
 
