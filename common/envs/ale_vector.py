@@ -20,6 +20,9 @@ class AleVectorPool(EnvPool):
         if atari_config.variant != 'nature':
             raise ValueError(f'AtariConfig.variant={atari_config.variant!r} is not supported '
                              "by AleVectorPool (no crop/downsample there); allowed: 'nature'")
+        if atari_config.resize != 'area':
+            raise ValueError(f'AtariConfig.resize={atari_config.resize!r} is not supported by '
+                             "AleVectorPool (it resizes in C++); allowed: 'area'")
         if atari_config.resolved_decorrelation_steps:
             raise ValueError(f'AtariConfig.decorrelation_steps='
                              f'{atari_config.decorrelation_steps!r} is not supported by '

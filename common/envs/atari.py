@@ -18,6 +18,11 @@ import numpy as np
 from common.run import field_types
 
 VARIANTS = ('nature', 'stooke')
+# How 'nature' scales the pooled 210x160 frame to screen_size: 'area' averages the pixels each
+# output pixel covers (cv2.INTER_AREA, the DQN family's); 'nearest' keeps the pixel at each output
+# pixel's centre, (i + 0.5) * in / out, as scipy.misc.imresize(interp='nearest') does
+# (alfredvc/paac atari_emulator.py): Pong's ball keeps its full brightness wherever it is.
+RESIZES = ('area', 'nearest')
 # Default start-up decorrelation per variant (Stooke & Abbeel use rlpyt's
 # max_decorrelation_steps=100; the nature-family papers use none).
 DEFAULT_DECORRELATION_STEPS = {'nature': 0, 'stooke': 100}
@@ -30,6 +35,14 @@ NOOP = ale_py.Action.NOOP.value
 def _is_int(value) -> bool:
     """True for real integers (bools excluded, numpy integers included)."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def nearest_indices(in_shape, out_shape):
+    """The (rows, columns) index grid that takes each output pixel from the input pixel under its
+    centre: index (i + 0.5) * in / out, rounded down."""
+    rows, cols = ((np.arange(out) * 2 + 1) * size // (2 * out)
+                  for size, out in zip(in_shape, out_shape))
+    return np.ix_(rows, cols)
 
 
 @functools.lru_cache(maxsize=None)
@@ -61,6 +74,7 @@ class AtariConfig:
     frame_skip: int = 4
     max_pool: bool = True             # pixel-wise max of the last two raw frames of each skip
     screen_size: tuple = (84, 84)     # (height, width), 'nature' only
+    resize: str = 'area'              # 'area' or 'nearest' (RESIZES), 'nature' only
     stack: int = 4
     noop_max: int = 30                # each reset: uniform 1..noop_max no-op frames; 0 = none
     clip_rewards: bool = True         # to [-1, 1]; episode_return stays the game score
@@ -93,6 +107,11 @@ class AtariConfig:
                 f'ale_py.roms.get_all_rom_ids())')
         if self.variant not in VARIANTS:
             raise ValueError(f'AtariConfig.variant={self.variant!r}; allowed: {VARIANTS}')
+        if self.resize not in RESIZES:
+            raise ValueError(f'AtariConfig.resize={self.resize!r}; allowed: {RESIZES}')
+        if self.resize != 'area' and self.variant != 'nature':
+            raise ValueError(f'AtariConfig.resize={self.resize!r} needs variant=\'nature\' '
+                             f'(variant {self.variant!r} does not resize)')
         for name, minimum in (('frame_skip', 1), ('stack', 1), ('noop_max', 0),
                               ('max_episode_steps', 0)):
             value = getattr(self, name)
@@ -162,6 +181,9 @@ class AtariEnv:
         self._last_frame = np.zeros(RAW_SCREEN_SHAPE, np.uint8)
         self._previous_frame = np.zeros(RAW_SCREEN_SHAPE, np.uint8)
         self._pooled = np.zeros(RAW_SCREEN_SHAPE, np.uint8)
+        self._nearest = None
+        if config.variant == 'nature' and config.resize == 'nearest':
+            self._nearest = nearest_indices(RAW_SCREEN_SHAPE, config.screen_size)
         # The stacked frames live in a ring (stack, H, W) and are interleaved into the
         # channel-last observation by cv2.merge: shifting a channel-last array costs ~40x more.
         height, width, stack = self.observation_shape
@@ -284,6 +306,8 @@ class AtariEnv:
         frame = self._frames[self._newest]
         if self.config.variant == 'stooke':
             frame[:] = self._pooled[1:-1:2, ::2]
+        elif self._nearest is not None:
+            frame[:] = self._pooled[self._nearest]
         else:
             height, width = frame.shape
             cv2.resize(self._pooled, (width, height), dst=frame, interpolation=cv2.INTER_AREA)

@@ -52,10 +52,11 @@ def test_observation_shape_dtype_and_zero_padded_reset(variant, shape):
     assert observation.shape == shape and observation.dtype == np.uint8
 
 
-@pytest.mark.parametrize('variant', ['nature', 'stooke'])
-def test_newest_frame_is_max_of_last_two_raw_frames(variant):
+@pytest.mark.parametrize('variant, resize', [('nature', 'area'), ('nature', 'nearest'),
+                                             ('stooke', 'area')])
+def test_newest_frame_is_max_of_last_two_raw_frames(variant, resize):
     seed = 5
-    config = AtariConfig(game='pong', variant=variant, decorrelation_steps=0)
+    config = AtariConfig(game='pong', variant=variant, resize=resize, decorrelation_steps=0)
     env = config.make(seed)
     env.reset()
     reference = _reference_ale('pong', seed)
@@ -77,7 +78,12 @@ def test_newest_frame_is_max_of_last_two_raw_frames(variant):
         reference.getScreenGrayscale(last)
         pooled = np.maximum(previous, last)
         pooling_mattered |= not np.array_equal(pooled, last)
-        if variant == 'nature':
+        if resize == 'nearest':
+            # The pixel under each output pixel's centre, as scipy.misc.imresize's 'nearest'.
+            rows = ((np.arange(84) + 0.5) * 210 / 84).astype(int)
+            cols = ((np.arange(84) + 0.5) * 160 / 84).astype(int)
+            expected = pooled[rows][:, cols]
+        elif variant == 'nature':
             expected = cv2.resize(pooled, (84, 84), interpolation=cv2.INTER_AREA)
         else:
             expected = pooled[1:-1:2, ::2]
@@ -179,10 +185,16 @@ def test_num_actions():
     ('max_episode_steps', -1, 'max_episode_steps=-1'),
     ('screen_size', (84,), r'screen_size=\(84,\)'),
     ('decorrelation_steps', -3, 'decorrelation_steps=-3'),
+    ('resize', 'linear', "resize='linear'; allowed"),
 ])
 def test_validation_names_the_bad_value(field, value, message):
     with pytest.raises(ValueError, match=message):
         AtariConfig(**{field: value}).validate()
+
+
+def test_nearest_resize_needs_the_nature_variant():
+    with pytest.raises(ValueError, match="resize='nearest' needs variant='nature'"):
+        AtariConfig(variant='stooke', resize='nearest').validate()
 
 
 def test_fire_reset_presses_fire_only_in_games_that_have_it():

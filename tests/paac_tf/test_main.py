@@ -57,6 +57,7 @@ def test_presets_parse_and_hold_the_papers_values():
         [os.path.join(app.PROJECT_ROOT, 'gin/paac/original_code.gin')], [])
     assert (original.entropy_coef, original.clip_norm, original.anneal_steps) == (
         0.02, 3.0, 80_000_000)
+    assert (config.env_config.resize, original.env_config.resize) == ('area', 'nearest')
 
 
 @pytest.mark.parametrize('binding, named', [
