@@ -94,7 +94,8 @@ class APPOUnit:
         self.generator = np.random.default_rng(seed)  # minibatch shuffles
         self.adam = async_adam.AsyncAdam(store, config.scaled_learning_rate,
                                          beta1=config.adam_beta1, beta2=config.adam_beta2,
-                                         epsilon=config.adam_epsilon)
+                                         epsilon=config.adam_epsilon,
+                                         local_steps_per_sync=config.appo.local_steps_per_sync)
         self.synced_at = store.updates
         self.sampled_log_probs = np.zeros(sampler.rollout.actions.shape, np.float32)
         self._pull()

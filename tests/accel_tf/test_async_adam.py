@@ -78,3 +78,28 @@ def test_two_learners_both_land_in_the_central_store(store):
     assert second.synchronize() == 2
     # Each first Adam step with a gradient of ones moves every parameter by about RATE.
     np.testing.assert_allclose(store.pull(), start - 2 * RATE, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize('local_steps_per_sync', [1, 2])
+def test_a_learner_on_a_resumed_store_goes_on_with_its_bias_correction(store,
+                                                                       local_steps_per_sync):
+    """A store restored at 500 central updates has taken in 500 x n gradient steps: the next
+    local steps are steps 500 n + 1, 500 n + 2, ... of Adam, not 1, 2, ... again."""
+    n = local_steps_per_sync
+    store.set_updates(500)
+    store.slots['first_moment'][:] = 0.05
+    store.slots['second_moment'][:] = 0.01
+    central = store.pull().astype(np.float64)
+    optimizer = async_adam.AsyncAdam(store, RATE, BETA1, BETA2, EPSILON,
+                                     local_steps_per_sync=n)
+    theta, first, second = central.copy(), np.full(SIZE, 0.05), np.full(SIZE, 0.01)
+    for round_index, gradients in enumerate(np.split(_gradients(2 * n, seed=2), 2)):
+        for local, gradient in enumerate(gradients, start=1):
+            optimizer.local_step(gradient)
+            first = BETA1 * first + (1 - BETA1) * gradient
+            second = BETA2 * second + (1 - BETA2) * gradient ** 2
+            step = (500 + round_index) * n + local
+            rate = RATE * np.sqrt(1 - BETA2 ** step) / (1 - BETA1 ** step)
+            theta = theta - rate * first / (np.sqrt(second) + EPSILON)
+        assert optimizer.synchronize() == 501 + round_index
+    np.testing.assert_allclose(store.pull(), theta, rtol=1e-5, atol=1e-6)
