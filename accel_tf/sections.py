@@ -148,3 +148,7 @@ class APPOConfig(Section):
         app.require(steps % self.local_steps_per_sync == 0,
                     f'APPOConfig.local_steps_per_sync={self.local_steps_per_sync} must divide '
                     f'the gradient steps per batch, epochs * minibatches = {steps}')
+        app.require(config.sampler == 'synchronized',
+                    f"AccelConfig.sampler={config.sampler!r} is not built for APPO (its unit "
+                    f"records every environment's log-probability at each step); allowed: "
+                    f"'synchronized'")

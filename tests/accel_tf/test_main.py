@@ -132,6 +132,8 @@ APPO = ["AccelConfig.algorithm = 'appo'", 'AccelConfig.anneal_learning_rate = Fa
      "AsyncLearnersConfig.on_learner_death='maybe'; allowed: ('stop', 'continue')"),
     (APPO + ['APPOConfig.local_steps_per_sync = 3'],
      'local_steps_per_sync=3 must divide the gradient steps per batch'),
+    (APPO + ["AccelConfig.sampler = 'alternating'"],
+     "AccelConfig.sampler='alternating' is not built for APPO"),
     # A section the algorithm does not read: its bindings would do nothing.
     (['gin/accel/a2c_pong.gin', 'PPOConfig.epochs = 2'],
      "PPOConfig.epochs is bound, but algorithm 'a2c' does not read PPOConfig; remove the "
