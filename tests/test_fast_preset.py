@@ -22,4 +22,3 @@ def test_fast_pong_preset_is_the_authors_ppo_with_three_changes():
     assert dataclasses.replace(
         fast, ppo=dataclasses.replace(fast.ppo, epochs=4, minibatches=4),
         actor_critic=dataclasses.replace(fast.actor_critic, entropy_coef=0.01)) == original
-
