@@ -21,8 +21,11 @@ VARIANTS = ('nature', 'stooke')
 # How 'nature' scales the pooled 210x160 frame to screen_size: 'area' averages the pixels each
 # output pixel covers (cv2.INTER_AREA, the DQN family's); 'nearest' keeps the pixel at each output
 # pixel's centre, (i + 0.5) * in / out, as scipy.misc.imresize(interp='nearest') does
-# (alfredvc/paac atari_emulator.py): Pong's ball keeps its full brightness wherever it is.
-RESIZES = ('area', 'nearest')
+# (alfredvc/paac atari_emulator.py): Pong's ball keeps its full brightness wherever it is;
+# 'linear' interpolates the 2x2 input pixels around each output pixel's centre (cv2.INTER_LINEAR,
+# as brett-daley/fast-dqn's atari_env.py with run_dqn.py's default --interp=linear).
+RESIZES = ('area', 'nearest', 'linear')
+CV2_INTERPOLATIONS = {'area': cv2.INTER_AREA, 'linear': cv2.INTER_LINEAR}
 # Default start-up decorrelation per variant (Stooke & Abbeel use rlpyt's
 # max_decorrelation_steps=100; the nature-family papers use none).
 DEFAULT_DECORRELATION_STEPS = {'nature': 0, 'stooke': 100}
@@ -69,12 +72,12 @@ def _new_ale(game: str, seed: int, repeat_action_probability: float) -> ale_py.A
 class AtariConfig:
     """What game and preprocessing to run; picklable, as it is sent to worker processes."""
     game: str = 'pong'                # ale_py ROM id, see ale_py.roms.get_all_rom_ids()
-    variant: str = 'nature'           # 'nature': INTER_AREA resize to screen_size; 'stooke':
+    variant: str = 'nature'           # 'nature': resize to screen_size (resize); 'stooke':
                                       # crop a row top and bottom, every 2nd pixel -> 104x80
     frame_skip: int = 4
     max_pool: bool = True             # pixel-wise max of the last two raw frames of each skip
     screen_size: tuple = (84, 84)     # (height, width), 'nature' only
-    resize: str = 'area'              # 'area' or 'nearest' (RESIZES), 'nature' only
+    resize: str = 'area'              # 'area', 'nearest' or 'linear' (RESIZES), 'nature' only
     stack: int = 4
     noop_max: int = 30                # each reset: uniform 1..noop_max no-op frames; 0 = none
     clip_rewards: bool = True         # to [-1, 1]; episode_return stays the game score
@@ -310,7 +313,8 @@ class AtariEnv:
             frame[:] = self._pooled[self._nearest]
         else:
             height, width = frame.shape
-            cv2.resize(self._pooled, (width, height), dst=frame, interpolation=cv2.INTER_AREA)
+            cv2.resize(self._pooled, (width, height), dst=frame,
+                       interpolation=CV2_INTERPOLATIONS[self.config.resize])
         self._merge_stack()
 
     def _merge_stack(self) -> None:

@@ -53,7 +53,7 @@ def test_observation_shape_dtype_and_zero_padded_reset(variant, shape):
 
 
 @pytest.mark.parametrize('variant, resize', [('nature', 'area'), ('nature', 'nearest'),
-                                             ('stooke', 'area')])
+                                             ('nature', 'linear'), ('stooke', 'area')])
 def test_newest_frame_is_max_of_last_two_raw_frames(variant, resize):
     seed = 5
     config = AtariConfig(game='pong', variant=variant, resize=resize, decorrelation_steps=0)
@@ -83,6 +83,8 @@ def test_newest_frame_is_max_of_last_two_raw_frames(variant, resize):
             rows = ((np.arange(84) + 0.5) * 210 / 84).astype(int)
             cols = ((np.arange(84) + 0.5) * 160 / 84).astype(int)
             expected = pooled[rows][:, cols]
+        elif resize == 'linear':
+            expected = cv2.resize(pooled, (84, 84), interpolation=cv2.INTER_LINEAR)
         elif variant == 'nature':
             expected = cv2.resize(pooled, (84, 84), interpolation=cv2.INTER_AREA)
         else:
@@ -185,11 +187,40 @@ def test_num_actions():
     ('max_episode_steps', -1, 'max_episode_steps=-1'),
     ('screen_size', (84,), r'screen_size=\(84,\)'),
     ('decorrelation_steps', -3, 'decorrelation_steps=-3'),
-    ('resize', 'linear', "resize='linear'; allowed"),
+    ('resize', 'cubic', "resize='cubic'; allowed"),
 ])
 def test_validation_names_the_bad_value(field, value, message):
     with pytest.raises(ValueError, match=message):
         AtariConfig(**{field: value}).validate()
+
+
+def _bilinear(image, out_shape):
+    """Hand bilinear resize: each output pixel's centre mapped into the input, (i + 0.5) *
+    in / out - 0.5, clamped to the edges, weighted over its 2x2 neighbours."""
+    axes = []
+    for size_in, size_out in zip(image.shape, out_shape):
+        x = np.clip((np.arange(size_out) + 0.5) * size_in / size_out - 0.5, 0, size_in - 1)
+        low = np.floor(x).astype(int)
+        axes.append((low, np.minimum(low + 1, size_in - 1), x - low))
+    (r0, r1, wr), (c0, c1, wc) = axes
+    image = image.astype(np.float64)
+    top = image[r0][:, c0] * (1 - wc) + image[r0][:, c1] * wc
+    bottom = image[r1][:, c0] * (1 - wc) + image[r1][:, c1] * wc
+    return top * (1 - wr[:, None]) + bottom * wr[:, None]
+
+
+def test_linear_resize_is_bilinear_not_area():
+    env = AtariConfig(game='pong', resize='linear', decorrelation_steps=0).make(3)
+    env.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        observation, *_ = env.step(int(rng.integers(env.num_actions)))
+    pooled = env._pooled
+    by_hand = _bilinear(pooled, (84, 84))
+    # cv2's uint8 path rounds 11-bit fixed-point weights: within one grey level of the hand value.
+    assert np.abs(observation[..., -1].astype(np.float64) - by_hand).max() <= 1.0
+    area = cv2.resize(pooled, (84, 84), interpolation=cv2.INTER_AREA)
+    assert not np.array_equal(observation[..., -1], area)
 
 
 def test_nearest_resize_needs_the_nature_variant():
