@@ -6,6 +6,9 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
 (processes still exiting, memory) cannot change the next row's numbers. Rows:
   env/<pool>        random actions through each pool: the ceiling any algorithm could reach;
                     env/process/stooke: the worker processes on Stooke & Abbeel's 104x80 frames;
+                    env/serial/linear: one process on bilinear 84x84 frames (fast DQN's);
+                    env/serial/stooke[/skip]: one process on the 104x80 frames as a 2x2 mean
+                    (the presets') or every second pixel;
   paac              PAAC's full training rate (act + step + update) on Pong, nips network;
   dqn/standard      fast DQN, standard mode, 1 sampler thread (env steps/s while training);
   dqn/both          fast DQN, concurrent + synchronized, 8 sampler threads;
@@ -70,12 +73,12 @@ def _define_flags():
     flags.DEFINE_string('plot', None, 'Also draw the table as a bar chart (PNG) here.')
 
 
-def env_row(kind, variant='nature'):
+def env_row(kind, variant='nature', **frames):
     """The env-only rate of one pool kind with uniformly random actions, on the frames of one
-    preprocessing variant (atari.VARIANTS)."""
+    preprocessing variant (atari.VARIANTS) and AtariConfig's frame fields in frames."""
 
     def measure(settings):
-        env_config = atari.AtariConfig(game=settings['game'], variant=variant)
+        env_config = atari.AtariConfig(game=settings['game'], variant=variant, **frames)
         num_actions = env_config.num_actions()
         rng = np.random.default_rng(0)
         actions = rng.integers(0, num_actions, size=(64, settings['num_envs']), dtype=np.int32)
@@ -120,6 +123,9 @@ ROWS = {
     'env/process': env_row('process'),
     'env/ale_vector': env_row('ale_vector'),
     'env/process/stooke': env_row('process', variant='stooke'),
+    'env/serial/linear': env_row('serial', resize='linear'),
+    'env/serial/stooke': env_row('serial', variant='stooke'),
+    'env/serial/stooke/skip': env_row('serial', variant='stooke', downsample='skip'),
     'replay/prioritized_512': prioritized_replay_row,
     **registry.bench_rows(),
 }

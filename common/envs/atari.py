@@ -26,11 +26,17 @@ VARIANTS = ('nature', 'stooke')
 # as brett-daley/fast-dqn's atari_env.py with run_dqn.py's default --interp=linear).
 RESIZES = ('area', 'nearest', 'linear')
 CV2_INTERPOLATIONS = {'area': cv2.INTER_AREA, 'linear': cv2.INTER_LINEAR}
+# How 'stooke' halves its cropped 208x160 frame to 104x80: 'average' takes the mean of each 2x2
+# block, which is what the authors' code computes (rlpyt atari_env.py and accel_rl atari_env.py
+# call cv2.resize(frame, (W, H), cv2.INTER_NEAREST): the third positional argument is dst, so
+# the default INTER_LINEAR runs, and at exactly half it is the 2x2 mean); 'skip' keeps every
+# second row and column (this project's frames until 2026-11-27).
+DOWNSAMPLES = ('average', 'skip')
 # Default start-up decorrelation per variant (Stooke & Abbeel use rlpyt's
 # max_decorrelation_steps=100; the nature-family papers use none).
 DEFAULT_DECORRELATION_STEPS = {'nature': 0, 'stooke': 100}
 RAW_SCREEN_SHAPE = (210, 160)
-STOOKE_SCREEN_SHAPE = (104, 80)  # rows 1..208 of the raw screen, every second row and column
+STOOKE_SCREEN_SHAPE = (104, 80)  # rows 1..208 of the raw screen, halved (downsample)
 FIRE = ale_py.Action.FIRE.value
 NOOP = ale_py.Action.NOOP.value
 
@@ -73,11 +79,12 @@ class AtariConfig:
     """What game and preprocessing to run; picklable, as it is sent to worker processes."""
     game: str = 'pong'                # ale_py ROM id, see ale_py.roms.get_all_rom_ids()
     variant: str = 'nature'           # 'nature': resize to screen_size (resize); 'stooke':
-                                      # crop a row top and bottom, every 2nd pixel -> 104x80
+                                      # crop a row top and bottom, halve -> 104x80 (downsample)
     frame_skip: int = 4
     max_pool: bool = True             # pixel-wise max of the last two raw frames of each skip
     screen_size: tuple = (84, 84)     # (height, width), 'nature' only
     resize: str = 'area'              # 'area', 'nearest' or 'linear' (RESIZES), 'nature' only
+    downsample: str = 'average'       # 'average' or 'skip' (DOWNSAMPLES), 'stooke' only
     stack: int = 4
     noop_max: int = 30                # each reset: uniform 1..noop_max no-op frames; 0 = none
     clip_rewards: bool = True         # to [-1, 1]; episode_return stays the game score
@@ -115,6 +122,11 @@ class AtariConfig:
         if self.resize != 'area' and self.variant != 'nature':
             raise ValueError(f'AtariConfig.resize={self.resize!r} needs variant=\'nature\' '
                              f'(variant {self.variant!r} does not resize)')
+        if self.downsample not in DOWNSAMPLES:
+            raise ValueError(f'AtariConfig.downsample={self.downsample!r}; allowed: {DOWNSAMPLES}')
+        if self.downsample != 'average' and self.variant != 'stooke':
+            raise ValueError(f'AtariConfig.downsample={self.downsample!r} needs variant=\'stooke\' '
+                             f'(variant {self.variant!r} does not downsample by 2)')
         for name, minimum in (('frame_skip', 1), ('stack', 1), ('noop_max', 0),
                               ('max_episode_steps', 0)):
             value = getattr(self, name)
@@ -307,8 +319,12 @@ class AtariEnv:
         """Put the preprocessed pooled frame into the ring as the newest, and restack."""
         self._newest = (self._newest + 1) % len(self._frames)
         frame = self._frames[self._newest]
-        if self.config.variant == 'stooke':
+        if self.config.variant == 'stooke' and self.config.downsample == 'skip':
             frame[:] = self._pooled[1:-1:2, ::2]
+        elif self.config.variant == 'stooke':
+            height, width = frame.shape
+            cv2.resize(self._pooled[1:-1], (width, height), dst=frame,
+                       interpolation=cv2.INTER_AREA)
         elif self._nearest is not None:
             frame[:] = self._pooled[self._nearest]
         else:

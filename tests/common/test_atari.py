@@ -52,11 +52,13 @@ def test_observation_shape_dtype_and_zero_padded_reset(variant, shape):
     assert observation.shape == shape and observation.dtype == np.uint8
 
 
-@pytest.mark.parametrize('variant, resize', [('nature', 'area'), ('nature', 'nearest'),
-                                             ('nature', 'linear'), ('stooke', 'area')])
-def test_newest_frame_is_max_of_last_two_raw_frames(variant, resize):
+@pytest.mark.parametrize('variant, resize, downsample', [
+    ('nature', 'area', 'average'), ('nature', 'nearest', 'average'),
+    ('nature', 'linear', 'average'), ('stooke', 'area', 'average'), ('stooke', 'area', 'skip')])
+def test_newest_frame_is_max_of_last_two_raw_frames(variant, resize, downsample):
     seed = 5
-    config = AtariConfig(game='pong', variant=variant, resize=resize, decorrelation_steps=0)
+    config = AtariConfig(game='pong', variant=variant, resize=resize, downsample=downsample,
+                         decorrelation_steps=0)
     env = config.make(seed)
     env.reset()
     reference = _reference_ale('pong', seed)
@@ -87,8 +89,13 @@ def test_newest_frame_is_max_of_last_two_raw_frames(variant, resize):
             expected = cv2.resize(pooled, (84, 84), interpolation=cv2.INTER_LINEAR)
         elif variant == 'nature':
             expected = cv2.resize(pooled, (84, 84), interpolation=cv2.INTER_AREA)
-        else:
+        elif downsample == 'skip':
             expected = pooled[1:-1:2, ::2]
+        else:
+            # rlpyt's own expression (rlpyt/envs/atari/atari_env.py), flag and all.
+            expected = cv2.resize(pooled[1:-1], (80, 104), cv2.INTER_NEAREST)
+            block_means = pooled[1:-1].reshape(104, 2, 80, 2).mean(axis=(1, 3))
+            assert np.abs(expected - block_means).max() <= 0.5
         expected_frames.append(expected)
         np.testing.assert_array_equal(observation[..., -1], expected)
         for age in range(1, min(4, len(expected_frames))):
@@ -188,6 +195,7 @@ def test_num_actions():
     ('screen_size', (84,), r'screen_size=\(84,\)'),
     ('decorrelation_steps', -3, 'decorrelation_steps=-3'),
     ('resize', 'cubic', "resize='cubic'; allowed"),
+    ('downsample', 'max', "downsample='max'; allowed"),
 ])
 def test_validation_names_the_bad_value(field, value, message):
     with pytest.raises(ValueError, match=message):
@@ -221,6 +229,11 @@ def test_linear_resize_is_bilinear_not_area():
     assert np.abs(observation[..., -1].astype(np.float64) - by_hand).max() <= 1.0
     area = cv2.resize(pooled, (84, 84), interpolation=cv2.INTER_AREA)
     assert not np.array_equal(observation[..., -1], area)
+
+
+def test_skip_downsample_needs_the_stooke_variant():
+    with pytest.raises(ValueError, match="downsample='skip' needs variant='stooke'"):
+        AtariConfig(variant='nature', downsample='skip').validate()
 
 
 def test_nearest_resize_needs_the_nature_variant():
