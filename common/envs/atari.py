@@ -31,7 +31,7 @@ CV2_INTERPOLATIONS = {'area': cv2.INTER_AREA, 'linear': cv2.INTER_LINEAR}
 # call cv2.resize(frame, (W, H), cv2.INTER_NEAREST): the third positional argument is dst, so
 # the default INTER_LINEAR runs, and at exactly half it is the 2x2 mean); 'skip' keeps every
 # second row and column (this project's frames until 2026-11-27).
-DOWNSAMPLES = ('average', 'skip')
+DOWNSAMPLES = ('skip', 'average')
 # Default start-up decorrelation per variant (Stooke & Abbeel use rlpyt's
 # max_decorrelation_steps=100; the nature-family papers use none).
 DEFAULT_DECORRELATION_STEPS = {'nature': 0, 'stooke': 100}
@@ -84,7 +84,8 @@ class AtariConfig:
     max_pool: bool = True             # pixel-wise max of the last two raw frames of each skip
     screen_size: tuple = (84, 84)     # (height, width), 'nature' only
     resize: str = 'area'              # 'area', 'nearest' or 'linear' (RESIZES), 'nature' only
-    downsample: str = 'average'       # 'average' or 'skip' (DOWNSAMPLES), 'stooke' only
+    downsample: str = 'skip'          # 'skip' or 'average' (DOWNSAMPLES), 'stooke' only; the
+                                      # default keeps runs recorded before the field as they ran
     stack: int = 4
     noop_max: int = 30                # each reset: uniform 1..noop_max no-op frames; 0 = none
     clip_rewards: bool = True         # to [-1, 1]; episode_return stays the game score
@@ -121,10 +122,10 @@ class AtariConfig:
             raise ValueError(f'AtariConfig.resize={self.resize!r}; allowed: {RESIZES}')
         if self.resize != 'area' and self.variant != 'nature':
             raise ValueError(f'AtariConfig.resize={self.resize!r} needs variant=\'nature\' '
-                             f'(variant {self.variant!r} does not resize)')
+                             f'(variant {self.variant!r} is halved by downsample)')
         if self.downsample not in DOWNSAMPLES:
             raise ValueError(f'AtariConfig.downsample={self.downsample!r}; allowed: {DOWNSAMPLES}')
-        if self.downsample != 'average' and self.variant != 'stooke':
+        if self.downsample != 'skip' and self.variant != 'stooke':
             raise ValueError(f'AtariConfig.downsample={self.downsample!r} needs variant=\'stooke\' '
                              f'(variant {self.variant!r} does not downsample by 2)')
         for name, minimum in (('frame_skip', 1), ('stack', 1), ('noop_max', 0),
@@ -196,9 +197,17 @@ class AtariEnv:
         self._last_frame = np.zeros(RAW_SCREEN_SHAPE, np.uint8)
         self._previous_frame = np.zeros(RAW_SCREEN_SHAPE, np.uint8)
         self._pooled = np.zeros(RAW_SCREEN_SHAPE, np.uint8)
-        self._nearest = None
-        if config.variant == 'nature' and config.resize == 'nearest':
-            self._nearest = nearest_indices(RAW_SCREEN_SHAPE, config.screen_size)
+        # How _push_frame shrinks _pooled: by an index (_pick), or by cv2.resize of a view of it.
+        self._pick = None
+        if config.variant == 'stooke' and config.downsample == 'skip':
+            self._pick = (slice(1, -1, 2), slice(None, None, 2))
+        elif config.variant == 'nature' and config.resize == 'nearest':
+            self._pick = nearest_indices(RAW_SCREEN_SHAPE, config.screen_size)
+        elif config.variant == 'stooke':
+            self._resize_source, self._interpolation = self._pooled[1:-1], cv2.INTER_AREA
+        else:
+            self._resize_source = self._pooled
+            self._interpolation = CV2_INTERPOLATIONS[config.resize]
         # The stacked frames live in a ring (stack, H, W) and are interleaved into the
         # channel-last observation by cv2.merge: shifting a channel-last array costs ~40x more.
         height, width, stack = self.observation_shape
@@ -319,18 +328,12 @@ class AtariEnv:
         """Put the preprocessed pooled frame into the ring as the newest, and restack."""
         self._newest = (self._newest + 1) % len(self._frames)
         frame = self._frames[self._newest]
-        if self.config.variant == 'stooke' and self.config.downsample == 'skip':
-            frame[:] = self._pooled[1:-1:2, ::2]
-        elif self.config.variant == 'stooke':
-            height, width = frame.shape
-            cv2.resize(self._pooled[1:-1], (width, height), dst=frame,
-                       interpolation=cv2.INTER_AREA)
-        elif self._nearest is not None:
-            frame[:] = self._pooled[self._nearest]
+        if self._pick is not None:
+            frame[:] = self._pooled[self._pick]
         else:
             height, width = frame.shape
-            cv2.resize(self._pooled, (width, height), dst=frame,
-                       interpolation=CV2_INTERPOLATIONS[self.config.resize])
+            cv2.resize(self._resize_source, (width, height), dst=frame,
+                       interpolation=self._interpolation)
         self._merge_stack()
 
     def _merge_stack(self) -> None:

@@ -49,6 +49,7 @@ def test_a2c_preset_holds_the_papers_values():
     assert (config.algorithm, config.num_envs, config.horizon) == ('a2c', 16, 5)
     assert config.env_config.variant == 'stooke' and config.env_config.observation_shape == (
         104, 80, 4)
+    assert config.env_config.downsample == 'average'  # rlpyt's 2x2 mean (gin/accel/atari.gin)
     assert config.network == 'a3c_net' and config.optimizer == 'rmsprop'
     assert config.scaled_learning_rate == pytest.approx(7e-4)  # 16 environments: the base
     gin.clear_config()

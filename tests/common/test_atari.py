@@ -1,10 +1,14 @@
 """AtariEnv: preprocessing against a hand-driven ALE, episode bookkeeping, validation."""
+import os
+
 import ale_py
 import cv2
+import gin
 import numpy as np
 import pytest
 
 from common.envs.atari import AtariConfig, action_set
+from common.run import app
 
 
 def _reference_ale(game: str, seed: int) -> ale_py.ALEInterface:
@@ -69,6 +73,7 @@ def test_newest_frame_is_max_of_last_two_raw_frames(variant, resize, downsample)
     previous = np.zeros((210, 160), np.uint8)
     last = np.zeros((210, 160), np.uint8)
     pooling_mattered = False
+    halving_mattered = False  # the 2x2 mean differed from every second pixel somewhere
     expected_frames = []
     for _ in range(40):
         action = int(rng.integers(len(actions)))
@@ -96,11 +101,13 @@ def test_newest_frame_is_max_of_last_two_raw_frames(variant, resize, downsample)
             expected = cv2.resize(pooled[1:-1], (80, 104), cv2.INTER_NEAREST)
             block_means = pooled[1:-1].reshape(104, 2, 80, 2).mean(axis=(1, 3))
             assert np.abs(expected - block_means).max() <= 0.5
+            halving_mattered |= not np.array_equal(expected, pooled[1:-1:2, ::2])
         expected_frames.append(expected)
         np.testing.assert_array_equal(observation[..., -1], expected)
         for age in range(1, min(4, len(expected_frames))):
             np.testing.assert_array_equal(observation[..., -1 - age], expected_frames[-1 - age])
     assert pooling_mattered
+    assert halving_mattered == (variant == 'stooke' and downsample == 'average')
 
 
 def test_noop_count_is_uniform_in_one_to_noop_max():
@@ -231,14 +238,31 @@ def test_linear_resize_is_bilinear_not_area():
     assert not np.array_equal(observation[..., -1], area)
 
 
-def test_skip_downsample_needs_the_stooke_variant():
-    with pytest.raises(ValueError, match="downsample='skip' needs variant='stooke'"):
-        AtariConfig(variant='nature', downsample='skip').validate()
+def test_average_downsample_needs_the_stooke_variant():
+    with pytest.raises(ValueError, match="downsample='average' needs variant='stooke'"):
+        AtariConfig(variant='nature', downsample='average').validate()
 
 
-def test_nearest_resize_needs_the_nature_variant():
-    with pytest.raises(ValueError, match="resize='nearest' needs variant='nature'"):
-        AtariConfig(variant='stooke', resize='nearest').validate()
+def test_a_recorded_stooke_config_without_downsample_keeps_its_skipped_pixels(tmp_path):
+    # Runs recorded before the field (e.g. the published accel-ppo-pong) evaluate, watch and
+    # resume on the frames they were trained on, not on the presets' 'average'.
+    published = os.path.join(app.PROJECT_ROOT, 'docs', 'results', 'accel-ppo-pong',
+                             app.OPERATIVE_CONFIG_FILE)
+    with open(published) as f:
+        atari_lines = [line for line in f if line.startswith('AtariConfig.')]
+    assert "AtariConfig.variant = 'stooke'\n" in atari_lines
+    assert not any('downsample' in line for line in atari_lines)
+    (tmp_path / app.OPERATIVE_CONFIG_FILE).write_text(''.join(atari_lines))
+    app.parse_recorded_config(str(tmp_path))
+    env = AtariConfig()  # gin binds the recorded AtariConfig values
+    gin.clear_config()
+    assert (env.variant, env.downsample) == ('stooke', 'skip')
+
+
+@pytest.mark.parametrize('resize', ['nearest', 'linear'])
+def test_other_resizes_need_the_nature_variant(resize):
+    with pytest.raises(ValueError, match=f"resize='{resize}' needs variant='nature'"):
+        AtariConfig(variant='stooke', resize=resize).validate()
 
 
 def test_fire_reset_presses_fire_only_in_games_that_have_it():

@@ -69,6 +69,7 @@ def test_presets_hold_the_papers_values():
     env = config.env_config
     assert (env.game, env.noop_max, env.episodic_life, env.clip_rewards,
             env.max_episode_steps) == ('pong', 30, True, True, 27_000)
+    assert env.resize == 'linear'  # the authors' run_dqn.py --interp default
     standard = dqn_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/dqn/pong.gin'),
                                    os.path.join(app.PROJECT_ROOT, 'gin/dqn/standard.gin')], [])
     assert (standard.mode, standard.num_samplers) == ('standard', 1)

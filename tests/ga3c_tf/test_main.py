@@ -66,6 +66,10 @@ def test_presets_hold_the_original_code_and_paper_values():
     # NetworkVP.py: padded convolutions, weights and biases U(+-1/sqrt(fan_in)).
     assert (original.conv_padding, original.initializer) == ('same', 'fan_in_uniform')
     assert original.model_kwargs()['torso_kwargs'] == {'padding': 'same'}
+    # gym's PongDeterministic-v0, which the code plays: sticky actions, the last of 4 frames.
+    env = original.env_config
+    assert (env.frame_skip, env.repeat_action_probability, env.max_pool, env.noop_max,
+            env.max_episode_steps) == (4, 0.25, False, 0, 100_000)
     # pong.gin: the original code on Pong but for the minimum training batch (section 5.3).
     pong = ga3c_main.configure([os.path.join(root, 'gin/ga3c/pong.gin')], [])
     assert pong == dataclasses.replace(original, training_min_batch_size=32)
