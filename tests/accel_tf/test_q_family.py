@@ -73,6 +73,9 @@ def test_q_presets_hold_the_papers_values():
     assert (rainbow.double_dqn, rainbow.dueling, rainbow.prioritized, rainbow.n_step) == (
         True, True, True, 3)
     assert _configure('rainbow_pong').adam_epsilon == pytest.approx(0.005 / 32)
+    # The authors' eps_rainbow.py: epsilon to 0.01 over 62,500 steps (250K frames), norms at 10.
+    assert (rainbow.final_epsilon, rainbow.epsilon_decay_steps, rainbow.clip_norm) == (
+        0.01, 62_500, 10.0)
     gin.clear_config()
     # rlpyt's atari_dqn.py "dqn": Adam 1e-4 at eps 0.01 / 128, gradient norms clipped at 10,
     # the target every 312 updates of 128 at replay ratio 8.
