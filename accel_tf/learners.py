@@ -83,7 +83,8 @@ def build_q_learner(config):
     settings = q_learner.QSettings(
         gamma=config.gamma, double_dqn=q_values.double_dqn, huber_delta=q_values.huber_delta,
         n_step=q_values.n_step, importance_weighted=q_values.prioritized,
-        categorical=q_values.num_atoms > 1, clip_norm=q_values.clip_norm)
+        categorical=q_values.num_atoms > 1, clip_norm=q_values.clip_norm,
+        categorical_priority=q_values.categorical_priority)
     optimizer = make_optimizer(config)
     spec = tf.TensorSpec((None,) + tuple(env_config.observation_shape),
                          tf.as_dtype(env_config.observation_dtype))

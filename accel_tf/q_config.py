@@ -7,6 +7,7 @@ import dataclasses
 import gin
 
 from accel_tf import sections
+from common.learners import losses
 from common.replay import replay_feed
 from common.run import app
 from common.run import config as config_lib
@@ -40,6 +41,9 @@ class QValueConfig(sections.Section):
     v_max: float = 10.0
     prioritized: bool = False          # proportional prioritized replay (Schaul et al. 2016)
     priority_alpha: float = 0.6
+    # A categorical step's priority: 'kl' (Hessel et al. 2018, section 3; accel_rl cat_dqn.py)
+    # or 'cross_entropy' (Dopamine's Rainbow); common/learners/losses.py CATEGORICAL_PRIORITIES.
+    categorical_priority: str = 'kl'
     initial_beta: float = 0.4          # importance exponent, annealed to 1 over total_steps
     initial_epsilon: float = 1.0
     final_epsilon: float = 0.1
@@ -80,6 +84,9 @@ class QValueConfig(sections.Section):
         require(self.replay_input in replay_feed.REPLAY_INPUTS,
                 f'QValueConfig.replay_input={self.replay_input!r}; allowed: '
                 f'{", ".join(replay_feed.REPLAY_INPUTS)}')
+        require(self.categorical_priority in losses.CATEGORICAL_PRIORITIES,
+                f'QValueConfig.categorical_priority={self.categorical_priority!r}; allowed: '
+                f'{", ".join(losses.CATEGORICAL_PRIORITIES)}')
         require(self.eval_every_steps >= 0,
                 f'QValueConfig.eval_every_steps must be >= 0, got {self.eval_every_steps}')
         require(self.eval_max_steps >= self.eval_envs,

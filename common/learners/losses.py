@@ -18,7 +18,7 @@ class ActorCriticLoss(NamedTuple):
 
 class DQNLoss(NamedTuple):
     """The mean loss, the per-sample errors for priorities (TD errors, target - Q, or the
-    categorical loss's cross-entropies), and the batch's mean of max_a Q(s, a): the value
+    categorical loss's KL divergences or cross-entropies), and the batch's mean of max_a Q(s, a): the value
     estimate a run logs, which shows a network that has stopped predicting returns."""
     loss: tf.Tensor
     td_errors: tf.Tensor
@@ -185,14 +185,25 @@ def dqn_loss(q_values, actions, rewards, terminals, next_q_target, gamma, next_q
                    mean_max_q=tf.reduce_mean(tf.reduce_max(q_values, axis=-1)))
 
 
+# What a categorical loss's per-sample errors (the priorities) are: 'kl', the KL divergence of
+# the prediction from the projected target, as Hessel et al. (2018, section 3) and the authors'
+# code of Stooke & Abbeel (astooke/accel_rl, accel_rl/algos/dqn/cat_dqn.py) prioritize; or
+# 'cross_entropy', the minimized loss itself, as Dopamine's Rainbow does. They differ by the
+# target's entropy, which floors every cross-entropy and so flattens the priorities.
+CATEGORICAL_PRIORITIES = ('kl', 'cross_entropy')
+
+
 def categorical_dqn_loss(atom_logits, actions, rewards, terminals, next_atom_logits_target,
-                         gamma, support, next_q_online=None, weights=None):
+                         gamma, support, next_q_online=None, weights=None, priority='kl'):
     """Categorical DQN (Bellemare et al. 2017, Algorithm 1): the cross-entropy between the
     projected target distribution of (r, gamma, Z_target(s', a*)) and the predicted one of
     (s, a). a* = argmax of the target network's expected values, or of next_q_online's (double
     DQN, as Rainbow). weights: per-sample importance weights of prioritized replay. Returns
-    DQNLoss whose td_errors are the per-sample cross-entropies, what Rainbow's priorities
-    take. Shapes: logits [N, A, K], support [K], the rest [N]."""
+    DQNLoss whose td_errors are the per-sample KL divergences or cross-entropies (priority, one
+    of CATEGORICAL_PRIORITIES), what Rainbow's priorities take. Shapes: logits [N, A, K],
+    support [K], the rest [N]."""
+    if priority not in CATEGORICAL_PRIORITIES:
+        raise ValueError(f'priority={priority!r}; allowed: {", ".join(CATEGORICAL_PRIORITIES)}')
     support = tf.cast(support, atom_logits.dtype)
     next_probs = tf.nn.softmax(next_atom_logits_target)
     chooser = (tf.reduce_sum(next_probs * support, axis=-1) if next_q_online is None
@@ -206,8 +217,12 @@ def categorical_dqn_loss(atom_logits, actions, rewards, terminals, next_atom_log
     per_sample = cross_entropies
     if weights is not None:
         per_sample = per_sample * tf.stop_gradient(tf.cast(weights, per_sample.dtype))
+    errors = cross_entropies
+    if priority == 'kl':  # cross-entropy minus the target's entropy, >= 0 but for rounding
+        errors = tf.maximum(cross_entropies + tf.reduce_sum(tf.math.xlogy(targets, targets),
+                                                            axis=-1), 0.0)
     q_values = tf.reduce_sum(tf.nn.softmax(atom_logits) * support, axis=-1)
-    return DQNLoss(loss=tf.reduce_mean(per_sample), td_errors=cross_entropies,
+    return DQNLoss(loss=tf.reduce_mean(per_sample), td_errors=errors,
                    mean_max_q=tf.reduce_mean(tf.reduce_max(q_values, axis=-1)))
 
 

@@ -22,7 +22,8 @@ class QSettings:
     replay's discounted sum of n rewards and the bootstrap is discounted by gamma^n.
     importance_weighted: weighted updates for prioritized replay (weighted_train_step).
     clip_norm > 0: the gradient scaled to at most this global norm (rlpyt's DQN clips at 10;
-    Nature DQN clips the error instead, huber_delta)."""
+    Nature DQN clips the error instead, huber_delta). categorical_priority: what a categorical
+    update returns as its per-sample errors (losses.CATEGORICAL_PRIORITIES)."""
     gamma: float
     double_dqn: bool = False
     huber_delta: float = 1.0
@@ -30,6 +31,7 @@ class QSettings:
     importance_weighted: bool = False
     categorical: bool = False  # the network has a support: categorical DQN's loss
     clip_norm: float = 0.0
+    categorical_priority: str = 'kl'
 
 
 # Interval means a Q-learner logs: the loss, the batch's mean max_a Q(s, a) under the online
@@ -59,6 +61,9 @@ class QLearner(tf.Module):
         if settings.categorical != (getattr(self.online, 'support', None) is not None):
             raise ValueError(f'QSettings.categorical={settings.categorical} needs a network '
                              f'{"with" if settings.categorical else "without"} a support')
+        if settings.categorical_priority not in losses.CATEGORICAL_PRIORITIES:
+            raise ValueError(f'QSettings.categorical_priority={settings.categorical_priority!r}; '
+                             f'allowed: {", ".join(losses.CATEGORICAL_PRIORITIES)}')
         self.optimizer = optimizer
         self.optimizer.build(self.online.trainable_variables)
         self.update_means = interval_means.IntervalMeans(UPDATE_STATS)
@@ -119,7 +124,8 @@ class QLearner(tf.Module):
             return losses.categorical_dqn_loss(
                 self.online_atoms(observations), actions, rewards, terminals,
                 self.target_atoms(next_observations), gamma, self.online.support,
-                next_q_online=next_q_online, weights=weights)
+                next_q_online=next_q_online, weights=weights,
+                priority=settings.categorical_priority)
         next_q_target = self.call_target(next_observations)
         return losses.dqn_loss(self.call_online(observations), actions, rewards, terminals,
                                next_q_target, gamma, next_q_online=next_q_online,

@@ -49,12 +49,19 @@ class PrioritizedSampling:
         return indices, weights.astype(np.float32)
 
     def update(self, indices, td_errors):
-        """New priorities |td_errors| + priority_epsilon of the items a minibatch took."""
+        """New priorities |td_errors| + priority_epsilon of the items a minibatch took. An item
+        removed since the draw (overwritten while its minibatch trained: a prefetched draw, or
+        a trainer thread beside the sampler) stays removed."""
+        indices = np.asarray(indices)
         priorities = np.abs(np.asarray(td_errors, np.float64)) + self.priority_epsilon
         if not np.all(np.isfinite(priorities)):
             raise ValueError('TD errors must be finite to become priorities')
+        held = self.tree.get(indices) > 0
+        if not held.any():
+            return
+        priorities = priorities[held]
         self.max_priority = max(self.max_priority, float(priorities.max()))
-        self.tree.set(indices, priorities ** self.alpha)
+        self.tree.set(indices[held], priorities ** self.alpha)
 
 
 def annealed_beta(step, initial_beta, anneal_steps):

@@ -42,7 +42,12 @@ class OffPolicySettings:
 
 
 def linear_epsilon(settings, env_steps):
-    """Epsilon from initial to final over epsilon_decay_steps environment steps, then final."""
+    """Epsilon at initial until min_replay_steps are stored, then on the line from initial (step
+    0) to final (epsilon_decay_steps), then final: the authors' code updates epsilon only once
+    learning starts (astooke/accel_rl accel_rl/algos/dqn/dqn.py, optimize_policy), and the
+    warm-up fills replay with uniformly random actions, as DQN's replay start does."""
+    if env_steps < settings.min_replay_steps:
+        return settings.initial_epsilon
     if settings.epsilon_decay_steps <= 0:
         return settings.final_epsilon
     fraction = min(env_steps / settings.epsilon_decay_steps, 1.0)

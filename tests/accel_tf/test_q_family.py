@@ -76,6 +76,8 @@ def test_q_presets_hold_the_papers_values():
     # The authors' eps_rainbow.py: epsilon to 0.01 over 62,500 steps (250K frames), norms at 10.
     assert (rainbow.final_epsilon, rainbow.epsilon_decay_steps, rainbow.clip_norm) == (
         0.01, 62_500, 10.0)
+    # Priorities by KL divergence (Hessel et al. section 3; accel_rl cat_dqn.py).
+    assert rainbow.categorical_priority == 'kl'
     gin.clear_config()
     # rlpyt's atari_dqn.py "dqn": Adam 1e-4 at eps 0.01 / 128, gradient norms clipped at 10,
     # the target every 312 updates of 128 at replay ratio 8.
@@ -124,6 +126,8 @@ def test_every_q_preset_trains_8_transitions_per_sampled_one(preset, batch_size,
     ('dqn_pong', ["QValueConfig.replay_input = 'queue'"],
      "QValueConfig.replay_input='queue'; allowed: direct, tf_data"),
     ('dqn_pong', ['QValueConfig.async_lead_phases = 0'], 'async_lead_phases'),
+    ('rainbow_pong', ["QValueConfig.categorical_priority = 'l2'"],
+     "QValueConfig.categorical_priority='l2'; allowed: kl, cross_entropy"),
 ])
 def test_bad_q_configs_are_named_in_one_line(preset, bindings, named):
     with pytest.raises(app.ConfigError) as error:

@@ -60,12 +60,12 @@ def _batch(size=16, seed=0):
             (rng.random(size) < 0.3).astype(np.float32))
 
 
-def _learner(double_dqn=False, n_step=1):
+def _learner(double_dqn=False, n_step=1, priority='kl'):
     make = lambda: _network(seed=1)  # noqa: E731
     learner = q_learner.QLearner(
         make, 3, q_learner.centered_rmsprop(1e-3, 0.95, 0.01),
         q_learner.QSettings(gamma=0.97, double_dqn=double_dqn, categorical=True,
-                            n_step=n_step), SPEC)
+                            n_step=n_step, categorical_priority=priority), SPEC)
     # Online and target differ, as they do between target copies.
     for variable in learner.online.trainable_variables:
         variable.assign_add(tf.random.stateless_normal(variable.shape, seed=[1, 2]) * 0.3)
@@ -116,8 +116,21 @@ def test_double_dqn_takes_the_next_action_from_the_online_network_by_hand():
     logits = learner.online.atom_logits(observations).numpy()[np.arange(16), actions]
     log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
     cross_entropies = -(targets * log_probs).sum(-1)
-    np.testing.assert_allclose(ours.td_errors.numpy(), cross_entropies, rtol=1e-4, atol=1e-4)
+    # The priorities: KL(target || prediction) by default (Hessel et al. 2018, accel_rl), the
+    # cross-entropy less the target's entropy (0 log 0 = 0); or the cross-entropy itself.
+    target_entropies = -np.where(targets > 0, targets * np.log(np.maximum(targets, 1e-30)),
+                                 0.0).sum(-1)
+    assert target_entropies.max() > 1.0  # so the two kinds differ here
+    np.testing.assert_allclose(ours.td_errors.numpy(), cross_entropies - target_entropies,
+                               rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(ours.loss.numpy(), cross_entropies.mean(), rtol=1e-4)
+    by_cross_entropy = _learner(double_dqn=True, n_step=2, priority='cross_entropy')
+    for mine, theirs in zip(by_cross_entropy.online.variables + by_cross_entropy.target.variables,
+                            learner.online.variables + learner.target.variables):
+        mine.assign(theirs)
+    plain = by_cross_entropy.loss(observations, actions, rewards, next_observations, terminals)
+    np.testing.assert_allclose(plain.td_errors.numpy(), cross_entropies, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(plain.loss.numpy(), ours.loss.numpy(), rtol=1e-6)
     # The logged value estimate: the mean over the batch of max_a sum_k p_k(s, a) z_k.
     all_logits = learner.online.atom_logits(observations).numpy()
     all_probs = np.exp(all_logits) / np.exp(all_logits).sum(-1, keepdims=True)
@@ -126,13 +139,18 @@ def test_double_dqn_takes_the_next_action_from_the_online_network_by_hand():
 
 
 def test_a_weighted_categorical_loss_weights_each_cross_entropy():
-    learner = _learner()
+    learner = _learner(priority='cross_entropy')
     batch = _batch(seed=2)
     weights = np.linspace(0.0, 1.0, 16).astype(np.float32)
     plain = learner.loss(*batch)
     weighted = learner.loss(*batch, weights=weights)
     np.testing.assert_allclose(weighted.loss.numpy(),
                                (plain.td_errors.numpy() * weights).mean(), rtol=1e-5)
+
+
+def test_an_unknown_categorical_priority_is_named():
+    with pytest.raises(ValueError, match="categorical_priority='l2'; allowed: kl, cross_entropy"):
+        _learner(priority='l2')
 
 
 def test_a_categorical_setting_needs_a_network_with_a_support():

@@ -2,6 +2,7 @@
 replay ratio is the configured one, the target network is copied on its period, and DQN on it
 (and on the concurrent runner) learns CartPole."""
 import contextlib
+import dataclasses
 import io
 
 import common  # noqa: F401
@@ -130,13 +131,17 @@ def test_one_stream_per_simulator_is_required():
             off_policy.OffPolicyRunner(sampler, _learner(), _memory(1), settings)
 
 
-def test_epsilon_decays_linearly_then_stays():
+def test_epsilon_is_held_through_warm_up_then_decays_linearly_then_stays():
     settings = off_policy.OffPolicySettings(batch_size=4, updates_per_phase=1,
                                             min_replay_steps=8, target_period=10,
                                             initial_epsilon=1.0, final_epsilon=0.1,
                                             epsilon_decay_steps=1000)
     assert off_policy.linear_epsilon(settings, 0) == pytest.approx(1.0)
     assert off_policy.linear_epsilon(settings, 500) == pytest.approx(0.55)
+    # Held at the start until min_replay_steps are stored (accel_rl's dqn.py), then on the line.
+    held = dataclasses.replace(settings, min_replay_steps=600)
+    assert off_policy.linear_epsilon(held, 599) == pytest.approx(1.0)
+    assert off_policy.linear_epsilon(held, 600) == pytest.approx(0.46)
     assert off_policy.linear_epsilon(settings, 5000) == pytest.approx(0.1)
 
 

@@ -49,6 +49,20 @@ def test_removed_items_are_never_drawn():
     np.testing.assert_allclose(frequencies[[0, 2, 4]], 1 / 3, atol=0.02)
 
 
+def test_an_item_removed_after_its_draw_stays_removed_when_its_error_comes_back():
+    """A prefetched minibatch or a trainer thread returns TD errors after a write overwrote
+    some of its items: those keep priority 0 (never drawn), the others take their errors."""
+    sampling = prioritized.PrioritizedSampling(4, alpha=1.0, priority_epsilon=0.5, seed=0)
+    sampling.add(np.arange(4))
+    sampling.remove([1])
+    sampling.update([0, 1, 2], td_errors=[1.5, 9.5, 2.5])
+    np.testing.assert_allclose(sampling.tree.get(np.arange(4)), [2.0, 0.0, 3.0, 1.0])
+    assert sampling.max_priority == pytest.approx(3.0)  # not the removed item's 10
+    assert _frequencies(sampling, draws=50)[1] == 0
+    sampling.update([1], td_errors=[4.0])  # every item of the batch gone: nothing changes
+    assert sampling.tree.get([1])[0] == 0 and sampling.max_priority == pytest.approx(3.0)
+
+
 def test_importance_weights_are_the_hand_computed_ones_over_the_largest():
     sampling = prioritized.PrioritizedSampling(3, alpha=1.0, priority_epsilon=1e-9, seed=0)
     sampling.add(np.arange(3))
