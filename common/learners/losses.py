@@ -18,8 +18,9 @@ class ActorCriticLoss(NamedTuple):
 
 class DQNLoss(NamedTuple):
     """The mean loss, the per-sample errors for priorities (TD errors, target - Q, or the
-    categorical loss's KL divergences or cross-entropies), and the batch's mean of max_a Q(s, a): the value
-    estimate a run logs, which shows a network that has stopped predicting returns."""
+    categorical loss's KL divergences or cross-entropies), and the batch's mean of max_a
+    Q(s, a): the value estimate a run logs, which shows a network that has stopped predicting
+    returns."""
     loss: tf.Tensor
     td_errors: tf.Tensor
     mean_max_q: tf.Tensor
