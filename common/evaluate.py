@@ -1,9 +1,10 @@
-"""Evaluation protocol: 30 episodes, up to 30 no-op starts, an 18,000-step cap; writes eval.csv.
+"""Evaluation protocol: 30 episodes, up to 30 no-op starts, an 18,000-step cap; appends to a CSV.
 
 `python -m common.evaluate --run_dir=runs/paac-pong-...` restores the run's latest checkpoint
 (or a published result's policy weights, docs/results/NAME) through its paper package
 (`<paper>_tf.main.load_policy`) and plays the episodes side by side in one batched pool, so
-evaluation costs one inference per step for all episodes.
+evaluation costs one inference per step for all episodes. The row goes to RUN/eval.csv, or for a
+published result (a record, not written to) to ./NAME-eval.csv; --out chooses another CSV.
 """
 import csv
 import dataclasses
@@ -20,6 +21,7 @@ from common.envs import pools
 from common.run import app
 from common.run import registry
 
+EVAL_FILE = 'eval.csv'
 EVAL_COLUMNS = ('wall_time', 'env_steps', 'episodes', 'score_mean', 'score_min', 'score_max',
                 'score_std', 'seconds')
 
@@ -74,12 +76,11 @@ def run_for_steps(env_config, policy_fn, num_envs, max_steps, seed=12345):
     return np.array(scores)
 
 
-def write_eval_row(run_dir, env_steps, scores, seconds, wall_time):
-    """Appends one evaluation round to run_dir/eval.csv (header only when the file is new).
+def write_eval_row(path, env_steps, scores, seconds, wall_time):
+    """Appends one evaluation round to the CSV at path (header only when the file is new).
 
     wall_time: the run's training seconds when the evaluated policy was saved, the clock of
     metrics.csv's wall_time; seconds: how long the evaluation itself took."""
-    path = os.path.join(run_dir, 'eval.csv')
     is_new = not os.path.exists(path)
     row = {'wall_time': wall_time, 'env_steps': env_steps, 'episodes': len(scores),
            'score_mean': float(np.mean(scores)), 'score_min': float(np.min(scores)),
@@ -102,8 +103,8 @@ def evaluation_round(run_dir, env_steps, trained_seconds, play, budget_text):
     if not len(scores):
         print(f'eval at step {env_steps:,}: no episode ended within {budget_text}', flush=True)
         return None
-    row = write_eval_row(run_dir, env_steps, scores, time.perf_counter() - start,
-                         trained_seconds)
+    row = write_eval_row(os.path.join(run_dir, EVAL_FILE), env_steps, scores,
+                         time.perf_counter() - start, trained_seconds)
     print(f"eval at step {env_steps:,}: mean {row['score_mean']:.2f} over {row['episodes']} "
           f'episodes', flush=True)
     return row
@@ -173,15 +174,20 @@ def load_policy(run_dir, greedy=False):
     return paper_main.load_policy(run_dir, greedy=greedy)
 
 
-def evaluate_run(run_dir, num_episodes=30, greedy=False, seed=12345):
-    """Restores run_dir's policy through its paper package and evaluates it; returns the row."""
+def evaluate_run(run_dir, num_episodes=30, greedy=False, seed=12345, out=None):
+    """Restores run_dir's policy through its paper package and evaluates it; appends the row to
+    out (default: checkpoint.output_path's, RUN/eval.csv, or ./NAME-eval.csv for a published
+    result) and returns it with the path."""
+    app.require(out is None or out.endswith('.csv'),
+                f'--out={out!r}; allowed: a file name ending in .csv')
     env_config, policy_fn, env_steps = load_policy(run_dir, greedy=greedy)
     from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
+    out = out or checkpoint_lib.output_path(run_dir, EVAL_FILE)
     trained_seconds = checkpoint_lib.trained_seconds(run_dir)
     start = time.perf_counter()
     scores = run_episodes(evaluation_env_config(env_config), policy_fn, num_episodes, seed)
-    return write_eval_row(run_dir, env_steps, scores, time.perf_counter() - start,
-                          trained_seconds)
+    row = write_eval_row(out, env_steps, scores, time.perf_counter() - start, trained_seconds)
+    return row, out
 
 
 def main():
@@ -190,10 +196,11 @@ def main():
         app.fail('--run_dir is required')
     if flags_.num_episodes <= 0:
         app.fail(f'--num_episodes must be > 0, got {flags_.num_episodes}')
-    row = evaluate_run(flags_.run_dir, flags_.num_episodes, flags_.greedy, flags_.seed)
+    row, out = evaluate_run(flags_.run_dir, flags_.num_episodes, flags_.greedy, flags_.seed,
+                            flags_.out)
     print(f"{row['episodes']} episodes at step {row['env_steps']:,}: mean {row['score_mean']:.2f}"
           f" min {row['score_min']:.1f} max {row['score_max']:.1f} std {row['score_std']:.2f}"
-          f" -> {os.path.join(flags_.run_dir, 'eval.csv')}")
+          f" -> {out}")
 
 
 if __name__ == '__main__':
@@ -204,4 +211,7 @@ if __name__ == '__main__':
     flags.DEFINE_integer('num_episodes', 30, 'Episodes to play.')
     flags.DEFINE_boolean('greedy', False, 'Act greedily instead of sampling from the policy.')
     flags.DEFINE_integer('seed', 12345, 'Seed of the evaluation environments.')
+    flags.DEFINE_string('out', None, f'CSV to append the result to; default RUN_DIR/{EVAL_FILE}, '
+                        f'or ./NAME-{EVAL_FILE} for a published result (docs/results/NAME is '
+                        'not written to).')
     app.run(main)

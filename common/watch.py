@@ -25,6 +25,7 @@ from common import evaluate
 from common.envs import atari
 from common.envs import gym as gym_envs
 from common.run import app
+from common.run import checkpoint as checkpoint_lib
 
 FORMATS = ('.gif', '.mp4')
 DEFAULT_OUT = 'watch.gif'
@@ -218,7 +219,8 @@ def write_animation(frames, path, fps):
 
 def watch(run_dir, out=None, episodes=1, max_steps=DEFAULT_MAX_STEPS,
           max_frames=DEFAULT_MAX_FRAMES, side_by_side=False, greedy=False, seed=12345):
-    """Renders run_dir's policy playing episodes to out (default RUN/watch.gif); returns a
+    """Renders run_dir's policy playing episodes to out (default RUN/watch.gif, or
+    ./NAME-watch.gif for a published result, which is not written to); returns a
     summary dict (path, scores, steps, cut, frames, stride, seconds)."""
     app.require(isinstance(episodes, int) and episodes > 0,
                 f'--episodes={episodes!r}; must be an int > 0')
@@ -226,11 +228,11 @@ def watch(run_dir, out=None, episodes=1, max_steps=DEFAULT_MAX_STEPS,
                 f'--max_steps={max_steps!r}; must be an int > 0')
     app.require(isinstance(max_frames, int) and max_frames >= 2,
                 f'--max_frames={max_frames!r}; must be an int >= 2')
-    out = out or os.path.join(run_dir, DEFAULT_OUT)
-    app.require(os.path.splitext(out)[1].lower() in FORMATS,
+    app.require(out is None or os.path.splitext(out)[1].lower() in FORMATS,
                 f'--out={out!r}; allowed: a file name ending in {FORMATS}')
     start = time.process_time()
     env_config, policy_fn, env_steps = evaluate.load_policy(run_dir, greedy=greedy)
+    out = out or checkpoint_lib.output_path(run_dir, DEFAULT_OUT)
     recorder, scores, steps, cut = play(env_config, policy_fn, episodes, max_steps, max_frames,
                                         side_by_side, seed)
     write_animation(recorder.frames, out, frames_per_second(env_config) / recorder.stride)
@@ -255,7 +257,8 @@ def main():
 
 if __name__ == '__main__':
     flags.DEFINE_string('out', None, f'GIF or MP4 to write ({", ".join(FORMATS)}); default '
-                        f'RUN_DIR/{DEFAULT_OUT}.')
+                        f'RUN_DIR/{DEFAULT_OUT}, or ./NAME-{DEFAULT_OUT} for a published result '
+                        '(docs/results/NAME is not written to).')
     flags.DEFINE_integer('episodes', 1, 'Episodes to play, one after the other.')
     flags.DEFINE_integer('max_steps', DEFAULT_MAX_STEPS, 'Agent steps per episode at most.')
     flags.DEFINE_integer('max_frames', DEFAULT_MAX_FRAMES,

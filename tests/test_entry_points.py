@@ -114,6 +114,7 @@ def test_entry_points_name_a_string_where_a_number_belongs_and_a_file_as_run_dir
     ('common.evaluate', ['--run_dir=.', '--num_episodes=x'], '--num_episodes=x'),
     ('common.evaluate', ['--run_dir=.', '--num_episodes=0'], '--num_episodes must be > 0'),
     ('common.evaluate', ['--run_dir=nowhere'], 'not a run directory'),
+    ('common.watch', ['--run_dir=nowhere'], 'not a run directory'),
     ('common.compare', ['--plot'], 'flag --plot'),
     ('common.bench', ['--seconds=fast'], '--seconds=fast'),
     ('common.bench', ['--rows=env/nope'], 'unknown --rows'),

@@ -262,6 +262,16 @@ def policy_source(run_dir):
         'carries its policy weights (docs/results.md)')
 
 
+def output_path(run_dir, filename):
+    """Where a tool (common.evaluate, common.watch) writes filename for run_dir: inside a run
+    directory; for a published result, which is a record of its run and is not written to,
+    in the current directory as NAME-filename. CheckpointError as policy_source's."""
+    if not policy_source(run_dir)[1]:
+        return os.path.join(run_dir, filename)
+    name = os.path.basename(os.path.normpath(run_dir))
+    return os.path.join(os.getcwd(), f'{name}-{filename}')
+
+
 def write_policy_weights(directory, network, source):
     """Writes network's weights (no optimizer) and the counters of checkpoint prefix source as
     directory/POLICY_WEIGHTS, what restore_latest reads from a directory without checkpoints;

@@ -244,9 +244,9 @@ def test_average_downsample_needs_the_stooke_variant():
 
 
 def test_a_recorded_stooke_config_without_downsample_keeps_its_skipped_pixels(tmp_path):
-    # Runs recorded before the field (e.g. the published accel-ppo-pong) evaluate, watch and
+    # Runs recorded before the field (e.g. the published accel-ppo-pong-rerun) evaluate, watch and
     # resume on the frames they were trained on, not on the presets' 'average'.
-    published = os.path.join(app.PROJECT_ROOT, 'docs', 'results', 'accel-ppo-pong',
+    published = os.path.join(app.PROJECT_ROOT, 'docs', 'results', 'accel-ppo-pong-rerun',
                              app.OPERATIVE_CONFIG_FILE)
     with open(published) as f:
         atari_lines = [line for line in f if line.startswith('AtariConfig.')]

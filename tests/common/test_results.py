@@ -9,6 +9,7 @@ import tensorflow as tf
 from common import evaluate
 from common import results
 from common import watch
+from common.tools import run_files
 from common.run import app
 from common.run import checkpoint as checkpoint_lib
 
@@ -68,7 +69,7 @@ def test_a_run_without_metrics_is_refused(tmp_path):
 
 
 def test_a_published_run_carries_its_policy_that_evaluate_and_watch_read(cartpole_run,
-                                                                          tmp_path):
+                                                                          tmp_path, monkeypatch):
     results_dir = str(tmp_path / 'results')
     written = results.publish(cartpole_run, 'cartpole', results_dir)
     published = tmp_path / 'results' / 'cartpole'
@@ -89,14 +90,26 @@ def test_a_published_run_carries_its_policy_that_evaluate_and_watch_read(cartpol
     for run_weight, published_weight in zip(from_run.network.weights,
                                             from_published.network.weights):
         np.testing.assert_array_equal(run_weight.numpy(), published_weight.numpy())
-    # common.evaluate and common.watch take the published directory as they take the run.
-    row = evaluate.evaluate_run(str(published), num_episodes=2, seed=7)
+    # common.evaluate and common.watch take the published directory as they take the run, and
+    # write beside the user (the current directory), not into the published record.
+    published_files = {path.name: path.read_bytes() for path in published.iterdir()}
+    (tmp_path / 'cwd').mkdir()
+    monkeypatch.chdir(tmp_path / 'cwd')
+    row, out = evaluate.evaluate_run(str(published), num_episodes=2, seed=7)
+    assert out == str(tmp_path / 'cwd' / 'cartpole-eval.csv')
     assert row['env_steps'] == 256 and row['episodes'] == 2
     assert row['wall_time'] == checkpoint_lib.trained_seconds(cartpole_run)
-    assert row == {**evaluate.evaluate_run(cartpole_run, num_episodes=2, seed=7),
-                   'seconds': row['seconds']}
+    run_row, run_out = evaluate.evaluate_run(cartpole_run, num_episodes=2, seed=7)
+    assert run_out == os.path.join(cartpole_run, 'eval.csv')
+    assert row == {**run_row, 'seconds': row['seconds']}
+    (read_row,) = run_files.read_csv(out)
+    assert float(read_row['score_mean']) == row['score_mean']
     summary = watch.watch(str(published), max_steps=5)
-    assert summary['path'] == str(published / watch.DEFAULT_OUT) and summary['frames'] == 6
+    assert summary['path'] == str(tmp_path / 'cwd' / f'cartpole-{watch.DEFAULT_OUT}')
+    assert summary['frames'] == 6 and os.path.isfile(summary['path'])
+    with pytest.raises(app.ConfigError, match=r"--out='x.txt'; allowed: a file name ending in"):
+        evaluate.evaluate_run(str(published), out='x.txt')
+    assert {path.name: path.read_bytes() for path in published.iterdir()} == published_files
     # Republished from a run without checkpoints, it carries none: not the earlier run's.
     _write_run(str(tmp_path / 'bare'), 'accel')
     results.publish(str(tmp_path / 'bare'), 'cartpole', results_dir)
