@@ -280,6 +280,7 @@ def start_run_dir(paper, env_config, **model):
     identity = run_identity(paper, env_config, **model)
     run_dir = resolve_run_dir(paper, env_name(env_config), FLAGS.run_dir, invocation)
     check_run_dir(run_dir, identity)
+    check_env_unchanged(run_dir, env_config, FLAGS.gin_bindings)
     try:
         took_over = run_lock.acquire(run_dir)
     except run_lock.RunDirInUse as error:
@@ -297,6 +298,21 @@ def _latest_operative_config(run_dir):
                    if name.startswith('operative_config.resume-') and name.endswith('.gin'))
     with open(os.path.join(run_dir, names[-1] if names else OPERATIVE_CONFIG_FILE)) as f:
         return f.read()
+
+
+def check_env_unchanged(run_dir, env_config, gin_bindings):
+    """Raises ConfigError when resuming run_dir would change what its agent sees (its
+    environment config differs from the one it ran with: a preset or default changed since),
+    unless this command binds each such field by name; checked before anything is written."""
+    if not os.path.isfile(os.path.join(run_dir, OPERATIVE_CONFIG_FILE)):
+        return
+    changes = gin_text.env_config_changes(_latest_operative_config(run_dir), env_config,
+                                          gin_bindings)
+    if changes:
+        raise ConfigError(
+            f'{run_dir} ran with other environment settings ({"; ".join(changes)}) and its '
+            'checkpoints learned from what those made; to resume, bind each such field with '
+            '--gin_bindings: its old value goes on as the run began, the new one changes it')
 
 
 def write_operative_config(run_dir):

@@ -1,4 +1,6 @@
 """Reading gin's operative config text: the bindings a run trained with, by name."""
+import ast
+import dataclasses
 import re
 
 _BINDING = re.compile(r'^([A-Za-z_][\w.]*/?[\w.]*)\s*=\s*(.*)$')
@@ -27,3 +29,54 @@ def changed_bindings(before, after):
     old, new = operative_bindings(before), operative_bindings(after)
     return [f'{name}: {old.get(name, "absent")} -> {new.get(name, "absent")}'
             for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
+
+
+def _short_name(name):
+    """'Configurable.param' of a binding name, its module path dropped; None if scoped."""
+    if '/' in name:
+        return None
+    return '.'.join(name.split('.')[-2:])
+
+
+def _plain(value):
+    """A config value with its lists as tuples, so a gin list equals the tuple it builds."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_plain(item) for item in value)
+    return value
+
+
+def _recorded_value(text):
+    try:
+        return _plain(ast.literal_eval(text))
+    except (ValueError, SyntaxError):
+        return text  # not a literal: compared as text with the current value's repr
+
+
+def env_config_changes(recorded_text, env_config, gin_bindings):
+    """'Class.field = old, now new' for each field of env_config (a dataclass) whose value
+    differs from the one recorded in an operative config text and is not bound by name in
+    gin_bindings (this command's --gin_bindings). A field the record lacks was added after the
+    run began; its default is what it ran with (a new field's default keeps the old behaviour).
+    """
+    prefix = type(env_config).__name__
+    recorded = {_short_name(name): value for name, value in operative_bindings(recorded_text)
+                .items() if _short_name(name)}
+    if not dataclasses.is_dataclass(env_config) or not any(
+            name.startswith(prefix + '.') for name in recorded):
+        return []  # nothing recorded to compare with
+    lines = '\n'.join(line.strip() for binding in gin_bindings for line in binding.splitlines())
+    bound = {_short_name(name) for name in operative_bindings(lines)}
+    changes = []
+    for field in dataclasses.fields(env_config):
+        name, current = f'{prefix}.{field.name}', _plain(getattr(env_config, field.name))
+        if name in bound:
+            continue
+        if name in recorded:
+            old, note = _recorded_value(recorded[name]), ''
+        elif field.default is not dataclasses.MISSING:
+            old, note = _plain(field.default), ' (absent from its config: the default)'
+        else:
+            continue
+        if old != current and not (isinstance(old, str) and old == repr(current)):
+            changes.append(f'{name} = {old!r}{note}, now {current!r}')
+    return changes

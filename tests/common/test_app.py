@@ -231,3 +231,58 @@ def test_an_interrupt_surfacing_as_a_systemerror_is_still_a_clean_ctrl_c_exit(tm
                             env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), timeout=60)
     assert result.returncode == 130, result.stderr[-2000:]
     assert result.stderr.strip() == 'interrupted'
+
+
+_RECORDED_STOOKE = """# Parameters for AtariConfig:
+# ==============================================================================
+AtariConfig.game = 'pong'
+AtariConfig.repeat_action_probability = 0.0
+AtariConfig.screen_size = [84, 84]
+AtariConfig.variant = 'stooke'
+"""
+
+
+def test_a_resume_that_would_change_the_frames_is_refused_unless_bound(tmp_path):
+    """A run recorded before AtariConfig.downsample existed ran with its default ('skip'); a
+    preset that now binds 'average' would change its frames on resume: refused, in one line,
+    before anything is written, unless the command binds the field (either value)."""
+    from common.envs.atari import AtariConfig
+    run_dir = str(tmp_path / 'run')
+    os.makedirs(run_dir)
+    with open(os.path.join(run_dir, app.OPERATIVE_CONFIG_FILE), 'w') as f:
+        f.write(_RECORDED_STOOKE)
+    before = _listing(run_dir)
+    now = AtariConfig(variant='stooke', downsample='average')
+    with pytest.raises(app.ConfigError) as raised:
+        app.check_env_unchanged(run_dir, now, [])
+    message = str(raised.value)
+    assert ("AtariConfig.downsample = 'skip' (absent from its config: the default), now "
+            "'average'") in message and '\n' not in message
+    assert 'screen_size' not in message  # a gin list is the tuple it builds
+    assert _listing(run_dir) == before
+    app.check_env_unchanged(run_dir, now, ["AtariConfig.downsample = 'average'"])
+    app.check_env_unchanged(run_dir, AtariConfig(variant='stooke'),
+                            ["common.envs.atari.AtariConfig.downsample = 'skip'"])
+    app.check_env_unchanged(run_dir, AtariConfig(variant='stooke'), [])  # as it ran
+    app.check_env_unchanged(str(tmp_path / 'new'), now, [])  # nothing ran there yet
+    from common.envs.gym import GymConfig
+    app.check_env_unchanged(run_dir, GymConfig(), [])  # no GymConfig recorded: nothing to compare
+
+
+def test_a_resume_compares_the_environment_with_its_newest_session(tmp_path):
+    """Sticky actions recorded as 0.0, now 0.25 from a changed preset: refused; once a session
+    ran with 0.25 (an operative_config.resume-*.gin), resuming with 0.25 is what it ran with."""
+    from common.envs.atari import AtariConfig
+    run_dir = str(tmp_path / 'run')
+    os.makedirs(run_dir)
+    with open(os.path.join(run_dir, app.OPERATIVE_CONFIG_FILE), 'w') as f:
+        f.write(_RECORDED_STOOKE + "AtariConfig.downsample = 'skip'\n")
+    sticky = AtariConfig(variant='stooke', repeat_action_probability=0.25)
+    with pytest.raises(app.ConfigError,
+                       match=r'AtariConfig.repeat_action_probability = 0.0, now 0.25'):
+        app.check_env_unchanged(run_dir, sticky, [])
+    with open(os.path.join(run_dir, 'operative_config.resume-20261127-000000.gin'), 'w') as f:
+        f.write(_RECORDED_STOOKE.replace('0.0', '0.25') + "AtariConfig.downsample = 'skip'\n")
+    app.check_env_unchanged(run_dir, sticky, [])
+    with pytest.raises(app.ConfigError, match=r'probability = 0.25, now 0.0'):
+        app.check_env_unchanged(run_dir, AtariConfig(variant='stooke'), [])

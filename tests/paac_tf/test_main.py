@@ -348,3 +348,28 @@ def test_a_resume_with_another_batch_says_so_and_continues_the_schedule_by_env_s
         before = int(row['env_steps']) - 40
         assert float(row['learning_rate']) == pytest.approx(0.01 * (1 - before / 800), rel=1e-4)
     assert float(resumed[0]['learning_rate']) == pytest.approx(0.0075, rel=1e-4)
+
+
+def test_a_preset_changed_under_a_run_does_not_change_its_environment_on_resume(tmp_path):
+    """The same command after its preset changed a GymConfig field: refused in one line, the
+    run directory untouched; binding the field on the command line resumes with it."""
+    preset = tmp_path / 'mine.gin'
+    lines = [f'include {os.path.join(app.PROJECT_ROOT, "gin/paac/paper.gin")!r}'] + [
+        binding for binding in CARTPOLE_BINDINGS if 'total_steps' not in binding]
+    preset.write_text('\n'.join(lines + ['GymConfig.max_episode_steps = 200',
+                                         'PAACConfig.total_steps = 200']) + '\n')
+    command = [f'--gin_file={preset}', '--run_dir=run']
+    first = _run(command, tmp_path)
+    assert first.returncode == 0, first.stderr[-3000:]
+    preset.write_text('\n'.join(lines + ['GymConfig.max_episode_steps = 100',
+                                         'PAACConfig.total_steps = 400']) + '\n')
+    before = {name: os.path.getmtime(tmp_path / 'run' / name)
+              for name in os.listdir(tmp_path / 'run')}
+    line = _one_line_error(_run(command, tmp_path))
+    assert 'GymConfig.max_episode_steps = 200, now 100' in line
+    assert {name: os.path.getmtime(tmp_path / 'run' / name)
+            for name in os.listdir(tmp_path / 'run')} == before
+    bound = _run(command + ['--gin_bindings=GymConfig.max_episode_steps = 100'], tmp_path)
+    assert bound.returncode == 0, bound.stderr[-3000:]
+    assert 'resuming from' in bound.stdout and 'GymConfig.max_episode_steps: 200 -> 100' in (
+        bound.stdout)
