@@ -19,6 +19,7 @@ from common.run import app
 from common.run import checkpoint as checkpoint_lib
 from common.run import machine_load
 from common.run import metrics
+from common.run import operative_config
 from common.run import processes
 from common.run import scalars
 from common.run import session_stop as session_stop_lib
@@ -261,7 +262,7 @@ def run_training(tracker, open_runner, loop, resume_note='', session_end=None):
         with contextlib.ExitStack() as end:
             with open_runner() as runner:
                 # What ran, once every gin-configured piece (the pool's too) has been built.
-                app.write_operative_config(tracker.run_dir)
+                operative_config.write_operative_config(tracker.run_dir)
                 try:
                     loop(runner)
                 except processes.WorkerDiedError as error:

@@ -10,6 +10,7 @@ import gin
 import pytest
 
 from common.run import app
+from common.run import operative_config
 
 
 @gin.configurable
@@ -68,10 +69,10 @@ def test_prepare_run_dir_keeps_the_first_invocation(tmp_path):
 def test_operative_config_is_not_overwritten_by_a_different_config(tmp_path):
     app.parse_gin([], ['_toy.size = 3'])
     _toy()
-    first = app.write_operative_config(str(tmp_path))
+    first = operative_config.write_operative_config(str(tmp_path))
     app.parse_gin([], ['_toy.size = 4'])
     _toy()
-    second = app.write_operative_config(str(tmp_path))
+    second = operative_config.write_operative_config(str(tmp_path))
     assert first != second
     assert '_toy.size = 3' in open(first).read()
     assert '_toy.size = 4' in open(second).read()
@@ -254,19 +255,19 @@ def test_a_resume_that_would_change_the_frames_is_refused_unless_bound(tmp_path)
     before = _listing(run_dir)
     now = AtariConfig(variant='stooke', downsample='average')
     with pytest.raises(app.ConfigError) as raised:
-        app.check_env_unchanged(run_dir, now, [])
+        operative_config.check_env_unchanged(run_dir, now, [])
     message = str(raised.value)
     assert ("AtariConfig.downsample = 'skip' (absent from its config: the default), now "
             "'average'") in message and '\n' not in message
     assert 'screen_size' not in message  # a gin list is the tuple it builds
     assert _listing(run_dir) == before
-    app.check_env_unchanged(run_dir, now, ["AtariConfig.downsample = 'average'"])
-    app.check_env_unchanged(run_dir, AtariConfig(variant='stooke'),
+    operative_config.check_env_unchanged(run_dir, now, ["AtariConfig.downsample = 'average'"])
+    operative_config.check_env_unchanged(run_dir, AtariConfig(variant='stooke'),
                             ["common.envs.atari.AtariConfig.downsample = 'skip'"])
-    app.check_env_unchanged(run_dir, AtariConfig(variant='stooke'), [])  # as it ran
-    app.check_env_unchanged(str(tmp_path / 'new'), now, [])  # nothing ran there yet
+    operative_config.check_env_unchanged(run_dir, AtariConfig(variant='stooke'), [])  # as it ran
+    operative_config.check_env_unchanged(str(tmp_path / 'new'), now, [])  # nothing ran there yet
     from common.envs.gym import GymConfig
-    app.check_env_unchanged(run_dir, GymConfig(), [])  # no GymConfig recorded: nothing to compare
+    operative_config.check_env_unchanged(run_dir, GymConfig(), [])  # no GymConfig recorded: nothing to compare
 
 
 def test_a_resume_compares_the_environment_with_its_newest_session(tmp_path):
@@ -280,9 +281,9 @@ def test_a_resume_compares_the_environment_with_its_newest_session(tmp_path):
     sticky = AtariConfig(variant='stooke', repeat_action_probability=0.25)
     with pytest.raises(app.ConfigError,
                        match=r'AtariConfig.repeat_action_probability = 0.0, now 0.25'):
-        app.check_env_unchanged(run_dir, sticky, [])
+        operative_config.check_env_unchanged(run_dir, sticky, [])
     with open(os.path.join(run_dir, 'operative_config.resume-20261127-000000.gin'), 'w') as f:
         f.write(_RECORDED_STOOKE.replace('0.0', '0.25') + "AtariConfig.downsample = 'skip'\n")
-    app.check_env_unchanged(run_dir, sticky, [])
+    operative_config.check_env_unchanged(run_dir, sticky, [])
     with pytest.raises(app.ConfigError, match=r'probability = 0.25, now 0.0'):
-        app.check_env_unchanged(run_dir, AtariConfig(variant='stooke'), [])
+        operative_config.check_env_unchanged(run_dir, AtariConfig(variant='stooke'), [])
