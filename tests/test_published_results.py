@@ -1,0 +1,41 @@
+"""Every run published under docs/results/ carries the policy it ended with, which loads through
+its paper package from the published directory alone and acts in its own game: a reader evaluates
+or watches a published agent without retraining it."""
+import os
+
+import gin
+import numpy as np
+import pytest
+
+from common import evaluate
+from common.envs import pools
+from common.run import app
+from common.tools import run_files
+
+RESULTS = os.path.join(app.PROJECT_ROOT, 'docs', 'results')
+PUBLISHED = sorted(name for name in os.listdir(RESULTS)
+                   if os.path.isdir(os.path.join(RESULTS, name)))
+
+
+def test_the_papers_runs_are_published():
+    assert {'paac-pong', 'ga3c-pong', 'dqn-pong', 'accel-ppo-pong'} <= set(PUBLISHED)
+
+
+@pytest.mark.parametrize('name', PUBLISHED)
+def test_a_published_run_carries_its_final_policy_and_it_plays(name):
+    published = os.path.join(RESULTS, name)
+    assert {'policy_weights.index', 'policy_weights.data-00000-of-00001'} <= set(
+        os.listdir(published))
+    try:
+        env_config, policy, env_steps = evaluate.load_policy(published, greedy=True)
+        # The weights of the run's last checkpoint, taken at or after its last logged row.
+        last_row = run_files.read_csv(os.path.join(published, 'metrics.csv'))[-1]
+        assert env_steps >= int(float(last_row['env_steps'])) > 0
+        with pools.SerialPool(env_config, 1, seed=3) as pool:
+            observations = pool.reset()
+            actions = np.asarray(policy(observations))
+            assert actions.shape == (1,)
+            assert 0 <= int(actions[0]) < pool.num_actions
+            assert pool.step(actions).observations.shape == observations.shape
+    finally:
+        gin.clear_config()
