@@ -31,6 +31,8 @@ setuptools.setup(
     packages=setuptools.find_packages(include=['common', 'common.*', 'paac_tf', 'paac_tf.*',
                                                'ga3c_tf', 'ga3c_tf.*', 'dqn_tf', 'dqn_tf.*',
                                                'accel_tf', 'accel_tf.*']),
+    package_data={'common': ['tools/*.csv'], 'paac_tf': ['*.csv'], 'ga3c_tf': ['*.csv'],
+                  'dqn_tf': ['*.csv']},
     install_requires=INSTALL_REQUIRES,
     # 'peers': the bench's peer/tf_agents_ppo row. 'test': tf-agents as the tests' oracle, and
     # pytest-xdist: the suite runs on 2 workers (README's test command); one alone leaves a

@@ -1,9 +1,12 @@
-"""`python -m common.compare RUN_DIR [RUN_DIR ...] [--csv PATH] [--plot OUT_DIR]`: one table
-(and with --plot, learning-curve and throughput figures) across runs.
+"""`python -m common.compare RUN_DIR [RUN_DIR ...] [--thresholds ...] [--csv PATH] [--plot DIR]`:
+one table (and with --plot, learning-curve and throughput figures) across runs, per game.
 
 Reads only the common run format (invocation.json, operative_config.gin, metrics.csv, eval.csv),
-so a run of any paper compares with a run of any other. A directory that cannot be read is named
-on stderr; the others are still compared (exit status 2).
+so a run of any paper compares with a run of any other. Runs of different games are never in one
+table or figure, as their scores are on different scales: each game gets its tables (after a
+'game: NAME' line when there are several) and its figures (named with a '-NAME' suffix when
+there are several; one game keeps the plain names). --csv writes one file with a game column. A
+directory that cannot be read is named on stderr; the others are still compared (exit status 2).
 """
 from common.run import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
@@ -26,10 +29,22 @@ COLUMNS = ('run', 'paper', 'game', 'env_steps', 'frames', 'hours', 'own_hours', 
            'eval_env_steps')
 flags.DEFINE_string('csv', None, 'Also write the table here.')
 flags.DEFINE_string('plot', None, 'Also draw score_vs_frames.png, score_vs_hours.png and '
-                                  'steps_per_sec.png (one line per run) into this directory.')
+                                  'steps_per_sec.png (one line per run) into this directory; with '
+                                  'several games, per game: score_vs_hours-breakout.png, ...')
 flags.DEFINE_list('thresholds', None, 'Also print, per run, the env steps and hours (wall '
                   'clock, and the own clock: held or starved time left out) at which the '
-                  '100-episode mean first reached each of these scores, e.g. -15,0,18.')
+                  '100-episode mean first reached each of these scores, e.g. -15,0,18 (the '
+                  'same scores for every game).')
+
+
+def group_by_game(run_dirs):
+    """{game: [run_dir, ...]} by run_files.read_game, Pong first (every run published so far),
+    then alphabetical; runs keep their order. Tables and figures are made per game."""
+    groups = {}
+    for run_dir in run_dirs:
+        groups.setdefault(run_files.read_game(run_dir), []).append(run_dir)
+    order = sorted(groups, key=lambda game: (game != 'pong', game.lower(), game))
+    return {game: groups[game] for game in order}
 
 
 def summarize(run_dir):
@@ -129,11 +144,15 @@ def main(run_dirs):
         except app.ConfigError as error:
             print(f'error: {error}', file=sys.stderr)
             failures += 1
-    if summaries:
-        print(format_table(summaries))
-    if summaries and thresholds:
-        print()
-        print(format_time_to_score(readable, thresholds))
+    summary_of = dict(zip(readable, summaries))
+    groups = group_by_game(readable)
+    for index, (game, game_dirs) in enumerate(groups.items()):
+        if len(groups) > 1:
+            print(('\n' if index else '') + f'game: {game}')
+        print(format_table([summary_of[run_dir] for run_dir in game_dirs]))
+        if thresholds:
+            print()
+            print(format_time_to_score(game_dirs, thresholds))
     if flags.FLAGS.csv and summaries:
         with open(flags.FLAGS.csv, 'w', newline='') as f:
             writer = csv.DictWriter(f, COLUMNS)
@@ -141,9 +160,11 @@ def main(run_dirs):
             writer.writerows(summaries)
     if flags.FLAGS.plot and summaries:
         from common.tools import plots  # matplotlib only when asked for
-        runs = [plots.load_run(run_dir, run_files.run_label(run_dir)) for run_dir in readable]
-        for path in plots.plot_runs(runs, flags.FLAGS.plot):
-            print(f'wrote {path}')
+        for game, game_dirs in groups.items():
+            runs = [plots.load_run(run_dir, run_files.run_label(run_dir)) for run_dir in game_dirs]
+            suffix = plots.file_suffix(game) if len(groups) > 1 else ''
+            for path in plots.plot_runs(runs, flags.FLAGS.plot, title=game, suffix=suffix):
+                print(f'wrote {path}')
     return 2 if failures else 0
 
 

@@ -174,10 +174,12 @@ def load_policy(run_dir, greedy=False):
     return paper_main.load_policy(run_dir, greedy=greedy)
 
 
-def evaluate_run(run_dir, num_episodes=30, greedy=False, seed=12345, out=None):
+def evaluate_run(run_dir, num_episodes=30, greedy=False, seed=12345, out=None,
+                 max_episode_steps=None):
     """Restores run_dir's policy through its paper package and evaluates it; appends the row to
     out (default: checkpoint.output_path's, RUN/eval.csv, or ./NAME-eval.csv for a published
-    result) and returns it with the path."""
+    result) and returns it with the path. max_episode_steps: the protocol's cap, if not the
+    gin-configured evaluation_env_config's."""
     app.require(out is None or out.endswith('.csv'),
                 f'--out={out!r}; allowed: a file name ending in .csv')
     env_config, policy_fn, env_steps = load_policy(run_dir, greedy=greedy)
@@ -185,7 +187,8 @@ def evaluate_run(run_dir, num_episodes=30, greedy=False, seed=12345, out=None):
     out = out or checkpoint_lib.output_path(run_dir, EVAL_FILE)
     trained_seconds = checkpoint_lib.trained_seconds(run_dir)
     start = time.perf_counter()
-    scores = run_episodes(evaluation_env_config(env_config), policy_fn, num_episodes, seed)
+    cap = {} if max_episode_steps is None else {'max_episode_steps': max_episode_steps}
+    scores = run_episodes(evaluation_env_config(env_config, **cap), policy_fn, num_episodes, seed)
     row = write_eval_row(out, env_steps, scores, time.perf_counter() - start, trained_seconds)
     return row, out
 

@@ -5,9 +5,11 @@ Copies what common.compare reads (invocation.json, run.json, operative_config.gi
 episodes.csv, eval.csv; no checkpoints) into RESULTS_DIR/NAME, with the policy of the run's
 newest checkpoint as policy_weights.* (the network's weights and the run's counters; no
 optimizer, no replay), which common.evaluate, common.watch and common.export read from there;
-draws that run's figures there, and redraws the figures of every published run together in
-RESULTS_DIR, so the README's figure stays current as papers and algorithms are added. Rerunning
-it with the same NAME replaces it.
+draws that run's figures there, and redraws the figures of every published run in RESULTS_DIR,
+one set per game (score_vs_hours-pong.png, score_vs_hours-breakout.png, ...: scores of different
+games are on different scales), so the README's figure stays current as papers and algorithms
+are added; it rewrites the time-to-score tables of RESULTS_DIR.md, one per game. Rerunning it
+with the same NAME replaces it.
 """
 from common.run import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
@@ -19,6 +21,7 @@ import sys
 from absl import flags
 
 from common.run import app
+from common.tools import reference_scores
 from common.tools import reproduce
 from common.tools import run_files
 
@@ -53,12 +56,19 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR):
             shutil.copyfile(source, os.path.join(target, file_name))
             written.append(os.path.join(target, file_name))
     written += publish_policy(run_dir, target)
+    from common import compare  # pylint: disable=import-outside-toplevel  (absl flags)
     from common.tools import plots  # pylint: disable=import-outside-toplevel  (matplotlib)
-    written += plots.plot_runs([plots.load_run(target, run_files.run_label(target))], target)
+    written += plots.plot_runs([plots.load_run(target, run_files.run_label(target))], target,
+                               title=f'{run_files.read_game(target)}: {name}')
     published = sorted(os.path.join(results_dir, entry) for entry in os.listdir(results_dir)
                        if os.path.isfile(os.path.join(results_dir, entry, 'metrics.csv')))
-    runs = [plots.load_run(path, run_files.run_label(path)) for path in published]
-    written += plots.plot_runs(runs, results_dir, title='every published run')
+    for game, paths in compare.group_by_game(published).items():
+        runs = [plots.load_run(path, run_files.run_label(path)) for path in paths]
+        written += plots.plot_runs(runs, results_dir, title=f'{game}: every published run',
+                                   suffix=plots.file_suffix(game))
+    for file_name, *_ in plots.FIGURES:  # the all-games figures from before games were split
+        if os.path.isfile(os.path.join(results_dir, file_name)):
+            os.remove(os.path.join(results_dir, file_name))
     written.append(write_summary(published, results_dir))
     return written
 
@@ -80,7 +90,9 @@ def publish_policy(run_dir, target):
     return checkpoint_lib.write_policy_weights(target, policy.network, source)
 
 
-THRESHOLDS = (-15.0, 0.0, 18.0)
+# The scores whose time to reach the summary tabulates, per game; any other game gets its human
+# score (Mnih et al. 2015, common/tools/reference_scores.py).
+THRESHOLDS = {'pong': (-15.0, 0.0, 18.0), 'breakout': (30.0, 100.0, 300.0)}
 TABLE_START = '<!-- time to score: written by python -m common.results, do not edit -->'
 TABLE_END = '<!-- end of time to score -->'
 
@@ -90,23 +102,45 @@ def summary_path(results_dir):
     return os.path.normpath(results_dir) + '.md'
 
 
+def game_thresholds(game, thresholds=THRESHOLDS):
+    """thresholds[game], else the game's human score alone, else () for a game with none (a
+    gymnasium id)."""
+    if game in thresholds:
+        return tuple(thresholds[game])
+    try:
+        return (reference_scores.random_and_human(game)[1],)
+    except app.ConfigError:
+        return ()
+
+
 def write_summary(published, results_dir, thresholds=THRESHOLDS):
-    """Rewrites the time-to-score table (every published run's env steps and hours, on the wall
-    clock and the own clock of common/tools/run_clock.py, to each score) between its markers in
-    summary_path(results_dir), adding the section if the file has none; the rest is kept."""
+    """Rewrites the time-to-score tables (every published run's env steps and hours, on the wall
+    clock and the own clock of common/tools/run_clock.py, to each of its game's scores; a
+    '### game' subsection per game, Pong first) between the markers in summary_path(results_dir),
+    adding the section if the file has none; the rest is kept."""
     from common import compare  # pylint: disable=import-outside-toplevel  (absl flags)
-    table = compare.time_to_score_rows(published, thresholds)
     block = [
         TABLE_START,
         '',
         "Env steps, wall-clock hours and own-clock hours (the wall clock less the time the run "
         'was held or starved of CPU, `common/tools/run_clock.py`) at which the 100-episode '
         "training mean first reached each score. 'unrecorded h': hours logged before the load "
-        'columns existed, where holds and starvation cannot be told.',
+        "columns existed, where holds and starvation cannot be told. The scores are per game "
+        '(`THRESHOLDS` in `common/results.py`); a game not there has its human score alone '
+        '(Mnih et al. 2015).',
         '',
-        '| ' + ' | '.join(table[0]) + ' |',
-        '|' + '---|' * len(table[0]),
-    ] + ['| ' + ' | '.join(row) + ' |' for row in table[1:]] + ['', TABLE_END]
+    ]
+    for game, paths in compare.group_by_game(published).items():
+        block += [f'### {game}', '']
+        scores = game_thresholds(game, thresholds)
+        if not scores:
+            block += ['No scores to time: no thresholds for this game in `common/results.py` '
+                      'and no human score in `common/tools/reference_scores.py`.', '']
+            continue
+        table = compare.time_to_score_rows(paths, scores)
+        block += ['| ' + ' | '.join(table[0]) + ' |', '|' + '---|' * len(table[0])]
+        block += ['| ' + ' | '.join(row) + ' |' for row in table[1:]] + ['']
+    block.append(TABLE_END)
     path = summary_path(results_dir)
     text = ''
     if os.path.exists(path):

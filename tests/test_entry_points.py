@@ -119,6 +119,9 @@ def test_entry_points_name_a_string_where_a_number_belongs_and_a_file_as_run_dir
     ('common.bench', ['--seconds=fast'], '--seconds=fast'),
     ('common.bench', ['--rows=env/nope'], 'unknown --rows'),
     ('dqn_tf.speedtest', ['--steps=abc'], '--steps=abc'),
+    ('common.suite', ['--games=pong', '--steps=abc'], '--steps=abc'),
+    ('common.suite', ['--games=pong', '--steps=5'], '--gin_file is required'),
+    ('common.suite', ['--gin_file=gin/paac/pong.gin', '--steps=5'], '--games is required'),
 ])
 def test_tools_name_a_bad_flag_in_one_line(module, args, named, tmp_path):
     assert named in _one_error_line(_run(module, args, tmp_path))

@@ -172,7 +172,7 @@ def _refuse_renamed(gin_files, gin_bindings, renamed):
                 raise ConfigError(f'{old} ({where}) is not a binding: {new}')
 
 
-def _read_json(path):
+def read_json(path):
     """The JSON object in path, None if there is no such file; ConfigError if it is damaged."""
     if not os.path.isfile(path):
         return None
@@ -188,7 +188,7 @@ def _read_json(path):
 
 def read_invocation(run_dir):
     """run_dir's invocation.json, None if it has none; ConfigError if it is damaged."""
-    return _read_json(os.path.join(run_dir, INVOCATION_FILE))
+    return read_json(os.path.join(run_dir, INVOCATION_FILE))
 
 
 def run_identity(paper, env_config, **model):
@@ -207,7 +207,7 @@ def check_run_dir(run_dir, identity):
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise ConfigError(f'--run_dir={run_dir!r} is a file, not a directory')
     read_invocation(run_dir)  # a damaged one is named here, not after a traceback
-    recorded = _read_json(os.path.join(run_dir, RUN_FILE))
+    recorded = read_json(os.path.join(run_dir, RUN_FILE))
     # A key the record lacks was added to the identity after that run began: its value then
     # is not known, so only what the record holds is compared.
     differences = [] if recorded is None else [
@@ -254,7 +254,7 @@ def prepare_run_dir(run_dir, invocation, identity=None):
     os.makedirs(run_dir, exist_ok=True)
     record_path = os.path.join(run_dir, RUN_FILE)
     if identity is not None:
-        recorded = _read_json(record_path) or dict(identity)
+        recorded = read_json(record_path) or dict(identity)
         recorded.setdefault(run_record.SESSIONS, []).append(
             run_record.session_record(PROJECT_ROOT))
         file_writes.write_json(record_path, recorded)

@@ -1,11 +1,13 @@
 """Learning curves and throughput of runs in the common run format, drawn with matplotlib.
 
 Reads what common.compare reads (invocation.json, metrics.csv, eval.csv), so runs of every paper
-share one figure. The Agg backend needs no display; figures are 800 px wide at 100 dpi, sized to
-be read in a README.
+share one figure; runs of different games never do (their scores are on different scales), so
+callers draw a game's runs alone, its figures named with file_suffix(game). The Agg backend
+needs no display; figures are 800 px wide at 100 dpi, sized to be read in a README.
 """
 import math
 import os
+import re
 
 import matplotlib
 
@@ -93,13 +95,21 @@ def draw(runs, x_column, y_column, x_label, y_label, title=None):
     return figure
 
 
-def plot_runs(runs, out_dir, title=None):
-    """Writes the FIGURES for runs (from load_run) into out_dir; returns the paths."""
+def file_suffix(game):
+    """'-<game>' for figure file names (score_vs_hours-breakout.png); characters a file name
+    should not hold (a gymnasium id's '/') become '_', and a run with no game is '-unknown'."""
+    return '-' + ('unknown' if game == '?' else re.sub(r'[^\w.-]+', '_', game))
+
+
+def plot_runs(runs, out_dir, title=None, suffix=''):
+    """Writes the FIGURES for runs (from load_run, all of one game) into out_dir, each file name
+    with suffix before its .png; returns the paths."""
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     for file_name, x_column, y_column, x_label, y_label in FIGURES:
         figure = draw(runs, x_column, y_column, x_label, y_label, title)
-        path = os.path.join(out_dir, file_name)
+        stem, extension = os.path.splitext(file_name)
+        path = os.path.join(out_dir, stem + suffix + extension)
         figure.savefig(path)
         plt.close(figure)
         paths.append(path)

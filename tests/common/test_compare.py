@@ -129,6 +129,57 @@ def test_cli_plot_writes_three_pngs_and_names_a_bad_directory_among_good_ones(tm
     for name in ('score_vs_frames.png', 'score_vs_hours.png', 'steps_per_sec.png'):
         with open(tmp_path / 'plots' / name, 'rb') as f:
             assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+    # One game: no 'game:' headings and the figures keep their plain names.
+    assert not any(line.startswith('game:') for line in table)
+    assert len(os.listdir(tmp_path / 'plots')) == 3
+
+
+def test_runs_are_grouped_by_game_pong_first_then_alphabetical(tmp_path):
+    from common.tools import plots
+    for name, game in (('a', 'seaquest'), ('b', 'pong'), ('c', 'breakout'), ('d', 'pong')):
+        _write_run(str(tmp_path / name), 'paac', [])
+        _write_operative_config(str(tmp_path / name), game)
+    _write_run(str(tmp_path / 'e'), 'paac', [])  # no operative_config.gin: game '?'
+    groups = compare.group_by_game([str(tmp_path / name) for name in 'abcde'])
+    assert {game: [os.path.basename(path) for path in paths]
+            for game, paths in groups.items()} == {
+        'pong': ['b', 'd'], '?': ['e'], 'breakout': ['c'], 'seaquest': ['a']}
+    assert list(groups) == ['pong', '?', 'breakout', 'seaquest']
+    assert [plots.file_suffix(game) for game in ('breakout', 'ALE/Breakout-v5', '?')] == [
+        '-breakout', '-ALE_Breakout-v5', '-unknown']
+
+
+def test_cli_prints_and_draws_each_game_apart(tmp_path):
+    """Two Pong runs and a Breakout run (named first): a summary and a time-to-score table per
+    game, Pong first, each with its game's runs only; figures per game, suffixed; one CSV."""
+    names = ('paac-breakout-1', 'paac-pong-1', 'dqn-pong-1')
+    for name, game, score in zip(names, ('breakout', 'pong', 'pong'), (35.0, -14.0, -16.0)):
+        _write_run(str(tmp_path / name), name.split('-')[0],
+                   [(1800, 1000, 4000, 10, 5, score - 1, 100),
+                    (3600, 2000, 8000, 20, 9, score, 100)])
+        _write_operative_config(str(tmp_path / name), game)
+    result = subprocess.run(
+        [sys.executable, '-m', 'common.compare'] + [str(tmp_path / name) for name in names] + [
+            '--thresholds=-15,30', f'--plot={tmp_path / "plots"}', f'--csv={tmp_path / "t.csv"}'],
+        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT),
+        timeout=120)
+    assert result.returncode == 0, result.stderr
+    printed = [line for line in result.stdout.splitlines() if not line.startswith('wrote ')]
+    sections = [section.splitlines() for section in '\n'.join(printed).split('\n\n')]
+    assert len(sections) == 4
+    assert [section[0] for section in sections[0::2]] == ['game: pong', 'game: breakout']
+    assert [section[1].split()[:2] for section in sections[0::2]] == [['run', 'paper']] * 2
+    assert [section[0].split()[:3] for section in sections[1::2]] == [['run', 'score', '-15:']] * 2
+    # Each game's tables hold its runs only, in the order given.
+    runs = [[line.split()[0] for line in section[1:] if not line.startswith(('game:', 'run '))]
+            for section in sections]
+    assert runs == [['paac-pong-1', 'dqn-pong-1']] * 2 + [['paac-breakout-1']] * 2
+    assert sections[3][1].split()[1:4] == ['1000,', '0.50,', '0.50']  # Breakout 34 >= -15
+    assert sorted(os.listdir(tmp_path / 'plots')) == sorted(
+        f'{figure}-{game}.png' for figure in ('score_vs_frames', 'score_vs_hours', 'steps_per_sec')
+        for game in ('pong', 'breakout'))
+    csv_rows = run_files.read_csv(str(tmp_path / 't.csv'))
+    assert [row['game'] for row in csv_rows] == ['breakout', 'pong', 'pong']
 
 
 def test_cli_thresholds_print_steps_and_hours_to_each_score(tmp_path):

@@ -9,18 +9,22 @@ import tensorflow as tf
 from common import evaluate
 from common import results
 from common import watch
+from common.tools import plots
 from common.tools import run_files
 from common.run import app
 from common.run import checkpoint as checkpoint_lib
 
 
-def _write_run(run_dir, paper):
+def _write_run(run_dir, paper, game=None, scores=(-20.5, -19.0)):
     os.makedirs(os.path.join(run_dir, 'checkpoints'))
     with open(os.path.join(run_dir, app.INVOCATION_FILE), 'w') as f:
         f.write(f'{{"paper": "{paper}"}}')
+    if game:
+        with open(os.path.join(run_dir, app.OPERATIVE_CONFIG_FILE), 'w') as f:
+            f.write(f"AtariConfig.game = '{game}'\n")
     with open(os.path.join(run_dir, 'metrics.csv'), 'w') as f:
         f.write('wall_time,env_steps,frames,updates,episodes,score_mean_100,steps_per_sec\n'
-                '60,100,400,1,2,-20.5,50\n120,200,800,2,3,-19.0,60\n')
+                f'60,100,400,1,2,{scores[0]},50\n120,200,800,2,3,{scores[1]},60\n')
     with open(os.path.join(run_dir, 'checkpoints', 'ckpt-200.index'), 'w') as f:
         f.write('not copied')
 
@@ -28,13 +32,16 @@ def _write_run(run_dir, paper):
 def test_publishing_copies_the_run_files_and_draws_each_and_all(tmp_path):
     results_dir = str(tmp_path / 'results')
     for paper in ('paac', 'dqn'):
-        _write_run(str(tmp_path / f'run-{paper}'), paper)
+        _write_run(str(tmp_path / f'run-{paper}'), paper, game='pong')
         results.publish(str(tmp_path / f'run-{paper}'), f'{paper}-pong', results_dir)
     published = tmp_path / 'results' / 'paac-pong'
     assert {'invocation.json', 'metrics.csv', 'score_vs_frames.png', 'score_vs_hours.png',
             'steps_per_sec.png'} <= set(os.listdir(published))
     assert not (published / 'checkpoints').exists()
-    for name in ('score_vs_frames.png', 'score_vs_hours.png', 'steps_per_sec.png'):
+    # The all-runs figures are per game, even with one game.
+    assert sorted(name for name in os.listdir(results_dir) if name.endswith('.png')) == [
+        'score_vs_frames-pong.png', 'score_vs_hours-pong.png', 'steps_per_sec-pong.png']
+    for name in ('score_vs_frames-pong.png', 'score_vs_hours-pong.png', 'steps_per_sec-pong.png'):
         with open(tmp_path / 'results' / name, 'rb') as f:
             assert f.read(8) == b'\x89PNG\r\n\x1a\n'
     # The summary of every published run's time to score, a markdown table in results.md
@@ -48,10 +55,64 @@ def test_publishing_copies_the_run_files_and_draws_each_and_all(tmp_path):
     assert 'score -15: steps, wall h, own h' in table[0]
     assert table[1].split(' | ')[1:4] == ['not reached'] * 3  # -20.5, -19.0: none reached
     assert summary[:3] == ['# Runs', '', 'prose kept']
+    assert [line for line in summary if line.startswith('#')] == [
+        '# Runs', '## Time to score', '### pong']
     # Republishing under the same name replaces the copy, not adds one.
     results.publish(str(tmp_path / 'run-paac'), 'paac-pong', results_dir)
     assert sorted(entry for entry in os.listdir(results_dir) if '.' not in entry) == [
         'dqn-pong', 'paac-pong']
+
+
+def test_publishing_runs_of_two_games_draws_and_tabulates_each_game_apart(tmp_path,
+                                                                          monkeypatch):
+    results_dir = tmp_path / 'results'
+    results_dir.mkdir()
+    for name in ('score_vs_frames.png', 'score_vs_hours.png', 'steps_per_sec.png'):
+        (results_dir / name).write_bytes(b'all games, drawn before games were split')
+    titles = []
+    draw = plots.draw
+    monkeypatch.setattr(plots, 'draw', lambda runs, *args: titles.append(
+        (args[-1], [run['label'] for run in runs])) or draw(runs, *args))
+    runs = (('paac', 'breakout', (25.0, 120.0)), ('paac', 'pong', (-16.0, -14.0)),
+            ('dqn', 'pong', (-21.0, -20.0)))
+    for paper, game, scores in runs:
+        _write_run(str(tmp_path / f'{paper}-{game}'), paper, game, scores)
+        results.publish(str(tmp_path / f'{paper}-{game}'), f'{paper}-{game}', str(results_dir))
+    assert sorted(name for name in os.listdir(results_dir) if name.endswith('.png')) == sorted(
+        f'{figure}-{game}.png' for figure in ('score_vs_frames', 'score_vs_hours', 'steps_per_sec')
+        for game in ('pong', 'breakout'))  # and the unsuffixed all-games figures are gone
+    assert {'score_vs_frames.png', 'score_vs_hours.png', 'steps_per_sec.png'} <= set(
+        os.listdir(results_dir / 'paac-breakout'))  # a run's own figures keep the plain names
+    # The last publication's figures: the run's own, then each game's, Pong first, each
+    # titled with its game and holding its runs only.
+    assert titles[-9:] == [('pong: dqn-pong', ['dqn: dqn-pong'])] * 3 + [
+        ('pong: every published run', ['dqn: dqn-pong', 'paac: paac-pong'])] * 3 + [
+        ('breakout: every published run', ['paac: paac-breakout'])] * 3
+    summary = (tmp_path / 'results.md').read_text().splitlines()
+    assert [line for line in summary if line.startswith('#')] == [
+        '# Published runs', '## Time to score', '### pong', '### breakout']
+    pong, breakout = ([line for line in section.split(results.TABLE_END)[0].splitlines()
+                       if line.startswith('| ')]
+                      for section in '\n'.join(summary).split('### ')[1:])
+    assert [line.split(' | ')[0] for line in pong] == ['| run', '| dqn-pong', '| paac-pong']
+    assert [cell.split(':')[0] for cell in pong[0].split(' | ')[1:4]] == [
+        'score -15', 'score 0', 'score 18']
+    assert pong[2].split(' | ')[1] == '200, 0.03, 0.03'  # -14 >= -15 at 200 steps, 120 s
+    assert [line.split(' | ')[0] for line in breakout] == ['| run', '| paac-breakout']
+    assert [cell.split(':')[0] for cell in breakout[0].split(' | ')[1:4]] == [
+        'score 30', 'score 100', 'score 300']
+    assert breakout[1].split(' | ')[1:4] == ['200, 0.03, 0.03'] * 2 + ['not reached']
+
+
+def test_a_game_without_thresholds_is_timed_to_its_human_score_or_said_to_have_none(tmp_path):
+    for game in ('seaquest', 'CartPole-v1'):
+        _write_run(str(tmp_path / 'results' / game), 'paac', game)
+    results.write_summary([str(tmp_path / 'results' / game)
+                           for game in ('seaquest', 'CartPole-v1')], str(tmp_path / 'results'))
+    block = (tmp_path / 'results.md').read_text().split('### ')[1:]
+    assert [section.splitlines()[0] for section in block] == ['CartPole-v1', 'seaquest']
+    assert 'No scores to time' in block[0] and '| ' not in block[0]
+    assert '| run | score 20182: steps, wall h, own h | held/starved h' in block[1]
 
 
 @pytest.mark.parametrize('name', ['../escape', '', '.hidden'])

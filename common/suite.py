@@ -1,0 +1,209 @@
+"""`python -m common.suite --gin_file=PRESET --games=breakout,seaquest,qbert --steps=N`: one
+preset over a list of games, one game after another.
+
+Each game is an ordinary run directory, SUITE_DIR/<game>, trained by the preset's own paper
+(`python -m <paper>_tf.main ... --gin_bindings="AtariConfig.game = '<game>'"
+--stop_at_steps=N`, its output prefixed with the game and its place in the suite); then its
+final policy plays the evaluation protocol (30 episodes, 1 to 30 no-op starts, an 18,000-step
+cap; common.evaluate), appended to that run's eval.csv. After each game SUITE_DIR/suite.md and
+suite.csv hold the table (common/tools/suite_table.py): steps, final training mean, evaluation,
+random and human scores, the human-normalized score and the paper's own score, and the median
+and mean normalized score. Rerunning the same command skips finished games and resumes the
+unfinished one from its checkpoint. Every game is configured before any trains, so an unknown
+game, a budget of 0 or another paper's preset is refused in one line before anything starts.
+"""
+from common.run import process_setup  # first: the process set-up before TensorFlow loads
+process_setup.configure()
+# pylint: disable=wrong-import-position
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+
+from absl import flags
+
+from common.run import app
+from common.run import file_writes
+from common.run import registry
+from common.tools import presets
+from common.tools import reference_scores
+from common.tools import suite_table
+
+FLAGS = flags.FLAGS
+flags.DEFINE_list('games', None, 'ale_py ROM ids of the games, in the order they run, e.g. '
+                  'breakout,seaquest,qbert (each needs random and human scores: '
+                  'common/tools/atari_scores.csv).')
+flags.DEFINE_integer('steps', None, 'Env steps per game (--stop_at_steps of each run; the '
+                     "preset's schedules still run over its total_steps).")
+flags.DEFINE_string('suite_dir', None, 'Where the games\' run directories go. Default: '
+                    'runs/suite-<paper>-<name of the last gin file>.')
+flags.DEFINE_string('paper', None, 'The paper the preset must configure (default: the one it '
+                    'binds the config of).')
+flags.DEFINE_integer('eval_episodes', 30, 'Episodes of the final evaluation of each game.')
+flags.DEFINE_integer('eval_max_steps', 18000, 'Step cap of each evaluation episode.')
+
+SUITE_FILE = 'suite.json'
+_PR_SET_PDEATHSIG = 1
+
+
+def check_flags():
+    """The games (lower case, in order) and the budget, or ConfigError in one line."""
+    app.require(FLAGS.gin_file, '--gin_file is required: a paper preset, e.g. '
+                'gin/paac/pong.gin')
+    app.require(FLAGS.games, '--games is required: ale_py ROM ids, e.g. breakout,seaquest')
+    games = [game.strip().lower() for game in FLAGS.games]
+    repeated = sorted({game for game in games if games.count(game) > 1})
+    app.require(not repeated, f'--games names {", ".join(repeated)} more than once')
+    app.require(FLAGS.steps is not None and FLAGS.steps > 0,
+                f'--steps={FLAGS.steps!r}: give a positive number of env steps per game')
+    for name in ('eval_episodes', 'eval_max_steps'):
+        app.require(getattr(FLAGS, name) > 0,
+                    f'--{name}={getattr(FLAGS, name)}: must be a positive integer')
+    for game in games:
+        reference_scores.random_and_human(game)  # ConfigError naming a game without them
+    return games
+
+
+def plan(games):
+    """(paper, suite_dir, {game: its config}) with every game configured, before anything
+    starts; ConfigError in one line otherwise."""
+    paper, main = presets.paper_of(FLAGS.gin_file, FLAGS.gin_bindings, FLAGS.paper)
+    configs = {game: presets.configure_game(main, FLAGS.gin_file, FLAGS.gin_bindings, game)
+               for game in games}
+    for config in configs.values():
+        app.require(FLAGS.steps <= config.total_steps,
+                    f'--steps={FLAGS.steps:,} is past the preset\'s total_steps='
+                    f'{config.total_steps:,}; bind {type(config).__name__}.total_steps higher')
+    stem = os.path.splitext(os.path.basename(FLAGS.gin_file[-1]))[0]
+    return paper, FLAGS.suite_dir or os.path.join('runs', f'suite-{paper}-{stem}'), configs
+
+
+def open_record(suite_dir, paper):
+    """suite.json of suite_dir (created for a new suite); ConfigError when it holds a suite of
+    another preset, whose games this command would mix with its own."""
+    path = os.path.join(suite_dir, SUITE_FILE)
+    preset = {'paper': paper, 'gin_files': list(FLAGS.gin_file),
+              'gin_bindings': list(FLAGS.gin_bindings)}
+    record = app.read_json(path)
+    if record is None:
+        os.makedirs(suite_dir, exist_ok=True)
+        record = {**preset, 'games': {}}
+        file_writes.write_json(path, record)
+    elif {key: record.get(key) for key in preset} != preset:
+        raise app.ConfigError(f'--suite_dir={suite_dir} holds a suite of {record.get("paper")} '
+                              f'{record.get("gin_files")} {record.get("gin_bindings")}; give '
+                              'the same preset and bindings, or another --suite_dir')
+    record.setdefault('games', {})
+    return record, path
+
+
+def checkpoint_steps(run_dir):
+    """Env steps of run_dir's newest checkpoint on disk (0 if none)."""
+    from common.run import checkpoint  # pylint: disable=import-outside-toplevel (TensorFlow)
+    newest = checkpoint.on_disk(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR))
+    return int(os.path.basename(newest[0]).split('-')[1]) if newest else 0
+
+
+# Looked up before any fork: the child only calls it (no library loading between fork and exec).
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+
+
+def _die_with_parent():
+    """In the child: SIGTERM (a checkpoint, then its end) if the suite's process dies."""
+    _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+
+
+def train(paper, game, run_dir, tag):
+    """Trains game to --steps in its own process, its output prefixed with tag; the child's
+    exit status. Ctrl-C or SIGTERM here reaches the child once (it saves a checkpoint)."""
+    command = [sys.executable, '-m', f'{paper}{registry.SUFFIX}.main']
+    command += [f'--gin_file={path}' for path in FLAGS.gin_file]
+    command += [f'--gin_bindings={binding}' for binding in FLAGS.gin_bindings]
+    command += [f'--gin_bindings={presets.game_binding(game)}', f'--stop_at_steps={FLAGS.steps}',
+                f'--run_dir={run_dir}']
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             bufsize=1, env={**os.environ, 'PYTHONUNBUFFERED': '1'},
+                             start_new_session=True, preexec_fn=_die_with_parent)
+    interrupted = False
+    while True:
+        try:
+            for line in child.stdout:
+                print(f'{tag} {line}', end='', flush=True)
+            break
+        except KeyboardInterrupt:  # app.run's handler: the first Ctrl-C or SIGTERM
+            if not interrupted:
+                interrupted = True
+                child.send_signal(signal.SIGINT)
+    status = child.wait()
+    if interrupted:
+        raise KeyboardInterrupt
+    return status
+
+
+def evaluate_game(run_dir):
+    """The evaluation protocol on run_dir's final policy, appended to its eval.csv; the row."""
+    from common import evaluate  # pylint: disable=import-outside-toplevel (TensorFlow)
+    row, _ = evaluate.evaluate_run(run_dir, num_episodes=FLAGS.eval_episodes,
+                                   max_episode_steps=FLAGS.eval_max_steps)
+    return row
+
+
+def main():
+    games = check_flags()
+    paper, suite_dir, configs = plan(games)
+    record, record_path = open_record(suite_dir, paper)
+    bindings = ''.join(f'\n- `{binding}`' for binding in FLAGS.gin_bindings)
+    heading = (f'# Suite: {paper}, {FLAGS.steps:,} steps per game\n\n'
+               f'Preset: {", ".join(f"`{path}`" for path in FLAGS.gin_file)}'
+               + (f', with{bindings}' if bindings else ''))
+    protocol = (f'{FLAGS.eval_episodes} episodes, 1 to 30 no-op starts, '
+                f'{FLAGS.eval_max_steps:,}-step cap')
+    for index, game in enumerate(games, 1):
+        tag, run_dir = f'[{index}/{len(games)} {game}]', os.path.join(suite_dir, game)
+        target = min(FLAGS.steps, configs[game].total_steps)
+        done = record['games'].get(game, {}).get('evaluation')
+        steps = checkpoint_steps(run_dir)
+        if done and steps >= target and int(done['env_steps']) == steps:
+            print(f'{tag} done: {steps:,} steps, evaluated {float(done["score_mean"]):.1f}; '
+                  'skipped', flush=True)
+            continue
+        if steps < target:
+            print(f'{tag} game {index} of {len(games)}: training to {target:,} steps in '
+                  f'{run_dir}' + (f' (resuming at {steps:,})' if steps else ''), flush=True)
+            try:
+                status = train(paper, game, run_dir, tag)
+            except KeyboardInterrupt:
+                print(f'{tag} interrupted in game {index} of {len(games)} ({game}; its '
+                      'checkpoint saved): rerun the same command to resume', file=sys.stderr)
+                raise
+            steps = checkpoint_steps(run_dir)
+            if status != 0 or steps < target:
+                raise app.RunError(
+                    f'{game} (game {index} of {len(games)}) ended with exit status {status} at '
+                    f'{steps:,} steps; {run_dir} keeps what it saved and the games after it '
+                    'did not start: rerun the same command to resume')
+        print(f'{tag} evaluating the final policy ({protocol})', flush=True)
+        evaluation = evaluate_game(run_dir)
+        record['games'][game] = {'run_dir': run_dir, 'evaluation': evaluation}
+        file_writes.write_json(record_path, record)
+        print(f'{tag} evaluation: mean {evaluation["score_mean"]:.1f} (std '
+              f'{evaluation["score_std"]:.1f}) over {evaluation["episodes"]} episodes; '
+              f'normalized {reference_scores.normalized(evaluation["score_mean"], game):.1f}',
+              flush=True)
+        write_table(suite_dir, games, record, paper, heading, protocol)
+    for path in write_table(suite_dir, games, record, paper, heading, protocol):
+        print(f'wrote {path}')
+    return 0
+
+
+def write_table(suite_dir, games, record, paper, heading, protocol):
+    """suite.md and suite.csv of the games of this command that have a run directory."""
+    rows = [suite_table.game_row(os.path.join(suite_dir, game), game,
+                                 record['games'].get(game, {}).get('evaluation'), paper)
+            for game in games if os.path.isdir(os.path.join(suite_dir, game))]
+    return suite_table.write(suite_dir, rows, heading, protocol)
+
+
+if __name__ == '__main__':
+    app.run(main)

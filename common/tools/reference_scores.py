@@ -1,0 +1,84 @@
+"""Reference Atari scores: random and human, to human-normalize ours, and each paper's own scores,
+to print beside ours.
+
+Random and human are Mnih et al. (2015)'s, as Daley & Amato (2021), Table 4 prints them for its 49
+games (common/tools/atari_scores.csv). Each paper's scores are in <paper>_tf/paper_scores.csv:
+PAAC from Clemente, Castejón and Chandra (2017), Table 1; GA3C from Babaeizadeh et al. (2017),
+Table 3; fast DQN from Daley & Amato (2021), Table 4. Stooke & Abbeel (2018) print no per-game
+scores, so accel_tf has no file. Games are ale_py ROM ids ('breakout', 'ms_pacman').
+"""
+import csv
+import difflib
+import functools
+import math
+import os
+
+from common.run import app
+
+ATARI_SCORES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'atari_scores.csv')
+PAPER_SCORES_FILE = 'paper_scores.csv'
+
+
+def _read_csv(path):
+    """The rows of a CSV file as dicts keyed by its header."""
+    with open(path, newline='', encoding='utf-8') as f:
+        return list(csv.DictReader(f))
+
+
+@functools.lru_cache(maxsize=None)
+def _atari_scores():
+    """{game: (random, human)} from atari_scores.csv, read once."""
+    return {row['game']: (float(row['random']), float(row['human']))
+            for row in _read_csv(ATARI_SCORES_FILE)}
+
+
+def known_games():
+    """Sorted ROM ids of the games that have random and human scores."""
+    return sorted(_atari_scores())
+
+
+def random_and_human(game):
+    """(random, human) scores of game; ConfigError naming it (and close ids) when it has none."""
+    scores = _atari_scores()
+    if game not in scores:
+        close = difflib.get_close_matches(str(game), scores, n=3)
+        hint = f"; close matches: {', '.join(close)}" if close else ''
+        raise app.ConfigError(
+            f'game {game!r} has no random/human score in Mnih et al. (2015) as Daley & Amato '
+            f'(2021), Table 4 prints them{hint}')
+    return scores[game]
+
+
+def normalized(score, game):
+    """Human-normalized score in percent: 100 * (score - random) / (human - random)."""
+    random, human = random_and_human(game)
+    return 100.0 * (score - random) / (human - random)
+
+
+def paper_scores(paper):
+    """The scores paper ('paac', 'ga3c', 'dqn') prints, as dicts (game, setting, score, std: float
+    or nan, env_steps: int or None, source) from <paper>_tf/paper_scores.csv; [] without one."""
+    path = os.path.join(app.PROJECT_ROOT, f'{paper}_tf', PAPER_SCORES_FILE)
+    if not os.path.isfile(path):
+        return []
+    return [{'game': row['game'], 'setting': row['setting'], 'score': float(row['score']),
+             'std': float(row['std']) if row['std'] else math.nan,
+             'env_steps': int(row['env_steps']) if row['env_steps'] else None,
+             'source': row['source']}
+            for row in _read_csv(path)]
+
+
+def _number(value):
+    """A score as a short text: 470.1, 18, 100523.3 (no exponent, no trailing zeros)."""
+    return f'{value:.10g}'
+
+
+def paper_score_text(paper, game):
+    """The paper's scores for game in one line, e.g. '470.1 (archnips), 565.3 (archnature)' or
+    '373.4 +- 95.1 (fast_dqn)'; '' when it prints none."""
+    parts = []
+    for row in paper_scores(paper):
+        if row['game'] == game:
+            spread = '' if math.isnan(row['std']) else f" +- {_number(row['std'])}"
+            parts.append(f"{_number(row['score'])}{spread} ({row['setting']})")
+    return ', '.join(parts)

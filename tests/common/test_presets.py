@@ -1,0 +1,61 @@
+"""Every paper preset names its paper and runs any game by binding the game alone: each builds,
+on each game of the suites this project runs, the game's own environment."""
+import os
+
+import numpy as np
+import pytest
+
+from common.envs import atari
+from common.run import app
+from common.tools import presets
+
+# (preset, the paper that owns it)
+PRESETS = [('gin/paac/pong.gin', 'paac'), ('gin/paac/original_code.gin', 'paac'),
+           ('gin/ga3c/pong.gin', 'ga3c'), ('gin/ga3c/paper.gin', 'ga3c'),
+           ('gin/dqn/pong.gin', 'dqn'), ('gin/dqn/paper.gin', 'dqn'),
+           ('gin/fast/pong.gin', 'accel')] + [
+    (f'gin/accel/{name}', 'accel') for name in sorted(os.listdir(
+        os.path.join(app.PROJECT_ROOT, 'gin', 'accel'))) if name.endswith('_pong.gin')]
+GAMES = ('breakout', 'seaquest', 'qbert', 'space_invaders')
+_BUILT = set()  # environment configs already stepped (many presets share one)
+
+
+def _path(preset):
+    return os.path.join(app.PROJECT_ROOT, preset)
+
+
+@pytest.mark.parametrize('preset, paper', PRESETS)
+def test_each_preset_names_its_paper_and_builds_every_suite_game(preset, paper):
+    found, main = presets.paper_of([_path(preset)], [])
+    assert found == paper
+    pong = presets.configure_game(main, [_path(preset)], [], 'pong').env_config
+    for game in GAMES:
+        env_config = presets.configure_game(main, [_path(preset)], [], game).env_config
+        assert env_config.game == game
+        # Nothing else of the preset depends on the game.
+        assert {**vars(env_config), 'game': 'pong'} == vars(pong)
+        if repr(env_config) in _BUILT:
+            continue
+        _BUILT.add(repr(env_config))
+        env = atari.AtariEnv(env_config, seed=0)
+        observation = env.reset()
+        assert observation.shape == tuple(env_config.observation_shape)
+        assert env_config.num_actions() == len(atari.action_set(game, False))
+        for action in range(env_config.num_actions()):
+            observation, reward, _, _ = env.step(action)
+        assert observation.dtype == np.uint8 and np.isfinite(reward)
+        env.close()
+
+
+def test_a_preset_of_no_paper_and_a_gym_preset_are_refused(tmp_path):
+    empty = tmp_path / 'empty.gin'
+    empty.write_text("AtariConfig.game = 'pong'\n")
+    with pytest.raises(app.ConfigError, match='configures none of the papers'):
+        presets.paper_of([str(empty)], [])
+    name, main = presets.paper_of([_path('gin/paac/pong.gin')], [])
+    gym = ['PAACConfig.env_config = @GymConfig()', "GymConfig.env_id = 'CartPole-v1'"]
+    with pytest.raises(app.ConfigError, match="'CartPole-v1', not an Atari game"):
+        presets.configure_game(main, [_path('gin/paac/pong.gin')], gym, 'breakout')
+    with pytest.raises(app.ConfigError, match='breakuot'):
+        presets.configure_game(main, [_path('gin/paac/pong.gin')], [], 'breakuot')
+    assert name == 'paac'
