@@ -27,14 +27,6 @@ from common.tools import run_files
 COLUMNS = ('run', 'paper', 'game', 'env_steps', 'frames', 'hours', 'own_hours', 'episodes',
            'score_mean_100', 'best_score_mean_100', 'steps_per_sec', 'eval_score_mean',
            'eval_env_steps')
-flags.DEFINE_string('csv', None, 'Also write the table here.')
-flags.DEFINE_string('plot', None, 'Also draw score_vs_frames.png, score_vs_hours.png and '
-                                  'steps_per_sec.png (one line per run) into this directory; with '
-                                  'several games, per game: score_vs_hours-breakout.png, ...')
-flags.DEFINE_list('thresholds', None, 'Also print, per run, the env steps and hours (wall '
-                  'clock, and the own clock: held or starved time left out) at which the '
-                  '100-episode mean first reached each of these scores, e.g. -15,0,18 (the '
-                  'same scores for every game).')
 
 
 def group_by_game(run_dirs):
@@ -168,5 +160,19 @@ def main(run_dirs):
     return 2 if failures else 0
 
 
+def define_flags():
+    """--csv, --plot and --thresholds, defined when this runs as the command (importing it, as
+    common.results and common.sweep do, defines none)."""
+    flags.DEFINE_string('csv', None, 'Also write the table here.')
+    flags.DEFINE_string('plot', None, 'Also draw score_vs_frames.png, score_vs_hours.png and '
+                        'steps_per_sec.png (one line per run) into this directory; with several '
+                        'games, per game: score_vs_hours-breakout.png, ...')
+    flags.DEFINE_list('thresholds', None, 'Also print, per run, the env steps and hours (wall '
+                      'clock, and the own clock: held or starved time left out) at which the '
+                      '100-episode mean first reached each of these scores, e.g. -15,0,18 (the '
+                      'same scores for every game).')
+
+
 if __name__ == '__main__':
+    define_flags()
     app.run(main, takes_args=True)

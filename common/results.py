@@ -20,6 +20,7 @@ import sys
 
 from absl import flags
 
+from common import compare
 from common.run import app
 from common.tools import reference_scores
 from common.tools import reproduce
@@ -56,7 +57,6 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR):
             shutil.copyfile(source, os.path.join(target, file_name))
             written.append(os.path.join(target, file_name))
     written += publish_policy(run_dir, target)
-    from common import compare  # pylint: disable=import-outside-toplevel  (absl flags)
     from common.tools import plots  # pylint: disable=import-outside-toplevel  (matplotlib)
     written += plots.plot_runs([plots.load_run(target, run_files.run_label(target))], target,
                                title=f'{run_files.read_game(target)}: {name}')
@@ -90,9 +90,6 @@ def publish_policy(run_dir, target):
     return checkpoint_lib.write_policy_weights(target, policy.network, source)
 
 
-# The scores whose time to reach the summary tabulates, per game; any other game gets its human
-# score (Mnih et al. 2015, common/tools/reference_scores.py).
-THRESHOLDS = {'pong': (-15.0, 0.0, 18.0), 'breakout': (30.0, 100.0, 300.0)}
 TABLE_START = '<!-- time to score: written by python -m common.results, do not edit -->'
 TABLE_END = '<!-- end of time to score -->'
 
@@ -102,23 +99,11 @@ def summary_path(results_dir):
     return os.path.normpath(results_dir) + '.md'
 
 
-def game_thresholds(game, thresholds=THRESHOLDS):
-    """thresholds[game], else the game's human score alone, else () for a game with none (a
-    gymnasium id)."""
-    if game in thresholds:
-        return tuple(thresholds[game])
-    try:
-        return (reference_scores.random_and_human(game)[1],)
-    except app.ConfigError:
-        return ()
-
-
-def write_summary(published, results_dir, thresholds=THRESHOLDS):
+def write_summary(published, results_dir, thresholds=reference_scores.THRESHOLDS):
     """Rewrites the time-to-score tables (every published run's env steps and hours, on the wall
     clock and the own clock of common/tools/run_clock.py, to each of its game's scores; a
     '### game' subsection per game, Pong first) between the markers in summary_path(results_dir),
     adding the section if the file has none; the rest is kept."""
-    from common import compare  # pylint: disable=import-outside-toplevel  (absl flags)
     block = [
         TABLE_START,
         '',
@@ -126,16 +111,16 @@ def write_summary(published, results_dir, thresholds=THRESHOLDS):
         'was held or starved of CPU, `common/tools/run_clock.py`) at which the 100-episode '
         "training mean first reached each score. 'unrecorded h': hours logged before the load "
         "columns existed, where holds and starvation cannot be told. The scores are per game "
-        '(`THRESHOLDS` in `common/results.py`); a game not there has its human score alone '
-        '(Mnih et al. 2015).',
+        '(`THRESHOLDS` in `common/tools/reference_scores.py`); a game not there has its human '
+        'score alone (Mnih et al. 2015).',
         '',
     ]
     for game, paths in compare.group_by_game(published).items():
         block += [f'### {game}', '']
-        scores = game_thresholds(game, thresholds)
+        scores = reference_scores.thresholds_of(game, thresholds)
         if not scores:
-            block += ['No scores to time: no thresholds for this game in `common/results.py` '
-                      'and no human score in `common/tools/reference_scores.py`.', '']
+            block += ['No scores to time: no thresholds and no human score for this game in '
+                      '`common/tools/reference_scores.py`.', '']
             continue
         table = compare.time_to_score_rows(paths, scores)
         block += ['| ' + ' | '.join(table[0]) + ' |', '|' + '---|' * len(table[0])]

@@ -15,17 +15,14 @@ game, a budget of 0 or another paper's preset is refused in one line before anyt
 from common.run import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
-import ctypes
 import os
-import signal
-import subprocess
 import sys
 
 from absl import flags
 
 from common.run import app
 from common.run import file_writes
-from common.run import registry
+from common.tools import child_runs
 from common.tools import presets
 from common.tools import reference_scores
 from common.tools import suite_table
@@ -44,7 +41,6 @@ flags.DEFINE_integer('eval_episodes', 30, 'Episodes of the final evaluation of e
 flags.DEFINE_integer('eval_max_steps', 18000, 'Step cap of each evaluation episode.')
 
 SUITE_FILE = 'suite.json'
-_PR_SET_PDEATHSIG = 1
 
 
 def check_flags():
@@ -79,68 +75,6 @@ def plan(games):
     return paper, FLAGS.suite_dir or os.path.join('runs', f'suite-{paper}-{stem}'), configs
 
 
-def open_record(suite_dir, paper):
-    """suite.json of suite_dir (created for a new suite); ConfigError when it holds a suite of
-    another preset, whose games this command would mix with its own."""
-    path = os.path.join(suite_dir, SUITE_FILE)
-    preset = {'paper': paper, 'gin_files': list(FLAGS.gin_file),
-              'gin_bindings': list(FLAGS.gin_bindings)}
-    record = app.read_json(path)
-    if record is None:
-        os.makedirs(suite_dir, exist_ok=True)
-        record = {**preset, 'games': {}}
-        file_writes.write_json(path, record)
-    elif {key: record.get(key) for key in preset} != preset:
-        raise app.ConfigError(f'--suite_dir={suite_dir} holds a suite of {record.get("paper")} '
-                              f'{record.get("gin_files")} {record.get("gin_bindings")}; give '
-                              'the same preset and bindings, or another --suite_dir')
-    record.setdefault('games', {})
-    return record, path
-
-
-def checkpoint_steps(run_dir):
-    """Env steps of run_dir's newest checkpoint on disk (0 if none)."""
-    from common.run import checkpoint  # pylint: disable=import-outside-toplevel (TensorFlow)
-    newest = checkpoint.on_disk(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR))
-    return int(os.path.basename(newest[0]).split('-')[1]) if newest else 0
-
-
-# Looked up before any fork: the child only calls it (no library loading between fork and exec).
-_PRCTL = ctypes.CDLL(None, use_errno=True).prctl
-
-
-def _die_with_parent():
-    """In the child: SIGTERM (a checkpoint, then its end) if the suite's process dies."""
-    _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
-
-
-def train(paper, game, run_dir, tag):
-    """Trains game to --steps in its own process, its output prefixed with tag; the child's
-    exit status. Ctrl-C or SIGTERM here reaches the child once (it saves a checkpoint)."""
-    command = [sys.executable, '-m', f'{paper}{registry.SUFFIX}.main']
-    command += [f'--gin_file={path}' for path in FLAGS.gin_file]
-    command += [f'--gin_bindings={binding}' for binding in FLAGS.gin_bindings]
-    command += [f'--gin_bindings={presets.game_binding(game)}', f'--stop_at_steps={FLAGS.steps}',
-                f'--run_dir={run_dir}']
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             bufsize=1, env={**os.environ, 'PYTHONUNBUFFERED': '1'},
-                             start_new_session=True, preexec_fn=_die_with_parent)
-    interrupted = False
-    while True:
-        try:
-            for line in child.stdout:
-                print(f'{tag} {line}', end='', flush=True)
-            break
-        except KeyboardInterrupt:  # app.run's handler: the first Ctrl-C or SIGTERM
-            if not interrupted:
-                interrupted = True
-                child.send_signal(signal.SIGINT)
-    status = child.wait()
-    if interrupted:
-        raise KeyboardInterrupt
-    return status
-
-
 def evaluate_game(run_dir):
     """The evaluation protocol on run_dir's final policy, appended to its eval.csv; the row."""
     from common import evaluate  # pylint: disable=import-outside-toplevel (TensorFlow)
@@ -152,7 +86,10 @@ def evaluate_game(run_dir):
 def main():
     games = check_flags()
     paper, suite_dir, configs = plan(games)
-    record, record_path = open_record(suite_dir, paper)
+    record, record_path = child_runs.open_record(
+        suite_dir, SUITE_FILE, {'paper': paper, 'gin_files': list(FLAGS.gin_file),
+                                'gin_bindings': list(FLAGS.gin_bindings)}, '--suite_dir')
+    record.setdefault('games', {})
     bindings = ''.join(f'\n- `{binding}`' for binding in FLAGS.gin_bindings)
     heading = (f'# Suite: {paper}, {FLAGS.steps:,} steps per game\n\n'
                f'Preset: {", ".join(f"`{path}`" for path in FLAGS.gin_file)}'
@@ -163,7 +100,7 @@ def main():
         tag, run_dir = f'[{index}/{len(games)} {game}]', os.path.join(suite_dir, game)
         target = min(FLAGS.steps, configs[game].total_steps)
         done = record['games'].get(game, {}).get('evaluation')
-        steps = checkpoint_steps(run_dir)
+        steps = child_runs.checkpoint_steps(run_dir)
         if done and steps >= target and int(done['env_steps']) == steps:
             print(f'{tag} done: {steps:,} steps, evaluated {float(done["score_mean"]):.1f}; '
                   'skipped', flush=True)
@@ -172,12 +109,15 @@ def main():
             print(f'{tag} game {index} of {len(games)}: training to {target:,} steps in '
                   f'{run_dir}' + (f' (resuming at {steps:,})' if steps else ''), flush=True)
             try:
-                status = train(paper, game, run_dir, tag)
+                status = child_runs.train(
+                    paper, FLAGS.gin_file,
+                    list(FLAGS.gin_bindings) + [presets.game_binding(game)], run_dir,
+                    FLAGS.steps, tag)
             except KeyboardInterrupt:
                 print(f'{tag} interrupted in game {index} of {len(games)} ({game}; its '
                       'checkpoint saved): rerun the same command to resume', file=sys.stderr)
                 raise
-            steps = checkpoint_steps(run_dir)
+            steps = child_runs.checkpoint_steps(run_dir)
             if status != 0 or steps < target:
                 raise app.RunError(
                     f'{game} (game {index} of {len(games)}) ended with exit status {status} at '

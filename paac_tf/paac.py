@@ -42,6 +42,9 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     network: str = 'nips'              # archnips; 'nature' for archnature
     initializer: str = 'fan_in_uniform'  # the code's U(+-1/sqrt(fan_in)); 'glorot_uniform': Keras
     learning_rate: float = 0.0224      # 0.0007 * ne
+    # Section 5.2's rule for other ne: alpha = learning_rate_per_env * ne (0.0007 there); when
+    # set, it replaces learning_rate (None: learning_rate as bound).
+    learning_rate_per_env: Optional[float] = None
     final_learning_rate: float = 0.0   # annealed linearly ...
     anneal_steps: Optional[int] = None  # ... over this many agent steps (None: total_steps)
     entropy_coef: float = 0.01         # beta
@@ -76,6 +79,9 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         self.require_non_negative(('final_learning_rate', 'clip_norm', 'entropy_coef',
                                    'value_loss_coef'))
         self.require_positive(('loss_scale',))
+        require(self.learning_rate_per_env is None or self.learning_rate_per_env > 0,
+                f'PAACConfig.learning_rate_per_env must be > 0 or None, got '
+                f'{self.learning_rate_per_env}')
         if self.distribute is not None:
             self.distribute.validate(self.num_envs, self.owner)
         config_lib.require_sampler_groups(self.owner, self.sampler, self.num_workers,
@@ -91,6 +97,13 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     def steps_per_update(self):
         return self.num_envs * self.t_max
 
+    @property
+    def initial_learning_rate(self):
+        """alpha: learning_rate, or learning_rate_per_env * ne where that is set (section 5.2)."""
+        if self.learning_rate_per_env is None:
+            return self.learning_rate
+        return self.learning_rate_per_env * self.num_envs
+
 
 def build_learner(config, strategy=None):
     """The actor-critic learner with PAAC's network, RMSProp schedule and loss; under strategy's
@@ -101,7 +114,7 @@ def build_learner(config, strategy=None):
     model = networks.actor_critic_for(config.env_config, config.network, config.initializer,
                                       config.seed)
     optimizer = optim.rmsprop_of(config, optim.EnvStepSchedule(optim.LinearSchedule(
-        config.learning_rate, config.final_learning_rate,
+        config.initial_learning_rate, config.final_learning_rate,
         config.anneal_steps or config.total_steps)))
     settings = actor_critic.LossSettings(
         gamma=config.gamma, entropy_coef=config.entropy_coef,
@@ -121,7 +134,7 @@ def train(config, run_dir, make_pool):
     strategy = distribute.strategy_of(config.distribute)
     machines = multi_worker.MachineShare.of(strategy).num_machines
     print(f'PAAC: {config.num_envs} environments over {config.num_workers} worker processes, '
-          f'{config.sampler} sampler', flush=True)
+          f'{config.sampler} sampler, learning rate {config.initial_learning_rate:g}', flush=True)
     return on_policy.train(
         config, run_dir, build_learner(config, strategy),
         lambda seed: make_pool(config.env_config, config.num_envs // machines, seed=seed,

@@ -15,6 +15,9 @@ import os
 
 from common.run import app
 
+# The scores whose time to reach is tabulated (common.results, common.sweep), per game; any other
+# game has its human score alone.
+THRESHOLDS = {'pong': (-15.0, 0.0, 18.0), 'breakout': (30.0, 100.0, 300.0)}
 ATARI_SCORES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'atari_scores.csv')
 PAPER_SCORES_FILE = 'paper_scores.csv'
 
@@ -47,6 +50,16 @@ def random_and_human(game):
             f'game {game!r} has no random/human score in Mnih et al. (2015) as Daley & Amato '
             f'(2021), Table 4 prints them{hint}')
     return scores[game]
+
+
+def thresholds_of(game, thresholds=THRESHOLDS):
+    """thresholds[game], else the game's human score alone, else () (a gymnasium id)."""
+    if game in thresholds:
+        return tuple(thresholds[game])
+    try:
+        return (random_and_human(game)[1],)
+    except app.ConfigError:
+        return ()
 
 
 def normalized(score, game):

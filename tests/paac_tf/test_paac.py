@@ -60,6 +60,22 @@ def test_train_step_anneals_learning_rate_and_changes_weights():
     assert learner.train_on_rollout.experimental_get_tracing_count() == 1
 
 
+def test_section_5_2_learning_rate_per_environment_scales_alpha_with_ne():
+    """alpha = 0.0007 * ne (section 5.2) when learning_rate_per_env is set; else learning_rate."""
+    assert _cartpole_config(num_envs=8).initial_learning_rate == 0.01
+    for num_envs in (4, 16):
+        config = _cartpole_config(num_envs=num_envs, learning_rate_per_env=0.0007,
+                                  total_steps=10 ** 9)
+        learner = paac.build_learner(config)
+        learner.set_env_steps(0)
+        rollout = (np.zeros((6, num_envs, 4), np.float32), np.zeros((5, num_envs), np.int32),
+                   np.zeros((5, num_envs), np.float32), np.zeros((5, num_envs), np.float32))
+        rate = float(learner.train_on_rollout(*rollout)['learning_rate'].numpy())
+        assert rate == pytest.approx(0.0007 * num_envs, rel=1e-5)
+    with pytest.raises(Exception, match='learning_rate_per_env must be > 0'):
+        _cartpole_config(learning_rate_per_env=0.0)
+
+
 def _original_code_update(model, observations, actions, rewards, terminals, learning_rate,
                           entropy_coef, clip_norm, gamma):
     """alfredvc/paac's update written out independently of the learner: n-step returns in

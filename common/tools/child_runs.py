@@ -1,0 +1,78 @@
+"""Runs of a preset, one after another, each in its own process: what the suite (games) and the
+sweep (grid points) commands share. A run is an ordinary run directory trained by its paper's
+entry point to a step budget (`--stop_at_steps`), its output prefixed with a tag naming it and
+its place; a directory's newest checkpoint tells how far it got, so a rerun resumes it.
+"""
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+
+from common.run import app
+from common.run import file_writes
+from common.run import registry
+
+__all__ = ('checkpoint_steps', 'open_record', 'train')
+
+_PR_SET_PDEATHSIG = 1
+# Looked up before any fork: the child only calls it (no library loading between fork and exec).
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl
+
+
+def checkpoint_steps(run_dir):
+    """Env steps of run_dir's newest checkpoint on disk (0 if none)."""
+    from common.run import checkpoint  # pylint: disable=import-outside-toplevel (TensorFlow)
+    newest = checkpoint.on_disk(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR))
+    return int(os.path.basename(newest[0]).split('-')[1]) if newest else 0
+
+
+def open_record(directory, file_name, identity, flag):
+    """The JSON record (file_name) of a directory of runs, created with identity (the paper,
+    preset and bindings, ...) for a new one; ConfigError naming flag when it holds runs of
+    another identity, which this command would mix with its own."""
+    path = os.path.join(directory, file_name)
+    record = app.read_json(path)
+    if record is None:
+        os.makedirs(directory, exist_ok=True)
+        record = dict(identity)
+        file_writes.write_json(path, record)
+    elif {key: record.get(key) for key in identity} != identity:
+        differences = '; '.join(f'{key}: {record.get(key)!r} there, {value!r} here'
+                                for key, value in identity.items() if record.get(key) != value)
+        raise app.ConfigError(f'{flag}={directory} holds runs of another command '
+                              f'({differences}): give the same command, or another {flag}')
+    return record, path
+
+
+def _die_with_parent():
+    """In the child: SIGTERM (a checkpoint, then its end) if the parent's process dies."""
+    _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+
+
+def train(paper, gin_files, gin_bindings, run_dir, steps, tag):
+    """Trains run_dir to steps env steps with paper's entry point in a process of its own (its
+    own session, so a Ctrl-C reaches it once, through here), each output line prefixed with tag;
+    returns its exit status. KeyboardInterrupt (app.run's Ctrl-C or SIGTERM) is passed to the
+    child, which saves a checkpoint, and raised again once it has ended."""
+    command = [sys.executable, '-m', f'{paper}{registry.SUFFIX}.main']
+    command += [f'--gin_file={path}' for path in gin_files]
+    command += [f'--gin_bindings={binding}' for binding in gin_bindings]
+    command += [f'--stop_at_steps={steps}', f'--run_dir={run_dir}']
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             bufsize=1, env={**os.environ, 'PYTHONUNBUFFERED': '1'},
+                             start_new_session=True, preexec_fn=_die_with_parent)
+    interrupted = False
+    while True:
+        try:
+            for line in child.stdout:
+                print(f'{tag} {line}', end='', flush=True)
+            break
+        except KeyboardInterrupt:
+            if not interrupted:
+                interrupted = True
+                child.send_signal(signal.SIGINT)
+    status = child.wait()
+    if interrupted:
+        raise KeyboardInterrupt
+    return status
