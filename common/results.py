@@ -29,18 +29,31 @@ from common.tools import run_files
 RUN_FILES = (app.INVOCATION_FILE, app.RUN_FILE, app.OPERATIVE_CONFIG_FILE, 'metrics.csv',
              'episodes.csv', 'eval.csv')
 DEFAULT_RESULTS_DIR = os.path.join('docs', 'results')
+# In a published run without a policy (--without_policy): why it has none.
+NO_POLICY_FILE = 'NO_POLICY.txt'
 
 flags.DEFINE_string('results_dir', DEFAULT_RESULTS_DIR, 'Where published runs live.')
+flags.DEFINE_boolean('without_policy', False, 'Publish a run that has no checkpoint to take '
+                     f'its policy from (its curves alone), marked so by {NO_POLICY_FILE}.')
 
 
-def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR):
+def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR, without_policy=False):
     """Copies run_dir's run files to results_dir/name and redraws the figures; returns the
-    paths written."""
+    paths written. ConfigError, before anything is written, for a run still training (its
+    files are half written) and, unless without_policy, for one with no checkpoint."""
     run_files.read_paper(run_dir)  # a run directory, readable, or ConfigError
     if not os.path.isfile(os.path.join(run_dir, 'metrics.csv')):
         raise app.ConfigError(f'{run_dir!r} has no metrics.csv yet: nothing to publish')
     app.require(name and os.sep not in name and not name.startswith('.'),
                 f'NAME={name!r} must be a plain directory name, e.g. paac-pong')
+    from common.run import run_lock  # pylint: disable=import-outside-toplevel
+    holder = run_lock.live_holder(run_dir)
+    app.require(holder is None, f'{run_dir} is still training ({holder}): publish it once that '
+                'run has stopped (its files are half written until then)')
+    no_policy = _no_policy_reason(run_dir)
+    app.require(no_policy is None or without_policy,
+                f'{run_dir} has no checkpoint to take a policy from ({no_policy}); '
+                '--without_policy publishes its curves alone, marked so')
     changed = reproduce.differences(run_dir)
     if changed:
         print(f'warning: the command recorded in {run_dir} no longer configures what the run '
@@ -56,7 +69,17 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR):
         if os.path.isfile(source):
             shutil.copyfile(source, os.path.join(target, file_name))
             written.append(os.path.join(target, file_name))
-    written += publish_policy(run_dir, target)
+    marker = os.path.join(target, NO_POLICY_FILE)
+    if os.path.isfile(marker):
+        os.remove(marker)
+    if no_policy is None:
+        written += publish_policy(run_dir, target)
+    else:
+        from common.run import checkpoint as checkpoint_lib  # pylint: disable=C0415
+        checkpoint_lib.remove_partial(os.path.join(target, checkpoint_lib.POLICY_WEIGHTS))
+        with open(marker, 'w') as f:
+            f.write(f'Published with --without_policy: {no_policy}\n')
+        written.append(marker)
     from common.tools import plots  # pylint: disable=import-outside-toplevel  (matplotlib)
     written += plots.plot_runs([plots.load_run(target, run_files.run_label(target))], target,
                                title=f'{run_files.read_game(target)}: {name}')
@@ -73,18 +96,24 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR):
     return written
 
 
+def _no_policy_reason(run_dir):
+    """Why run_dir has no policy to publish (no readable checkpoint, no published weights), or
+    None when it has one."""
+    from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
+    try:
+        checkpoint_lib.policy_source(run_dir)
+    except checkpoint_lib.CheckpointError as error:
+        return str(error)
+    return None
+
+
 def publish_policy(run_dir, target):
     """Writes the policy of run_dir's newest readable checkpoint (or of its published weights)
-    as target's policy weights, through its paper's loading; returns the paths written. A run
-    with no usable checkpoint is published without (a warning says why), and any weights an
-    earlier publication left in target go: they would not be this run's."""
+    as target's policy weights, through its paper's loading; returns the paths written. Any
+    weights an earlier publication left in target go first: they would not be this run's."""
     from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
     checkpoint_lib.remove_partial(os.path.join(target, checkpoint_lib.POLICY_WEIGHTS))
-    try:
-        source, _ = checkpoint_lib.policy_source(run_dir)
-    except checkpoint_lib.CheckpointError as error:
-        print(f'warning: published without policy weights: {error}', file=sys.stderr)
-        return []
+    source, _ = checkpoint_lib.policy_source(run_dir)
     from common import evaluate  # pylint: disable=import-outside-toplevel  (TensorFlow)
     _, policy, _ = evaluate.load_policy(run_dir, greedy=True)
     return checkpoint_lib.write_policy_weights(target, policy.network, source)
@@ -147,7 +176,8 @@ def write_summary(published, results_dir, thresholds=reference_scores.THRESHOLDS
 def main(args):
     if len(args) != 2:
         app.fail('usage: python -m common.results RUN_DIR NAME [--results_dir DIR]')
-    for path in publish(args[0], args[1], flags.FLAGS.results_dir):
+    for path in publish(args[0], args[1], flags.FLAGS.results_dir,
+                        flags.FLAGS.without_policy):
         print(f'wrote {path}')
     return 0
 

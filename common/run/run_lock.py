@@ -59,6 +59,26 @@ def acquire(run_dir):
     return None
 
 
+def live_holder(run_dir):
+    """'pid N on HOST since T' of a live process holding run_dir's lock, None if none does (the
+    directory has no lock file, or its holder has ended). Takes and drops a shared lock: it
+    never blocks and leaves the file as it was."""
+    if os.path.realpath(run_dir) in _held:
+        return None  # this process holds it
+    path = os.path.join(run_dir, LOCK_FILE)
+    try:
+        lock_file = open(path)  # pylint: disable=consider-using-with
+    except OSError:
+        return None
+    with lock_file:
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _describe(_read(lock_file))
+        fcntl.flock(lock_file, fcntl.LOCK_UN)
+    return None
+
+
 def release(run_dir):
     """Drops this process's lock on run_dir and clears the holder it names (a process that is
     killed drops the lock too, but leaves its name for the next run to report)."""

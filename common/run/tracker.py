@@ -74,9 +74,11 @@ class RunTracker:
         self._weights_checked_for = None  # the due checkpoint interval_due() checked for
         self.episode_stats = metrics.EpisodeStats()
         self.adopt_counters()
-        self.superseded_rows = {}  # file name -> rows past the restored step, set aside
+        # file name -> rows past the restored step, set aside; with no checkpoint, every row
+        # (of sessions that ended before their first checkpoint): this one starts at step 0.
+        self.superseded_rows = superseded.set_aside_rows_after(
+            run_dir, self.env_steps if self.restored_from else -1)
         if self.restored_from:
-            self.superseded_rows = superseded.set_aside_rows_after(run_dir, self.env_steps)
             self._reload_recent_scores()
         logger_kwargs = {} if stream is None else {'stream': stream}
         self.logger = metrics.RunLogger(run_dir, extra_columns, total_steps, **logger_kwargs)
@@ -252,6 +254,11 @@ def run_training(tracker, open_runner, loop, resume_note='', session_end=None):
             for name, count in tracker.superseded_rows.items():
                 print(f'{count:,} rows of {name} past step {tracker.env_steps:,} (logged after '
                       f'that checkpoint) moved to {superseded.superseded_path(name)}')
+        elif tracker.superseded_rows:
+            moved = ', '.join(f'{count:,} rows of {name} to {superseded.superseded_path(name)}'
+                              for name, count in tracker.superseded_rows.items())
+            print(f'no checkpoint in {tracker.run_dir}: starting at step 0; what sessions before '
+                  f'logged without saving one moved aside ({moved})')
         if tracker.done:
             print(f'run already complete: {tracker.env_steps:,} >= total_steps '
                   f'{tracker.total_steps:,}')

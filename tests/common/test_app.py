@@ -18,6 +18,28 @@ def _toy(size=1, name='a'):
     return size, name
 
 
+def test_a_gin_include_loop_or_too_deep_a_nest_is_one_line(tmp_path):
+    (tmp_path / 'a.gin').write_text(f"include '{tmp_path / 'b.gin'}'\n")
+    (tmp_path / 'b.gin').write_text(f"include '{tmp_path / 'c.gin'}'\n")
+    (tmp_path / 'c.gin').write_text(f"include '{tmp_path / 'b.gin'}'\n")
+    with pytest.raises(app.ConfigError) as raised:
+        app.parse_gin([str(tmp_path / 'a.gin')], [])
+    assert str(raised.value) == (f'gin include loop: {tmp_path / "b.gin"} includes '
+                                 f'{tmp_path / "c.gin"} includes {tmp_path / "b.gin"}')
+    depth = app.MAX_INCLUDE_DEPTH + 1
+    for index in range(depth):
+        (tmp_path / f'n{index}.gin').write_text(f"include '{tmp_path / f'n{index + 1}.gin'}'\n")
+    (tmp_path / f'n{depth}.gin').write_text('')
+    with pytest.raises(app.ConfigError, match=f'nest deeper than {app.MAX_INCLUDE_DEPTH} files'):
+        app.parse_gin([str(tmp_path / 'n0.gin')], [])
+    # A nest within the limit, and the same file included twice side by side, parse.
+    (tmp_path / 'shared.gin').write_text('')
+    (tmp_path / 'twice.gin').write_text(f"include '{tmp_path / 'shared.gin'}'\n"
+                                        f"include '{tmp_path / 'shared.gin'}'\n")
+    app.parse_gin([str(tmp_path / f'n{depth - app.MAX_INCLUDE_DEPTH + 1}.gin'),
+                   str(tmp_path / 'twice.gin')], [])
+
+
 def test_missing_gin_file_names_the_path(tmp_path):
     missing = str(tmp_path / 'nope.gin')
     with pytest.raises(app.ConfigError, match='nope.gin'):

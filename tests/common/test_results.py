@@ -33,7 +33,7 @@ def test_publishing_copies_the_run_files_and_draws_each_and_all(tmp_path):
     results_dir = str(tmp_path / 'results')
     for paper in ('paac', 'dqn'):
         _write_run(str(tmp_path / f'run-{paper}'), paper, game='pong')
-        results.publish(str(tmp_path / f'run-{paper}'), f'{paper}-pong', results_dir)
+        results.publish(str(tmp_path / f'run-{paper}'), f'{paper}-pong', results_dir, True)
     published = tmp_path / 'results' / 'paac-pong'
     assert {'invocation.json', 'metrics.csv', 'score_vs_frames.png', 'score_vs_hours.png',
             'steps_per_sec.png'} <= set(os.listdir(published))
@@ -47,7 +47,7 @@ def test_publishing_copies_the_run_files_and_draws_each_and_all(tmp_path):
     # The summary of every published run's time to score, a markdown table in results.md
     # beside the results folder, between markers that keep the prose around it.
     (tmp_path / 'results.md').write_text('# Runs\n\nprose kept\n')
-    results.publish(str(tmp_path / 'run-paac'), 'paac-pong', results_dir)
+    results.publish(str(tmp_path / 'run-paac'), 'paac-pong', results_dir, True)
     summary = (tmp_path / 'results.md').read_text().splitlines()
     assert summary.count(results.TABLE_START) == 1  # rewritten in place, not appended twice
     table = [line for line in summary if line.startswith('| ')]
@@ -58,7 +58,7 @@ def test_publishing_copies_the_run_files_and_draws_each_and_all(tmp_path):
     assert [line for line in summary if line.startswith('#')] == [
         '# Runs', '## Time to score', '### pong']
     # Republishing under the same name replaces the copy, not adds one.
-    results.publish(str(tmp_path / 'run-paac'), 'paac-pong', results_dir)
+    results.publish(str(tmp_path / 'run-paac'), 'paac-pong', results_dir, True)
     assert sorted(entry for entry in os.listdir(results_dir) if '.' not in entry) == [
         'dqn-pong', 'paac-pong']
 
@@ -77,7 +77,8 @@ def test_publishing_runs_of_two_games_draws_and_tabulates_each_game_apart(tmp_pa
             ('dqn', 'pong', (-21.0, -20.0)))
     for paper, game, scores in runs:
         _write_run(str(tmp_path / f'{paper}-{game}'), paper, game, scores)
-        results.publish(str(tmp_path / f'{paper}-{game}'), f'{paper}-{game}', str(results_dir))
+        results.publish(str(tmp_path / f'{paper}-{game}'), f'{paper}-{game}', str(results_dir),
+                        True)
     assert sorted(name for name in os.listdir(results_dir) if name.endswith('.png')) == sorted(
         f'{figure}-{game}.png' for figure in ('score_vs_frames', 'score_vs_hours', 'steps_per_sec')
         for game in ('pong', 'breakout'))  # and the unsuffixed all-games figures are gone
@@ -120,6 +121,27 @@ def test_a_bad_name_is_refused(tmp_path, name):
     _write_run(str(tmp_path / 'run'), 'paac')
     with pytest.raises(app.ConfigError, match='plain directory name'):
         results.publish(str(tmp_path / 'run'), name, str(tmp_path / 'results'))
+
+
+def test_a_run_still_training_is_refused_until_its_holder_ends(tmp_path):
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import sys  # pylint: disable=import-outside-toplevel
+    _write_run(str(tmp_path / 'run'), 'paac', game='pong')
+    holder = subprocess.Popen(
+        [sys.executable, '-c', 'import sys, time; from common.run import run_lock; '
+         'run_lock.acquire(sys.argv[1]); print("held", flush=True); time.sleep(60)',
+         str(tmp_path / 'run')], stdout=subprocess.PIPE, text=True,
+        env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT))
+    try:
+        assert holder.stdout.readline().strip() == 'held'
+        with pytest.raises(app.ConfigError, match=rf'run is still training \(pid {holder.pid} '):
+            results.publish(str(tmp_path / 'run'), 'x', str(tmp_path / 'results'), True)
+        assert not (tmp_path / 'results').exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    results.publish(str(tmp_path / 'run'), 'x', str(tmp_path / 'results'), True)
+    assert (tmp_path / 'results' / 'x' / 'metrics.csv').is_file()
 
 
 def test_a_run_without_metrics_is_refused(tmp_path):
@@ -171,10 +193,16 @@ def test_a_published_run_carries_its_policy_that_evaluate_and_watch_read(cartpol
     with pytest.raises(app.ConfigError, match=r"--out='x.txt'; allowed: a file name ending in"):
         evaluate.evaluate_run(str(published), out='x.txt')
     assert {path.name: path.read_bytes() for path in published.iterdir()} == published_files
-    # Republished from a run without checkpoints, it carries none: not the earlier run's.
+    # A run without a readable checkpoint is refused, the published copy untouched; with
+    # --without_policy it is published marked so, and carries no weights: not the earlier run's.
     _write_run(str(tmp_path / 'bare'), 'accel')
-    results.publish(str(tmp_path / 'bare'), 'cartpole', results_dir)
+    with pytest.raises(app.ConfigError, match=r'bare has no checkpoint to take a policy from '
+                       r'\(no readable checkpoint.*--without_policy publishes'):
+        results.publish(str(tmp_path / 'bare'), 'cartpole', results_dir)
+    assert {path.name: path.read_bytes() for path in published.iterdir()} == published_files
+    results.publish(str(tmp_path / 'bare'), 'cartpole', results_dir, without_policy=True)
     assert not any(name.startswith('policy_weights') for name in os.listdir(published))
+    assert 'no readable checkpoint' in (published / results.NO_POLICY_FILE).read_text()
     with pytest.raises(checkpoint_lib.CheckpointError, match='no published policy_weights'):
         evaluate.load_policy(str(published))
 

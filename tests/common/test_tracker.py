@@ -320,6 +320,7 @@ class _FakeTracker:
     def __init__(self, run_dir):
         self.run_dir = str(run_dir)
         self.restored_from = None
+        self.superseded_rows = {}
         self.done = False
         self.env_steps = self.total_steps = 0
         self.stop_reason = None  # no --stop_at_*: check_session_stop() finds none

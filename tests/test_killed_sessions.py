@@ -1,0 +1,82 @@
+"""A session killed before its first checkpoint (SIGKILL of the main process: a crash, the OOM
+killer, a lost machine) never mixes its rows with the next session's, for every paper's entry
+point: the next session starts at step 0 and sets the killed sessions' rows aside as superseded,
+so metrics.csv and episodes.csv hold one history."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from common.run import app
+from common.tools import run_files
+
+CARTPOLE = {
+    'paac': ['PAACConfig.env_config = @GymConfig()', "PAACConfig.network = 'mlp'",
+             'PAACConfig.num_envs = 4', 'PAACConfig.num_workers = 2'],
+    'ga3c': ['GA3CConfig.env_config = @GymConfig()', "GA3CConfig.network = 'mlp'",
+             'GA3CConfig.num_agents = 2', 'GA3CConfig.dynamic_settings = False'],
+    'dqn': ['DQNConfig.env_config = @GymConfig()', "DQNConfig.network = 'mlp'",
+            'DQNConfig.num_samplers = 2', 'DQNConfig.target_period = 100',
+            'DQNConfig.replay_capacity = 1000', 'DQNConfig.prepopulate_steps = 100',
+            'DQNConfig.eval_every_steps = 100000000'],
+    'accel': ['AccelConfig.env_config = @GymConfig()', "AccelConfig.network = 'mlp'",
+              'AccelConfig.envs_per_worker = 2', 'AccelConfig.horizon = 8'],
+}
+CONFIG_CLASS = {'paac': 'PAACConfig', 'ga3c': 'GA3CConfig', 'dqn': 'DQNConfig',
+                'accel': 'AccelConfig'}
+
+
+def _command(paper, total_steps, extra=()):
+    owner = CONFIG_CLASS[paper]
+    bindings = CARTPOLE[paper] + [
+        "GymConfig.env_id = 'CartPole-v1'", f'{owner}.total_steps = {total_steps}',
+        f'{owner}.checkpoint_every_steps = 100000000', f'{owner}.log_every_seconds = 0.05']
+    return ([sys.executable, '-m', f'{paper}_tf.main',
+             f'--gin_file={os.path.join(app.PROJECT_ROOT, "gin", paper, "pong.gin")}'] +
+            [f'--gin_bindings={binding}' for binding in bindings] + ['--run_dir=run'] +
+            list(extra))
+
+
+def _data_rows(path):
+    return len(run_files.read_csv(path)) if os.path.exists(path) else 0
+
+
+@pytest.mark.parametrize('paper', sorted(CARTPOLE))
+def test_sessions_killed_before_their_first_checkpoint_are_set_aside(paper, tmp_path,
+                                                                      process_tree):
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    metrics = tmp_path / 'run' / 'metrics.csv'
+    killed_rows = 0
+    for _ in range(2):
+        before = _data_rows(metrics)
+        process = subprocess.Popen(_command(paper, 10 ** 9), cwd=tmp_path, env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 180
+        while _data_rows(metrics) < before + 2 and time.monotonic() < deadline:
+            assert process.poll() is None, f'{paper} ended before it was killed'
+            time.sleep(0.05)
+        children = process_tree.descendants(process.pid)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=10)
+        assert process_tree.wait_for(lambda: not process_tree.alive(children), 30)
+        assert not os.listdir(tmp_path / 'run' / 'checkpoints') if (
+            tmp_path / 'run' / 'checkpoints').exists() else True
+    # The second session set the first one's rows aside as it started; both sessions' rows
+    # end aside once the clean session starts.
+    killed_rows = _data_rows(metrics) + _data_rows(tmp_path / 'run' / 'metrics.superseded.csv')
+    assert killed_rows >= 4
+    clean = subprocess.run(_command(paper, 10 ** 9, ['--stop_at_steps=64']), cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=240)
+    assert clean.returncode == 0, clean.stderr[-3000:]
+    assert 'no checkpoint in run: starting at step 0' in clean.stdout
+    steps = [int(row['env_steps']) for row in run_files.read_csv(metrics)]
+    # One history: never falling back (GA3C logs rows at step 0 while its agents start).
+    assert steps == sorted(steps) and steps[-1] >= 64 and steps.count(steps[-1]) == 1, steps
+    episodes = [int(row['env_steps']) for row in
+                run_files.read_csv(tmp_path / 'run' / 'episodes.csv')]
+    assert episodes == sorted(episodes)
+    superseded = run_files.read_csv(tmp_path / 'run' / 'metrics.superseded.csv')
+    assert len(superseded) == killed_rows  # the killed sessions' rows, kept aside
