@@ -18,6 +18,7 @@ from common.run import app
 from common.run import config as common_config
 from common.run import devices
 from common.run import entry
+from common.run import memory_check as mem
 from common.scale import distribute
 from common.scale import multi_worker
 from common.units import on_policy
@@ -137,7 +138,33 @@ def compute(config):
         shared_gpu_memory_mb=config.async_learners.shared_gpu_memory_mb)
 
 
-PAPER = entry.Paper('accel', configure, train, model_identity, cluster=True, compute=compute)
+def memory(config):
+    """What a run of the accelerated methods holds (common/run/memory_check.py), per learner
+    (A3C and APPO run num_learners, each a TensorFlow process with its own samplers): worker
+    processes, simulators with their observations, the rollout, and the Q-value family's
+    replay."""
+    learners_ = config.num_learners
+    env = config.env_config
+    frame = mem.observation_bytes(env)
+    processes = learners_ + (learners_ > 1)  # the learners, and the main process beside them
+    needs = [mem.Need(f'TensorFlow processes: {processes}', processes * mem.TF_PROCESS_BYTES,
+                      'AccelConfig.num_learners'),
+             mem.Need(f'{learners_ * config.num_workers} worker processes',
+                      learners_ * config.num_workers * mem.WORKER_PROCESS_BYTES,
+                      'AccelConfig.num_workers'),
+             mem.Need(f'{learners_ * config.num_envs:,} simulators',
+                      learners_ * config.num_envs * (mem.EMULATOR_BYTES + 2 * frame),
+                      'AccelConfig.envs_per_worker'),
+             mem.Need('the rollouts', learners_ * (config.horizon + 1) * config.num_envs * frame,
+                      'AccelConfig.horizon')]
+    if config.q_values is not None:
+        needs.append(mem.replay_need('QValueConfig.replay_capacity',
+                                     config.q_values.replay_capacity, env))
+    return needs
+
+
+PAPER = entry.Paper('accel', configure, train, model_identity, cluster=True, compute=compute,
+                    memory=memory)
 
 if __name__ == '__main__':
     entry.main(PAPER)

@@ -5,6 +5,7 @@ process_setup.configure()
 from common import evaluate
 from common.run import app
 from common.run import entry
+from common.run import memory_check as mem
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
 
@@ -31,8 +32,21 @@ def load_policy(run_dir, greedy=False):
     return config.env_config, policy, env_steps
 
 
+def memory(config):
+    """What a fast DQN run holds (common/run/memory_check.py): its TensorFlow process (the W
+    samplers are threads of it) with W emulators, the replay memory (each frame once) and the
+    staging buffer of a target period's steps."""
+    env = config.env_config
+    return [mem.Need('the TensorFlow process', mem.TF_PROCESS_BYTES),
+            mem.Need(f'{config.num_samplers} emulators', config.num_samplers * (
+                mem.EMULATOR_BYTES + 2 * mem.observation_bytes(env)), 'DQNConfig.num_samplers'),
+            mem.replay_need('DQNConfig.replay_capacity', config.replay_capacity, env),
+            mem.Need('the staging buffer', config.target_period * (
+                mem.frame_bytes(env) + mem.ITEM_BYTES), 'DQNConfig.target_period')]
+
+
 PAPER = entry.Paper(
-    'dqn', configure, dqn.train,
+    'dqn', configure, dqn.train, memory=memory,
     model_identity=lambda config: {'network': config.network, 'dueling': config.dueling,
                                    'torso_kwargs': config.torso_kwargs},
     prepare=lambda config: app.set_intra_op_threads(config.intra_op_threads()))

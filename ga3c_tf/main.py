@@ -9,6 +9,7 @@ process_setup.configure()
 from common.run import app
 from common.run import devices
 from common.run import entry
+from common.run import memory_check as mem
 
 
 def configure(gin_files, gin_bindings):
@@ -40,8 +41,25 @@ def load_policy(run_dir, greedy=False):
         obsolete=config_lib.renamed_bindings('GA3CConfig'))
 
 
+def memory(config):
+    """What a GA3C run holds (common/run/memory_check.py): its TensorFlow process (predictors and
+    trainers are threads of it), the agent processes (as many as the dynamic adjustment may
+    reach; each with TensorFlow in the A3C-CPU baseline) with their emulators, and the
+    training queue's batches."""
+    agents = max(config.num_agents, config.max_agents if config.dynamic_settings else 0)
+    frame = mem.observation_bytes(config.env_config)
+    process = mem.TF_PROCESS_BYTES if config.algorithm == 'a3c_cpu' else \
+        mem.WORKER_PROCESS_BYTES
+    knob = 'GA3CConfig.max_agents' if config.dynamic_settings else 'GA3CConfig.num_agents'
+    return [mem.Need('the TensorFlow process', mem.TF_PROCESS_BYTES),
+            mem.Need(f'{agents} agent processes',
+                     agents * (process + mem.EMULATOR_BYTES + (config.t_max + 1) * frame), knob),
+            mem.Need('the training queue', config.training_queue_size * config.t_max * frame,
+                     'GA3CConfig.training_queue_size')]
+
+
 PAPER = entry.Paper(
-    'ga3c', configure, train,
+    'ga3c', configure, train, memory=memory,
     model_identity=lambda config: {'algorithm': config.algorithm, 'network': config.network,
                                    'torso_kwargs': config.model_kwargs()['torso_kwargs']},
     # The A3C-CPU baseline computes on CPUs only (section 3.2), its agents and main process.

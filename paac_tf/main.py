@@ -7,6 +7,7 @@ from common.envs import pools
 from common.run import app
 from common.run import config as config_lib
 from common.run import entry
+from common.run import memory_check as mem
 from paac_tf import paac
 
 RENAMED = {**config_lib.renamed_bindings('PAACConfig'),
@@ -35,8 +36,22 @@ def train(config, run_dir):
     return paac.train(config, run_dir, make_pool)
 
 
+def memory(config):
+    """What a PAAC run holds (common/run/memory_check.py): the learner's process, nw workers, ne
+    emulators with their observations, and the (t_max + 1) x ne rollout."""
+    frame = mem.observation_bytes(config.env_config)
+    return [mem.Need('the TensorFlow process', mem.TF_PROCESS_BYTES),
+            mem.Need(f'{config.num_workers} worker processes',
+                     config.num_workers * mem.WORKER_PROCESS_BYTES, 'PAACConfig.num_workers'),
+            mem.Need(f'{config.num_envs:,} emulators',
+                     config.num_envs * (mem.EMULATOR_BYTES + 2 * frame), 'PAACConfig.num_envs'),
+            mem.Need('the rollout', (config.t_max + 1) * config.num_envs * frame,
+                     'PAACConfig.num_envs')]
+
+
 PAPER = entry.Paper('paac', configure, train,
-                    model_identity=lambda config: {'network': config.network}, cluster=True)
+                    model_identity=lambda config: {'network': config.network}, cluster=True,
+                    memory=memory)
 
 if __name__ == '__main__':
     entry.main(PAPER)

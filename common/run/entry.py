@@ -12,6 +12,7 @@ from absl import flags
 
 from common.run import app
 from common.run import devices
+from common.run import memory_check
 from common.run import session_stop
 from common.scale import cluster
 
@@ -28,7 +29,9 @@ class Paper:
     prepare(config): process set-up before TensorFlow works (threads), optional;
     cluster: whether it runs over several machines (--cluster, DistributeConfig 'multi_worker');
     compute(config) -> devices.Placement: which processes compute, optional (default: the main
-    process, on the GPUs it sees or the CPU).
+    process, on the GPUs it sees or the CPU);
+    memory(config) -> [memory_check.Need]: what the run will hold, checked against the memory
+    available before anything starts (--skip_memory_check to go on anyway).
     """
     name: str
     configure: Callable
@@ -37,6 +40,7 @@ class Paper:
     prepare: Optional[Callable] = None
     cluster: bool = False
     compute: Optional[Callable] = None
+    memory: Optional[Callable] = None
 
 
 def run(paper):
@@ -44,6 +48,8 @@ def run(paper):
     given."""
     config = paper.configure(FLAGS.gin_file, FLAGS.gin_bindings)
     stop = session_stop.from_flags()
+    if paper.memory is not None:
+        memory_check.check_flags(paper.memory(config))
     if paper.prepare is not None:
         paper.prepare(config)
     # Imported here: a paper's main module is re-imported by its spawned worker processes,
@@ -70,4 +76,5 @@ def main(paper):
     """The entry point: run(paper) under app.run (flags, one-line errors, Ctrl-C)."""
     cluster.define_flags()
     session_stop.define_flags()
+    memory_check.define_flags()
     app.run(lambda: run(paper))
