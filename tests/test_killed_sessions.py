@@ -1,7 +1,9 @@
 """A session killed before its first checkpoint (SIGKILL of the main process: a crash, the OOM
 killer, a lost machine) never mixes its rows with the next session's, for every paper's entry
 point: the next session starts at step 0 and sets the killed sessions' rows aside as superseded,
-so metrics.csv and episodes.csv hold one history."""
+so metrics.csv and episodes.csv hold one history. The kill leaves no process and no segment,
+and nothing of the other processes' endings (multiprocessing's resource tracker's 'leaked
+shared_memory objects') reaches the terminal."""
 import os
 import signal
 import subprocess
@@ -49,11 +51,13 @@ def test_sessions_killed_before_their_first_checkpoint_are_set_aside(paper, tmp_
                                                                       process_tree):
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
     metrics = tmp_path / 'run' / 'metrics.csv'
-    killed_rows = 0
-    for _ in range(2):
+    shm_before = process_tree.shm_entries()
+    for session in range(2):
         before = _data_rows(metrics)
-        process = subprocess.Popen(_command(paper, 10 ** 9), cwd=tmp_path, env=env,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stderr = tmp_path / f'stderr-{session}.txt'
+        with open(stderr, 'w') as terminal:  # what every process of the run writes there
+            process = subprocess.Popen(_command(paper, 10 ** 9), cwd=tmp_path, env=env,
+                                       stdout=subprocess.DEVNULL, stderr=terminal)
         deadline = time.monotonic() + 180
         while _data_rows(metrics) < before + 2 and time.monotonic() < deadline:
             assert process.poll() is None, f'{paper} ended before it was killed'
@@ -64,6 +68,10 @@ def test_sessions_killed_before_their_first_checkpoint_are_set_aside(paper, tmp_
         assert process_tree.wait_for(lambda: not process_tree.alive(children), 30)
         assert not os.listdir(tmp_path / 'run' / 'checkpoints') if (
             tmp_path / 'run' / 'checkpoints').exists() else True
+        assert not process_tree.leaked_shm(shm_before)
+        time.sleep(1)  # the resource tracker's own ending, after its last holder's
+        written = stderr.read_text()
+        assert 'leaked' not in written and 'Traceback' not in written, written
     # The second session set the first one's rows aside as it started; both sessions' rows
     # end aside once the clean session starts.
     killed_rows = _data_rows(metrics) + _data_rows(tmp_path / 'run' / 'metrics.superseded.csv')

@@ -115,6 +115,27 @@ def _child_main():
 _CHILD_MAIN = _child_main()
 
 
+def quiet_resource_tracker() -> None:
+    """Starts multiprocessing's resource tracker, once per process, with its stderr on /dev/null.
+    It outlives a main process that is SIGKILLed, removes the segments the run left, and would
+    then print a 'leaked shared_memory objects' warning for each kill onto the user's terminal:
+    a run's own endings remove its segments (common/run/segments.py), so what it would report
+    is only what a kill leaves, which it cleans up anyway."""
+    from multiprocessing import resource_tracker  # pylint: disable=import-outside-toplevel
+    tracker = resource_tracker._resource_tracker  # pylint: disable=protected-access
+    if getattr(tracker, '_fd', None) is not None:
+        return  # running (or inherited from the parent)
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)  # the tracker is spawned with this process's fd 2
+        resource_tracker.ensure_running()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def start_process(process, gpus=None) -> None:
     """Start a spawn process that does not re-import the parent's __main__ module. gpus: the
     GPUs it may see (devices.child_gpus: devices.NO_GPU for none, a CUDA id, None for this
@@ -123,6 +144,7 @@ def start_process(process, gpus=None) -> None:
     # which imports TensorFlow: seconds and hundreds of MB per worker, and TF must never run
     # in a worker). In its place the child runs child_setup (the parent's process set-up, no
     # TensorFlow) and then only what it unpickles.
+    quiet_resource_tracker()
     main_module = sys.modules['__main__']
     in_main_thread = threading.current_thread() is threading.main_thread()
     # An ignored SIGINT is inherited, so Ctrl-C cannot hit a worker while it starts up.

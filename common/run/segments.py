@@ -40,6 +40,7 @@ def adopt(name_prefix):
 
 def create(size, cls=shared_memory.SharedMemory):
     """A new segment of size bytes named under prefix() (cls: SharedMemory or a subclass)."""
+    processes.quiet_resource_tracker()
     while True:
         try:
             return cls(name=prefix() + secrets.token_hex(4), create=True, size=size)
