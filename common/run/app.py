@@ -18,6 +18,7 @@ import gin
 
 from common.run import errors
 from common.run import file_writes
+from common.run import gin_text
 from common.run import operative_config
 from common.run import run_lock
 from common.run import run_record
@@ -134,7 +135,7 @@ def parse_gin(gin_files, gin_bindings, renamed=None):
         if not os.path.isfile(path):
             raise ConfigError(f'gin file not found: {path!r}')
     for path in gin_files:
-        _check_includes(path, [])
+        gin_text.check_includes(path, PROJECT_ROOT)
     if renamed:
         _refuse_renamed(gin_files, gin_bindings, renamed)
     try:
@@ -142,33 +143,6 @@ def parse_gin(gin_files, gin_bindings, renamed=None):
     except (ValueError, SyntaxError, tokenize.TokenError, KeyError, TypeError) as error:
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ConfigError(f'bad gin config {list(gin_files) + list(gin_bindings)}: {detail}')
-
-
-MAX_INCLUDE_DEPTH = 16
-_INCLUDE = re.compile(r"""^\s*include\s+['"]([^'"]+)['"]""", re.MULTILINE)
-
-
-def _check_includes(path, chain):
-    """ConfigError in one line, before gin parses anything, for a gin file that includes itself
-    through others (gin would recurse until Python's limit) or includes deeper than
-    MAX_INCLUDE_DEPTH; chain: the files that include path, outermost first."""
-    resolved = path if os.path.isabs(path) or os.path.isfile(path) else os.path.join(
-        PROJECT_ROOT, path)
-    key = os.path.realpath(resolved)
-    names = [name for name, _ in chain]
-    if key in [seen for _, seen in chain]:
-        loop = names[[seen for _, seen in chain].index(key):] + [path]
-        raise ConfigError(f'gin include loop: {" includes ".join(loop)}')
-    if len(chain) >= MAX_INCLUDE_DEPTH:
-        raise ConfigError(f'gin includes nest deeper than {MAX_INCLUDE_DEPTH} files: '
-                          f'{" includes ".join(names[:3])} ... {path}')
-    try:
-        with open(resolved) as f:
-            text = f.read()
-    except OSError:
-        return  # a missing include is gin's to name
-    for included in _INCLUDE.findall(text):
-        _check_includes(included, chain + [(path, key)])
 
 
 def parse_recorded_config(run_dir, obsolete=()):

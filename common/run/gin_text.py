@@ -1,7 +1,10 @@
-"""Reading gin's operative config text: the bindings a run trained with, by name."""
+"""Reading gin text: the bindings a run trained with, by name, and the includes of a gin file."""
 import ast
 import dataclasses
+import os
 import re
+
+from common.run import errors
 
 _BINDING = re.compile(r'^([A-Za-z_][\w.]*/?[\w.]*)\s*=\s*(.*)$')
 
@@ -80,3 +83,32 @@ def env_config_changes(recorded_text, env_config, gin_bindings):
         if old != current and not (isinstance(old, str) and old == repr(current)):
             changes.append(f'{name} = {old!r}{note}, now {current!r}')
     return changes
+
+
+MAX_INCLUDE_DEPTH = 16
+_INCLUDE = re.compile(r"""^\s*include\s+['"]([^'"]+)['"]""", re.MULTILINE)
+
+
+def check_includes(path, project_root, chain=()):
+    """ConfigError in one line, before gin parses anything, for a gin file that includes itself
+    through others (gin would recurse until Python's limit) or includes deeper than
+    MAX_INCLUDE_DEPTH; chain: the (name, real path) of the files that include path, outermost
+    first. Includes resolve as gin finds them: as given, else under project_root."""
+    chain = list(chain)
+    resolved = path if os.path.isabs(path) or os.path.isfile(path) else os.path.join(
+        project_root, path)
+    key = os.path.realpath(resolved)
+    names = [name for name, _ in chain]
+    if key in [seen for _, seen in chain]:
+        loop = names[[seen for _, seen in chain].index(key):] + [path]
+        raise errors.ConfigError(f'gin include loop: {" includes ".join(loop)}')
+    if len(chain) >= MAX_INCLUDE_DEPTH:
+        raise errors.ConfigError(f'gin includes nest deeper than {MAX_INCLUDE_DEPTH} files: '
+                                 f'{" includes ".join(names[:3])} ... {path}')
+    try:
+        with open(resolved) as f:
+            text = f.read()
+    except OSError:
+        return  # a missing include is gin's to name
+    for included in _INCLUDE.findall(text):
+        check_includes(included, project_root, chain + [(path, key)])

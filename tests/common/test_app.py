@@ -10,6 +10,7 @@ import gin
 import pytest
 
 from common.run import app
+from common.run import gin_text
 from common.run import operative_config
 
 
@@ -26,17 +27,17 @@ def test_a_gin_include_loop_or_too_deep_a_nest_is_one_line(tmp_path):
         app.parse_gin([str(tmp_path / 'a.gin')], [])
     assert str(raised.value) == (f'gin include loop: {tmp_path / "b.gin"} includes '
                                  f'{tmp_path / "c.gin"} includes {tmp_path / "b.gin"}')
-    depth = app.MAX_INCLUDE_DEPTH + 1
+    depth = gin_text.MAX_INCLUDE_DEPTH + 1
     for index in range(depth):
         (tmp_path / f'n{index}.gin').write_text(f"include '{tmp_path / f'n{index + 1}.gin'}'\n")
     (tmp_path / f'n{depth}.gin').write_text('')
-    with pytest.raises(app.ConfigError, match=f'nest deeper than {app.MAX_INCLUDE_DEPTH} files'):
+    with pytest.raises(app.ConfigError, match=f'nest deeper than {gin_text.MAX_INCLUDE_DEPTH} files'):
         app.parse_gin([str(tmp_path / 'n0.gin')], [])
     # A nest within the limit, and the same file included twice side by side, parse.
     (tmp_path / 'shared.gin').write_text('')
     (tmp_path / 'twice.gin').write_text(f"include '{tmp_path / 'shared.gin'}'\n"
                                         f"include '{tmp_path / 'shared.gin'}'\n")
-    app.parse_gin([str(tmp_path / f'n{depth - app.MAX_INCLUDE_DEPTH + 1}.gin'),
+    app.parse_gin([str(tmp_path / f'n{depth - gin_text.MAX_INCLUDE_DEPTH + 1}.gin'),
                    str(tmp_path / 'twice.gin')], [])
 
 
