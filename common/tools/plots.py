@@ -3,7 +3,8 @@
 Reads what common.compare reads (invocation.json, metrics.csv, eval.csv), so runs of every paper
 share one figure; runs of different games never do (their scores are on different scales), so
 callers draw a game's runs alone, its figures named with file_suffix(game). The Agg backend
-needs no display; figures are 800 px wide at 100 dpi, sized to be read in a README.
+needs no display; figures are 800 px wide at 100 dpi plus the legend beside them, sized to be
+read in a README.
 """
 import math
 import os
@@ -72,13 +73,27 @@ def _points(xs, ys, x_scale):
     return [x for x, _ in pairs], [y for _, y in pairs]
 
 
+# Ten colours, then the same ten dashed, then dotted: every run of a figure is its own line.
+LINE_STYLES = ('-', '--', ':', '-.')
+
+
+def line_style(index):
+    """(colour, dash) of the index-th run of a figure: tab10's colours, then again dashed, ..."""
+    colours = plt.get_cmap('tab10').colors
+    return colours[index % len(colours)], LINE_STYLES[index // len(colours) % len(LINE_STYLES)]
+
+
 def draw(runs, x_column, y_column, x_label, y_label, title=None):
-    """One figure with a line per run (and its evaluation points as markers, for scores)."""
-    figure, axes = plt.subplots(figsize=FIGURE_SIZE, dpi=DPI)
+    """One figure with a line per run (and its evaluation points as markers, for scores), each
+    run its own colour and dash, the legend beside the axes where it hides no curve."""
+    width = FIGURE_SIZE[0] + (3.2 if runs else 0.0)
+    figure, axes = plt.subplots(figsize=(width, FIGURE_SIZE[1]), dpi=DPI)
     x_scale = X_SCALE[x_column]
-    for run in runs:
+    for index, run in enumerate(runs):
         xs, ys = _points(run['metrics'][x_column], run['metrics'][y_column], x_scale)
-        (line,) = axes.plot(xs, ys, label=run['label'], linewidth=1.5)
+        colour, dash = line_style(index)
+        (line,) = axes.plot(xs, ys, label=run['label'], linewidth=1.5, color=colour,
+                            linestyle=dash)
         if y_column == 'score_mean_100':
             eval_xs, eval_ys = _points(run['eval'][x_column], run['eval'][y_column], x_scale)
             if eval_xs:
@@ -90,7 +105,8 @@ def draw(runs, x_column, y_column, x_label, y_label, title=None):
         axes.set_title(title)
     axes.grid(True, alpha=0.3)
     if runs:
-        axes.legend(fontsize='small', loc='best')
+        axes.legend(fontsize='x-small', loc='upper left', bbox_to_anchor=(1.01, 1.0),
+                    borderaxespad=0.0)
     figure.tight_layout()
     return figure
 

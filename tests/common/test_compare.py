@@ -103,7 +103,7 @@ def test_plot_draws_one_line_per_run_and_the_evaluation_points(tmp_path):
         'dqn: dqn-pong-1', 'dqn: dqn-pong-1 (evaluation)', 'paac: paac-pong-1']
     np.testing.assert_allclose(lines[0].get_xdata(), [0.004, 0.008])
     np.testing.assert_allclose(lines[2].get_ydata(), [-19.0])
-    assert figure.get_size_inches()[0] * figure.dpi == 800
+    assert figure.get_size_inches()[0] * figure.dpi == 800 + 320  # the legend beside
     rates = plots.draw(runs, 'hours', 'steps_per_sec', 'hours', 'steps/s')
     assert len(rates.axes[0].lines) == 2  # no evaluation markers on the throughput figure
 
