@@ -26,7 +26,7 @@ from common.tools import run_files
 
 COLUMNS = ('run', 'paper', 'game', 'env_steps', 'frames', 'hours', 'own_hours', 'episodes',
            'score_mean_100', 'best_score_mean_100', 'steps_per_sec', 'eval_score_mean',
-           'eval_env_steps')
+           'eval_env_steps', 'best_eval_score_mean', 'best_eval_env_steps')
 
 
 def group_by_game(run_dirs):
@@ -48,6 +48,8 @@ def summarize(run_dir):
     scores = [run_files.number(row['score_mean_100']) for row in rows]
     scores = [score for score in scores if not math.isnan(score)]
     rates = [run_files.number(row['steps_per_sec']) for row in rows]
+    scored = [row for row in evals if not math.isnan(run_files.number(row.get('score_mean')))]
+    best = max(scored, key=lambda row: run_files.number(row['score_mean'])) if scored else None
     return {
         'run': os.path.basename(os.path.normpath(run_dir)),
         'paper': paper,
@@ -63,6 +65,9 @@ def summarize(run_dir):
         'steps_per_sec': float(sum(rates) / len(rates)) if rates else math.nan,
         'eval_score_mean': run_files.number(evals[-1]['score_mean']) if evals else math.nan,
         'eval_env_steps': int(run_files.number(evals[-1]['env_steps'])) if evals else 0,
+        # The best round, as fast DQN reports (section 5.2: "the best mean performance").
+        'best_eval_score_mean': run_files.number(best['score_mean']) if best else math.nan,
+        'best_eval_env_steps': int(run_files.number(best['env_steps'])) if best else 0,
     }
 
 

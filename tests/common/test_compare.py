@@ -33,13 +33,14 @@ def test_summary_takes_last_best_and_mean_rate(tmp_path):
     _write_run(run_dir, 'paac', [(3600, 1000, 4000, 10, 2, '', 100),
                                  (7200, 2000, 8000, 20, 5, -20.0, 300),
                                  (10800, 3000, 12000, 30, 9, -21.0, 200)],
-               eval_rows=[(1, 3000, 30, -19.5)])
+               eval_rows=[(1, 2000, 30, -18.0), (1, 3000, 30, -19.5)])
     row = compare.summarize(run_dir)
     assert row['paper'] == 'paac' and row['env_steps'] == 3000 and row['frames'] == 12000
     assert row['hours'] == 3.0 and row['episodes'] == 9
     assert row['score_mean_100'] == -21.0 and row['best_score_mean_100'] == -20.0
     assert row['steps_per_sec'] == 200.0
-    assert row['eval_score_mean'] == -19.5 and row['eval_env_steps'] == 3000
+    assert row['eval_score_mean'] == -19.5 and row['eval_env_steps'] == 3000  # the last
+    assert row['best_eval_score_mean'] == -18.0 and row['best_eval_env_steps'] == 2000
 
 
 def test_rows_superseded_by_a_resume_from_an_older_checkpoint_are_left_out(tmp_path):
