@@ -57,7 +57,7 @@ def summarize(run_dir):
         'env_steps': int(run_files.number(last.get('env_steps', 0)) or 0),
         'frames': int(run_files.number(last.get('frames', 0)) or 0),
         'hours': run_files.number(last.get('wall_time')) / 3600,
-        'own_hours': (run_clock.own_hours(rows, run_clock.read_cores(run_dir))[-1] if rows
+        'own_hours': (run_clock.own_hours(rows, run_clock.read_cores(run_dir), evals)[-1] if rows
                       else math.nan),
         'episodes': int(run_files.number(last.get('episodes', 0)) or 0),
         'score_mean_100': scores[-1] if scores else math.nan,
@@ -111,13 +111,14 @@ def time_to_score_rows(run_dirs, thresholds):
         rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir,
                                                                          'metrics.csv')))
         cores = run_clock.read_cores(run_dir)
-        reached = run_clock.time_to_scores(rows, cores, thresholds)
+        evals = run_files.read_csv(os.path.join(run_dir, 'eval.csv'))
+        reached = run_clock.time_to_scores(rows, cores, thresholds, evals)
         cells = [os.path.basename(os.path.normpath(run_dir))]
         for threshold in thresholds:
             steps, wall, own = reached[threshold]
             cells.append('not reached' if steps is None else
                          f'{metrics.format_count(steps)}, {wall:.2f}, {own:.2f}')
-        lost, unknown = run_clock.lost_share(rows, cores)
+        lost, unknown = run_clock.lost_share(rows, cores, evals)
         cells += [f'{lost / 3600:.2f}', f'{unknown / 3600:.2f}']
         table.append(cells)
     return table

@@ -44,13 +44,13 @@ def load_run(run_dir, label):
     rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')))
     columns = {name: [run_files.number(row.get(name)) for row in rows]
                for name in ('env_steps', 'frames', 'score_mean_100', 'steps_per_sec')}
-    columns['hours'] = run_clock.own_hours(rows, run_clock.read_cores(run_dir))
+    evals = run_files.read_csv(os.path.join(run_dir, 'eval.csv'))
+    columns['hours'] = run_clock.own_hours(rows, run_clock.read_cores(run_dir), evals)
     frames_per_step = 1.0
     for steps, frames in zip(columns['env_steps'], columns['frames']):
         if steps > 0 and not math.isnan(frames):
             frames_per_step = frames / steps
             break
-    evals = run_files.read_csv(os.path.join(run_dir, 'eval.csv'))
     eval_steps = [run_files.number(row.get('env_steps')) for row in evals]
     eval_columns = {
         'frames': [steps * frames_per_step for steps in eval_steps],

@@ -5,7 +5,9 @@ Each metrics row covers one log interval. An interval far longer than the run's 
 (HELD_FACTOR times the median) was held; one in which the machine had more runnable work than
 cores (load_1m) while the run got well under its usual CPU (run_cpu_cores) was starved. A
 marked interval counts on the own clock only as the share of its usual CPU it got. Rows
-written before these columns existed are marked unknown and count whole.
+written before these columns existed are marked unknown and count whole. The evaluation rounds
+an interval holds (eval.csv: their env_steps and seconds) are the run's own work, not a hold:
+they are taken out of the interval before it is judged and count whole.
 """
 import json
 import math
@@ -34,40 +36,59 @@ def _median(values):
     return statistics.median(values) if values else math.nan
 
 
-def mark_rows(rows, cores):
+def _evaluation_seconds(rows, evals):
+    """Per metrics row, the seconds of the evaluation rounds (eval.csv rows) logged within its
+    interval: after the previous row's env_steps, up to its own."""
+    steps = [run_files.number(row.get('env_steps')) for row in rows]
+    seconds = [0.0] * len(rows)
+    for evaluation in evals:
+        at, spent = (run_files.number(evaluation.get(key)) for key in ('env_steps', 'seconds'))
+        if math.isnan(at) or math.isnan(spent):
+            continue
+        for index, (previous, current) in enumerate(zip([-math.inf] + steps[:-1], steps)):
+            if previous < at <= current:
+                seconds[index] += spent
+                break
+    return seconds
+
+
+def mark_rows(rows, cores, evals=()):
     """[(mark, wall seconds, own seconds)] per row; mark is '' (the run had the machine it
-    usually has), 'held', 'starved' or '?' (no load columns)."""
+    usually has), 'held', 'starved' or '?' (no load columns). evals: eval.csv's rows, whose
+    seconds count whole and out of the judging."""
     walls = [run_files.number(row.get('wall_time')) for row in rows]
-    intervals = [wall - previous for previous, wall in zip([0.0] + walls[:-1], walls)]
+    evaluations = _evaluation_seconds(rows, evals)
+    intervals = [max(0.0, wall - previous - spent) for previous, wall, spent in
+                 zip([0.0] + walls[:-1], walls, evaluations)]
     cpu = [run_files.number(row.get('run_cpu_cores')) for row in rows]
     loads = [run_files.number(row.get('load_1m')) for row in rows]
     usual_interval, usual_cpu = _median(intervals), _median(cpu)
     marked = []
-    for interval, cores_used, load in zip(intervals, cpu, loads):
+    for interval, spent, cores_used, load in zip(intervals, evaluations, cpu, loads):
         if math.isnan(cores_used) or math.isnan(usual_cpu) or usual_cpu <= 0:
-            marked.append(('?', interval, interval))
+            marked.append(('?', interval + spent, interval + spent))
             continue
         share = min(1.0, cores_used / usual_cpu)
         held = interval > HELD_FACTOR * usual_interval
         starved = (cores is not None and load > cores and share < STARVED_CPU_SHARE)
         mark = 'held' if held else 'starved' if starved else ''
-        marked.append((mark, interval, interval * share if mark else interval))
+        marked.append((mark, interval + spent, (interval * share if mark else interval) + spent))
     return marked
 
 
-def own_hours(rows, cores):
+def own_hours(rows, cores, evals=()):
     """The own clock at each row, in hours."""
     total, hours = 0.0, []
-    for _, _, own in mark_rows(rows, cores):
+    for _, _, own in mark_rows(rows, cores, evals):
         total += own
         hours.append(total / 3600)
     return hours
 
 
-def time_to_scores(rows, cores, thresholds):
+def time_to_scores(rows, cores, thresholds, evals=()):
     """{threshold: (env_steps, wall hours, own hours)} at the first row whose 100-episode mean
     reaches it; (None, nan, nan) if none does."""
-    own = own_hours(rows, cores)
+    own = own_hours(rows, cores, evals)
     reached = {}
     for threshold in thresholds:
         reached[threshold] = (None, math.nan, math.nan)
@@ -79,10 +100,10 @@ def time_to_scores(rows, cores, thresholds):
     return reached
 
 
-def lost_share(rows, cores):
+def lost_share(rows, cores, evals=()):
     """(held or starved seconds lost, seconds in rows without load columns), of the wall time."""
     lost = unknown = 0.0
-    for mark, wall, own in mark_rows(rows, cores):
+    for mark, wall, own in mark_rows(rows, cores, evals):
         lost += wall - own
         unknown += wall if mark == '?' else 0.0
     return lost, unknown

@@ -34,6 +34,20 @@ def test_a_held_interval_counts_only_the_cpu_it_got():
     assert (lost, unknown) == (pytest.approx(900.0), 0.0)
 
 
+def test_an_evaluation_round_is_the_run_s_own_time_not_a_hold():
+    # Row 3 holds a 600 s single-threaded evaluation (at 2,500 steps) beside its 10 s of
+    # training: 610 s at 1/61 of the usual CPU would read as held, costing it 600 s.
+    rows = _rows([(10, 2.0, 1.0, -21), (10, 2.0, 1.0, -20), (610, 2.0 * 10 / 610 + 0.03, 1.0,
+                                                             -19), (10, 2.0, 1.0, -15)])
+    assert [mark for mark, _, _ in run_clock.mark_rows(rows, cores=2)][2] == 'held'
+    evals = [{'env_steps': '2500', 'seconds': '600.0', 'score_mean': '-19'}]
+    marks = run_clock.mark_rows(rows, 2, evals)
+    assert [mark for mark, _, _ in marks] == ['', '', '', '']
+    assert marks[2][1:] == (pytest.approx(610.0), pytest.approx(610.0))
+    assert run_clock.own_hours(rows, 2, evals)[-1] == pytest.approx(640 / 3600)
+    assert run_clock.lost_share(rows, 2, evals) == (pytest.approx(0.0), 0.0)
+
+
 def test_an_interval_starved_by_other_work_counts_its_share_of_the_usual_cpu():
     rows = _rows([(10, 2.0, 2.0, -21), (10, 2.0, 2.1, -20), (10, 1.0, 4.5, -18),
                   (10, 2.0, 2.0, -17)])
