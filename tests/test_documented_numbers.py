@@ -1,0 +1,112 @@
+"""The README's learning numbers ("Does it learn?") recomputed from the published data: each
+claim's text must stand in the README, and the run's metrics.csv (or eval.csv) must give the
+same numbers at the same rounding. A changed README or republished run that no longer agrees
+fails here, with the claim named."""
+import math
+import os
+import re
+
+import pytest
+
+from common.run import app
+from common.run import superseded
+from common.tools import run_files
+
+RESULTS = os.path.join(app.PROJECT_ROOT, 'docs', 'results')
+
+
+def _rows(run):
+    return superseded.resumed_history(run_files.read_csv(os.path.join(RESULTS, run,
+                                                                      'metrics.csv')))
+
+
+def _first(run, score):
+    """(env steps, training minutes) of the first row whose 100-episode mean reaches score."""
+    for row in _rows(run):
+        if run_files.number(row['score_mean_100']) >= score:
+            return int(row['env_steps']), float(row['wall_time']) / 60
+    raise AssertionError(f'{run} never reaches {score}')
+
+
+def _mean_near(run, steps):
+    """The 100-episode mean of the row nearest env steps."""
+    row = min(_rows(run), key=lambda row: abs(int(row['env_steps']) - steps))
+    return run_files.number(row['score_mean_100'])
+
+
+def _best(run):
+    """(best 100-episode mean, its env steps)."""
+    row = max((row for row in _rows(run) if not math.isnan(run_files.number(
+        row['score_mean_100']))), key=lambda row: run_files.number(row['score_mean_100']))
+    return run_files.number(row['score_mean_100']), int(row['env_steps'])
+
+
+def _eval_at(run, steps):
+    rows = run_files.read_csv(os.path.join(RESULTS, run, 'eval.csv'))
+    row = min(rows, key=lambda row: abs(int(row['env_steps']) - steps))
+    return float(row['score_mean']), float(row['score_std'])
+
+
+def _m(steps, digits):
+    return f'{steps / 1e6:.{digits}f}M'
+
+
+def _reach(run, score, steps_digits, minutes_digits=0, hours=False):
+    """'<steps>M' and '<minutes> min' (or '<hours> h') of the first row reaching score."""
+    steps, minutes = _first(run, score)
+    clock = f'{minutes / 60:.1f} h' if hours else f'{minutes:.{minutes_digits}f} min'
+    return _m(steps, steps_digits), clock
+
+
+# (the claim as the README prints it, a function of the data giving that same text)
+CLAIMS = [
+    ('-15 at 43 min (4.8M steps), 0 at 70 min (8.0M), 18 at 107 min (12.2M)',
+     lambda: '-15 at {1} ({0} steps), 0 at {3} ({2}), 18 at {5} ({4})'.format(
+         *_reach('paac-pong', -15, 1), *_reach('paac-pong', 0, 1), *_reach('paac-pong', 18, 1))),
+    ('-10 at 13.9M steps (124 min), past 0 at 16.7M (150 min)',
+     lambda: '-10 at {0} steps ({1}), past 0 at {2} ({3})'.format(
+         *_reach('ga3c-pong', -10, 1), *_reach('ga3c-pong', 0, 1))),
+    ('-15.7 at 2.5M steps', lambda: f"{_mean_near('dqn-pong', 2_500_000):.1f} at 2.5M steps"),
+    ('past -10 at 3.77M in 6.1 h', lambda: 'past -10 at {0} in {1}'.format(
+        *_reach('dqn-pong', -10, 2, hours=True))),
+    ('evaluations -2.7 at 4.0M', lambda: f"evaluations {_eval_at('dqn-pong', 4_000_000)[0]:.1f}"
+                                        ' at 4.0M'),
+    ('0 at 23 min (1.35M steps), 18 at 59 min (3.56M)',
+     lambda: '0 at {1} ({0} steps), 18 at {3} ({2})'.format(
+         *_reach('accel-ppo-pong-original-code', 0, 2),
+         *_reach('accel-ppo-pong-original-code', 18, 2))),
+    ('18 at 28.9 min (2.52M steps)', lambda: '18 at {1} ({0} steps)'.format(
+        *_reach('accel-ppo-pong-fast', 18, 2, 1))),
+    ('32.1 min (2.85M)', lambda: '{1} ({0})'.format(*_reach('accel-ppo-pong-fast-seed-1', 18,
+                                                            2, 1))),
+    ('-10 at 1.87M steps (34 min), best -6.6 at 3.45M',
+     lambda: '-10 at {0} steps ({1}), best {2:.1f} at {3}'.format(
+         *_reach('accel-ppo-pong', -10, 2), _best('accel-ppo-pong')[0],
+         _m(_best('accel-ppo-pong')[1], 2))),
+    ('-10 at 4.89M steps, past 0 at 5.97M in 76 min',
+     lambda: '-10 at {0} steps, past 0 at {2} in {3}'.format(
+         *_reach('accel-a2c-pong', -10, 2), *_reach('accel-a2c-pong', 0, 2))),
+    ('-10 at 4.98M, past 0 at 6.29M in 57 min',
+     lambda: '-10 at {0}, past 0 at {2} in {3}'.format(
+         *_reach('accel-a3c-pong', -10, 2), *_reach('accel-a3c-pong', 0, 2))),
+    ('-10 at 5.37M steps in 94 min', lambda: '-10 at {0} steps in {1}'.format(
+        *_reach('accel-appo-pong', -10, 2))),
+    ('-10 at 0.94M steps, past 0 at 1.12M in 4.3 h, 9.1 at 1.22M',
+     lambda: '-10 at {0} steps, past 0 at {2} in {3}, {4:.1f} at 1.22M'.format(
+         *_reach('accel-rainbow-pong', -10, 2, hours=True),
+         *_reach('accel-rainbow-pong', 0, 2, hours=True),
+         _mean_near('accel-rainbow-pong', 1_220_000))),
+    ('14.8 +- 4.7 at 10M steps', lambda: '{0:.1f} +- {1:.1f} at 10M steps'.format(
+        *_eval_at('paac-breakout', 10_000_000))),
+]
+
+
+def _readme():
+    with open(os.path.join(app.PROJECT_ROOT, 'README.md')) as f:
+        return re.sub(r'\s+', ' ', f.read())
+
+
+@pytest.mark.parametrize('claim, from_data', CLAIMS, ids=[claim for claim, _ in CLAIMS])
+def test_the_readme_s_learning_numbers_are_the_published_data_s(claim, from_data):
+    assert claim in _readme(), f'the README no longer says {claim!r}: update this claim'
+    assert from_data() == claim
