@@ -1,7 +1,7 @@
-"""The README's learning numbers ("Does it learn?") recomputed from the published data: each
-claim's text must stand in the README, and the run's metrics.csv (or eval.csv) must give the
-same numbers at the same rounding. A changed README or republished run that no longer agrees
-fails here, with the claim named."""
+"""The README's learning numbers ("Does it learn?") and docs/results.md's headlines recomputed from
+the published data: each claim's text must stand in its document, and the run's metrics.csv (or
+eval.csv) must give the same numbers at the same rounding. A changed document or a republished
+run that no longer agrees fails here, with the claim named."""
 import math
 import os
 import re
@@ -101,12 +101,37 @@ CLAIMS = [
 ]
 
 
-def _readme():
-    with open(os.path.join(app.PROJECT_ROOT, 'README.md')) as f:
+# docs/results.md's headlines (its bold lines).
+RESULTS_CLAIMS = [
+    ('Past -10 at 3.77M steps', lambda: 'Past -10 at {0} steps'.format(
+        _reach('dqn-pong', -10, 2)[0])),
+    ('18 at 3.56M steps in 59 min', lambda: '18 at {0} steps in {1}'.format(
+        *_reach('accel-ppo-pong-original-code', 18, 2))),
+    ('18 at 2.52M steps in 28.9 min', lambda: '18 at {0} steps in {1}'.format(
+        *_reach('accel-ppo-pong-fast', 18, 2, 1))),
+    ('18 at 2.85M steps in 32.1 min', lambda: '18 at {0} steps in {1}'.format(
+        *_reach('accel-ppo-pong-fast-seed-1', 18, 2, 1))),
+    ('Past 0 at 5.97M steps, 76 min', lambda: 'Past 0 at {0} steps, {1}'.format(
+        *_reach('accel-a2c-pong', 0, 2))),
+    ('Past 0 at 6.29M steps, 57 min', lambda: 'Past 0 at {0} steps, {1}'.format(
+        *_reach('accel-a3c-pong', 0, 2))),
+    ("The final policy's evaluation: 14.8 +- 4.7 over 30 episodes (best 30), 43.5% of the "
+     'human-normalized range', lambda: "The final policy's evaluation: {0:.1f} +- {1:.1f} over "
+     '30 episodes (best 30), {2:.1f}% of the human-normalized range'.format(
+         *_eval_at('paac-breakout', 10_000_000),
+         100 * (_eval_at('paac-breakout', 10_000_000)[0] - 1.7) / (31.8 - 1.7))),
+]
+
+
+def _text(name):
+    with open(os.path.join(app.PROJECT_ROOT, name)) as f:
         return re.sub(r'\s+', ' ', f.read())
 
 
-@pytest.mark.parametrize('claim, from_data', CLAIMS, ids=[claim for claim, _ in CLAIMS])
-def test_the_readme_s_learning_numbers_are_the_published_data_s(claim, from_data):
-    assert claim in _readme(), f'the README no longer says {claim!r}: update this claim'
+@pytest.mark.parametrize('document, claim, from_data', [
+    ('README.md', claim, from_data) for claim, from_data in CLAIMS] + [
+    ('docs/results.md', claim, from_data) for claim, from_data in RESULTS_CLAIMS],
+    ids=[claim for claim, _ in CLAIMS + RESULTS_CLAIMS])
+def test_the_documents_learning_numbers_are_the_published_data_s(document, claim, from_data):
+    assert claim in _text(document), f'{document} no longer says {claim!r}: update this claim'
     assert from_data() == claim
