@@ -1,6 +1,6 @@
-"""The scripts under examples/ run as a researcher would run them (a few hundred steps each, in a
-fresh process), write the run files they describe, resume, and take from common/ only the names
-its modules export (their __all__)."""
+"""The scripts under examples/ run as a researcher would run them (in a fresh process), write the
+run files they describe, resume, learn what their docstrings claim on two seeds (by a criterion a
+random policy fails), and take from common/ only the names its modules export (their __all__)."""
 import ast
 import glob
 import importlib
@@ -10,6 +10,8 @@ import re
 import subprocess
 import sys
 
+import gymnasium
+import numpy as np
 import pytest
 
 from common.run import app
@@ -77,6 +79,65 @@ def test_a_bad_flag_is_named_in_one_line(tmp_path):
     errors = [line for line in result.stderr.splitlines() if 'num_envs' in line]
     assert len(errors) == 1 and '5' in errors[0] and 'must be even' in errors[0], result.stderr
     assert not os.listdir(tmp_path)
+
+
+SEEDS = (0, 1)
+
+
+def _a2c_claim(episodes):
+    """The A2C docstring: the last 100 episodes average over 250 at 150k steps."""
+    scores = [score for _, score in episodes]
+    return len(scores) >= 100 and np.mean(scores[-100:]) > 250
+
+
+def _dqn_claim(episodes):
+    """The DQN docstring: an episode reaches 500 (CartPole-v1's cap) before 25k steps, and the last
+    100 average over 150 at 30k steps."""
+    scores = [score for _, score in episodes]
+    return (any(score >= 500 for steps, score in episodes if steps < 25_000)
+            and len(scores) >= 100 and np.mean(scores[-100:]) > 150)
+
+
+CLAIMS = {'a2c_cartpole.py': (150_000, _a2c_claim), 'dqn_cartpole.py': (30_000, _dqn_claim)}
+
+
+def _random_episodes(steps, seed):
+    """(env steps at its end, return) of each CartPole-v1 episode of uniform random actions."""
+    env = gymnasium.make('CartPole-v1')
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    episodes, total, score = [], 0, 0.0
+    while total < steps:
+        _, reward, terminated, truncated, _ = env.step(int(rng.integers(2)))
+        total, score = total + 1, score + reward
+        if terminated or truncated:
+            episodes.append((total, score))
+            score = 0.0
+            env.reset()
+    return episodes
+
+
+@pytest.mark.parametrize('script', sorted(CLAIMS))
+def test_a_random_policy_fails_each_claim(script):
+    steps, claim = CLAIMS[script]
+    for seed in SEEDS:
+        episodes = _random_episodes(steps, seed)
+        assert 15 < np.mean([score for _, score in episodes]) < 30  # CartPole's random level
+        assert not claim(episodes)
+
+
+@pytest.mark.parametrize('seed', SEEDS)
+@pytest.mark.parametrize('script', sorted(CLAIMS))
+def test_each_example_learns_what_its_docstring_claims(script, seed, tmp_path):
+    steps, claim = CLAIMS[script]
+    docstring = open(os.path.join(ROOT, 'examples', script)).read()
+    assert f'--steps={steps}' in docstring  # the budget the docstring names
+    result = _run(script, f'--steps={steps}', f'--seed={seed}',
+                                f'--out_dir={tmp_path}')
+    assert _summary(result)[0] == steps
+    episodes = [(int(row['env_steps']), float(row['score']))
+                for row in run_files.read_csv(os.path.join(tmp_path, 'episodes.csv'))]
+    assert claim(episodes), (script, seed, [score for _, score in episodes[-100:]])
 
 
 def _submodule(module, name):
