@@ -94,26 +94,25 @@ def train(config, run_dir, learner, open_pool, strategy=None):
     saves_replay = config.q_values.save_replay and share.num_machines == 1
     session = {}
 
-    def loop(pool):
+    def unit_of(pool):
         seed = share.action_seed(config.seed, tracker.env_steps)
         sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
         replay = make_replay(config, seed, share.num_machines)
         if saves_replay and tracker.restored_from:
             replay_files.restore_for_resume(replay, run_dir, tracker.env_steps)
         session['replay'] = replay
-        with make_runner(config, sampler, learner, replay, seed,
-                         share.num_machines) as off_policy_runner:
-            runner.run(tracker, QValueUnit(config, off_policy_runner, run_dir,
-                                           evaluates=share.is_chief))
+        return QValueUnit(config, make_runner(config, sampler, learner, replay, seed,
+                                              share.num_machines),
+                          run_dir, evaluates=share.is_chief)
 
     def save_replay(env_steps):
-        if 'replay' in session:  # the runner has closed: no trainer thread draws from it
+        if 'replay' in session:  # the unit has closed its runner: no trainer thread draws
             replay_files.save_for_resume(session['replay'], run_dir, env_steps)
 
     local_envs = config.num_envs // share.num_machines
-    return tracker_lib.run_training(
+    return runner.train(
         tracker, lambda: open_pool(share.env_seed(config.seed + tracker.env_steps, local_envs)),
-        loop, resume_note='' if saves_replay else ' (replay memory is refilled)',
+        unit_of, resume_note='' if saves_replay else ' (replay memory is refilled)',
         session_end=save_replay if saves_replay else None)
 
 

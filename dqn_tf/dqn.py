@@ -236,7 +236,7 @@ def train(config, run_dir):
         {'online': learner.online, 'target': learner.target, 'optimizer': learner.optimizer})
     session = {}
 
-    def open_runner():
+    def open_session():
         # A resumed run continues with fresh environments, seeded apart from the first session.
         session['fast_dqn'] = FastDQN(config, learner, seed=config.seed + tracker.env_steps)
         return session['fast_dqn']
@@ -247,13 +247,14 @@ def train(config, run_dir):
             fast_dqn.flush_staged()  # the last period's staged steps: its actors have stopped
             replay_files.save_for_resume(fast_dqn.replay, run_dir, env_steps)
 
-    return tracker_lib.run_training(
-        tracker, open_runner, lambda fast_dqn: _train_loop(config, fast_dqn, tracker, run_dir),
+    return runner.train(
+        tracker, open_session, lambda fast_dqn: _unit_of(config, fast_dqn, tracker, run_dir),
         resume_note='' if config.save_replay else ' (replay memory is refilled)',
         session_end=save_replay if config.save_replay else None)
 
 
-def _train_loop(config, fast_dqn, tracker, run_dir):
+def _unit_of(config, fast_dqn, tracker, run_dir):
+    """The DQNUnit of a session, its replay restored or prepopulated first."""
     restored = bool(config.save_replay and tracker.restored_from) and \
         replay_files.restore_for_resume(fast_dqn.replay, run_dir, tracker.env_steps)
     if restored:
@@ -263,7 +264,7 @@ def _train_loop(config, fast_dqn, tracker, run_dir):
         print(f'{config.mode} DQN, {config.num_samplers} actor threads; prepopulating '
               f'{config.prepopulate_steps:,} random steps', flush=True)
         fast_dqn.prepopulate(config.prepopulate_steps)
-    runner.run(tracker, DQNUnit(config, fast_dqn, run_dir))
+    return DQNUnit(config, fast_dqn, run_dir)
 
 
 class DQNUnit(runner.Unit):

@@ -49,13 +49,13 @@ def main(_):
         extra_columns=on_policy.PHASE_COLUMNS + learner.update_means.names,
         trackables=on_policy.trackables(learner))
 
-    def train(pool):
+    def unit_of(pool):
         sampler = samplers.make_sampler('synchronized', pool, HORIZON)
-        runner.run(tracker, on_policy.OnPolicyUnit(sampler, learner))
+        return on_policy.OnPolicyUnit(sampler, learner)
 
     # A resumed run steps fresh environments, seeded apart from the first session's.
-    tracker_lib.run_training(tracker, lambda: pools.make_pool(
-        ENV, FLAGS.num_envs, seed=FLAGS.seed + tracker.env_steps, kind=FLAGS.pool), train)
+    runner.train(tracker, lambda: pools.make_pool(
+        ENV, FLAGS.num_envs, seed=FLAGS.seed + tracker.env_steps, kind=FLAGS.pool), unit_of)
     score = tracker.episode_stats.mean_score  # None before the first episode ends
     print(f'A2C CartPole-v1: {tracker.env_steps} steps, {tracker.episodes} episodes, '
           f'mean return of the last 100: {"n/a" if score is None else f"{score:.1f}"}')

@@ -51,14 +51,13 @@ def main(_):
         extra_columns=off_policy.UNIT_COLUMNS + learner.update_means.names,
         trackables=off_policy.trackables(learner))
 
-    def train(pool):
+    def unit_of(pool):  # the unit closes its runner when the loop ends
         sampler = samplers.make_sampler('synchronized', pool, HORIZON)
-        with off_policy.OffPolicyRunner(sampler, learner, memory, settings,
-                                        seed=FLAGS.seed) as phases:
-            runner.run(tracker, off_policy.OffPolicyUnit(phases))
+        return off_policy.OffPolicyUnit(off_policy.OffPolicyRunner(
+            sampler, learner, memory, settings, seed=FLAGS.seed))
 
-    tracker_lib.run_training(tracker, lambda: pools.SerialPool(
-        ENV, NUM_ENVS, seed=FLAGS.seed + tracker.env_steps), train)
+    runner.train(tracker, lambda: pools.SerialPool(
+        ENV, NUM_ENVS, seed=FLAGS.seed + tracker.env_steps), unit_of)
     score = tracker.episode_stats.mean_score  # None before the first episode ends
     print(f'DQN CartPole-v1: {tracker.env_steps} steps, {tracker.episodes} episodes, '
           f'mean return of the last 100: {"n/a" if score is None else f"{score:.1f}"}')

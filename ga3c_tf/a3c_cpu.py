@@ -274,16 +274,16 @@ def train(config, run_dir):
     state = OptimizerState(num_parameters(learner), learner.optimizer.initial_mean_square)
     tracker = tracker_lib.tracker_for(run_dir, config, A3C_COLUMNS,
                                       {'model': learner.model, **state.trackables()})
-    def loop(server):
+    def unit_of(server):
         server.apply(config.num_agents)
-        runner.run(tracker, A3CCPUUnit(server, tracker_lib.frames_per_step(config.env_config),
-                                       loop_lib.take_progress))
+        return A3CCPUUnit(server, tracker_lib.frames_per_step(config.env_config),
+                          loop_lib.take_progress)
 
     # A resumed run continues with fresh environments, seeded apart from the first session.
     with segments.scope():  # whatever an ending leaves of the run's shared memory goes
-        return tracker_lib.run_training(
+        return runner.train(
             tracker, lambda: A3CServer(config, learner, seed=config.seed + tracker.env_steps,
-                                       state=state, start_steps=tracker.env_steps), loop)
+                                       state=state, start_steps=tracker.env_steps), unit_of)
 
 
 class A3CCPUUnit(runner.Unit):
@@ -309,7 +309,7 @@ class A3CCPUUnit(runner.Unit):
     def settle(self):
         self.server.pull_into_learner()
 
-    finish = settle  # what run_training saves, at the end or on Ctrl-C
+    finish = settle  # what runner.train saves, at the end or on Ctrl-C
 
     def row(self, seconds):
         steps = self.last['predictions'] - self.interval_start['predictions']

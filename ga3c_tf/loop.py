@@ -123,12 +123,12 @@ def train(config, run_dir):
         {'model': learner.model, 'optimizer': learner.optimizer, 'generator': learner.generator})
     scalars.assign(learner.env_steps, tracker.env_steps)
 
-    def loop(server):
+    def unit_of(server):
         server.apply((config.num_predictors, config.num_trainers, config.num_agents))
-        runner.run(tracker, GA3CUnit(config, server))
+        return GA3CUnit(config, server)
 
     # A resumed run continues with fresh environments, seeded apart from the first session.
     with segments.scope():  # whatever an ending leaves of the run's shared memory goes
-        return tracker_lib.run_training(
+        return runner.train(
             tracker, lambda: GA3CServer(config, learner, seed=config.seed + tracker.env_steps),
-            loop)
+            unit_of)

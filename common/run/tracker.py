@@ -1,13 +1,12 @@
 """The bookkeeping every training loop shares: counters, log intervals, episodes, checkpoints.
 
 A paper's loop reports steps, updates and finished episodes; the tracker decides when to write a
-metrics row (with the paper's own columns) and when to checkpoint, and resumes all of it;
-run_training is the start, Ctrl-C and end of a run that every paper's train() shares. A run whose
+metrics row (with the paper's own columns) and when to checkpoint, and resumes all of it (the
+start, Ctrl-C and end of a session are common/run/runner.py's train). A run whose
 updates diverge stops (DivergedError): after the metrics row whose loss or gradient norm is not
 finite, or where a checkpoint would hold weights that are not; none of those is written, so the
 newest checkpoint, written before, stays.
 """
-import contextlib
 import csv
 import math
 import os
@@ -19,14 +18,12 @@ from common.run import app
 from common.run import checkpoint as checkpoint_lib
 from common.run import machine_load
 from common.run import metrics
-from common.run import operative_config
-from common.run import processes
 from common.run import scalars
 from common.run import session_stop as session_stop_lib
 from common.run import superseded
 
 __all__ = ('DIVERGENCE_STATS', 'DivergedError', 'finite_weights', 'RunTracker', 'frames_per_step',
-           'tracker_for', 'run_training')
+           'tracker_for')
 
 # The update statistics whose non-finite interval mean means the run diverged.
 DIVERGENCE_STATS = ('loss', 'grad_norm')
@@ -232,73 +229,3 @@ def tracker_for(run_dir, config, extra_columns, trackables):
         milestone_every_steps=config.milestone_every_steps,
         frames_per_step=frames_per_step(config.env_config), trackables=trackables,
         session_stop=session_stop_lib.from_flags())
-
-
-def run_training(tracker, open_runner, loop, resume_note='', session_end=None):
-    """Runs loop(runner) in a runner from open_runner() (a context manager: a pool, a server),
-    so that every paper starts, stops and resumes alike; returns the env steps reached.
-
-    Says where a resumed run starts and returns at once if the run is complete. A checkpoint is
-    saved at the end, and on Ctrl-C or SIGTERM before the runner closes (the interrupt then
-    goes on, for the entry point's exit status), unless the weights diverged (DivergedError,
-    nothing saved); the tracker's files are closed in every case. session_end(env_steps), if
-    given, runs after the final checkpoint of such a clean end, once the runner has closed (its
-    threads stopped): what only a session's end saves (a replay memory, too big to save with
-    every checkpoint). It reports its own failures; a further Ctrl-C does not cut it short (held
-    at a normal end; after an interrupt, the entry point's handler only reports it).
-    """
-    try:
-        if tracker.restored_from:
-            print(f'resuming from {tracker.restored_from} at step {tracker.env_steps:,}'
-                  f'{resume_note}')
-            for name, count in tracker.superseded_rows.items():
-                print(f'{count:,} rows of {name} past step {tracker.env_steps:,} (logged after '
-                      f'that checkpoint) moved to {superseded.superseded_path(name)}')
-        elif tracker.superseded_rows:
-            moved = ', '.join(f'{count:,} rows of {name} to {superseded.superseded_path(name)}'
-                              for name, count in tracker.superseded_rows.items())
-            print(f'no checkpoint in {tracker.run_dir}: starting at step 0; what sessions before '
-                  f'logged without saving one moved aside ({moved})')
-        if tracker.done:
-            print(f'run already complete: {tracker.env_steps:,} >= total_steps '
-                  f'{tracker.total_steps:,}')
-            return tracker.env_steps
-        if tracker.check_session_stop():
-            print(f'{tracker.stop_reason} at step {tracker.env_steps:,} already: nothing to run')
-            return tracker.env_steps
-        with contextlib.ExitStack() as end:
-            with open_runner() as runner:
-                # What ran, once every gin-configured piece (the pool's too) has been built.
-                operative_config.write_operative_config(tracker.run_dir)
-                try:
-                    loop(runner)
-                except processes.WorkerDiedError as error:
-                    # The learner is whole (a worker only steps environments or feeds it).
-                    path = tracker.save()
-                    first_line = str(error).strip().splitlines()[0]
-                    raise app.RunError(
-                        f'{first_line}; run stopped at step {tracker.env_steps:,}, saved {path}; '
-                        'rerun the same command to resume') from error
-                except BaseException as error:  # pylint: disable=broad-except
-                    if not app.is_interrupt(error):
-                        raise
-                    path = tracker.save()
-                    print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the '
-                          'same command to resume')
-                    if session_end is not None:  # once the runner has closed (end unwinds)
-                        end.callback(session_end, tracker.env_steps)
-                    if isinstance(error, KeyboardInterrupt):
-                        raise
-                    raise KeyboardInterrupt from error
-                # A normal end: the runner's close and the final save run to their end; a
-                # Ctrl-C meanwhile is raised after them (processes.held_interrupts).
-                end.enter_context(processes.held_interrupts())
-            tracker.save()
-            if session_end is not None:
-                session_end(tracker.env_steps)
-        if tracker.stop_reason is not None and tracker.env_steps < tracker.total_steps:
-            print(f'stopped at step {tracker.env_steps:,}: {tracker.stop_reason}; saved '
-                  f'{tracker.newest_checkpoint}; rerun the same command to go on')
-        return tracker.env_steps
-    finally:
-        tracker.close()

@@ -265,11 +265,9 @@ def train(config, run_dir, model, open_unit, num_learners, num_chunks, slot_init
             raise
         return _Session(store, learners)
 
-    def loop(session):
-        runner.run(tracker, AsyncUnit(session, state, variables, stat_names))
-
     with segments.scope():  # whatever an ending leaves of the run's shared memory goes
-        return tracker_lib.run_training(tracker, open_session, loop)
+        return runner.train(tracker, open_session,
+                            lambda session: AsyncUnit(session, state, variables, stat_names))
 
 
 class AsyncUnit(runner.Unit):
@@ -301,7 +299,7 @@ class AsyncUnit(runner.Unit):
     def settle(self):
         self.state.pull_from(self.session.store, self.variables)
 
-    finish = settle  # what run_training saves: at the end, on Ctrl-C, when a learner died
+    finish = settle  # what runner.train saves: at the end, on Ctrl-C, when a learner died
 
     def row(self, seconds):
         """The mean of each statistic over the interval's reports."""

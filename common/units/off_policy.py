@@ -6,7 +6,7 @@ same samplers as the policy-gradient methods, sampling and optimizing in turn).
 The number of updates per phase holds the replay ratio, the transitions trained per transition
 sampled (batch_size x updates_per_phase / (horizon x num_envs); Stooke & Abbeel's "training
 intensity"), at a fixed value; the runner reports the measured one. OffPolicyUnit hands either
-runner (this one or the concurrent one) to the one training loop (common/run/runner.py).
+runner (this one or the concurrent one) to the one run call (common/run/runner.py).
 """
 import dataclasses
 import time
@@ -180,9 +180,10 @@ class OffPolicyRunner:
 
 
 class OffPolicyUnit(runner.Unit):
-    """The training loop's unit of an off-policy runner (OffPolicyRunner or the concurrent one):
-    one sampling phase and its updates per advance(); rows add UNIT_COLUMNS (time shares,
-    epsilon, the measured replay ratio, replay's size) and the learner's update means."""
+    """The training loop's unit of an off-policy runner (OffPolicyRunner or the concurrent one),
+    which it closes when the loop ends: one sampling phase and its updates per advance(); rows
+    add UNIT_COLUMNS (time shares, epsilon, the measured replay ratio, replay's size) and the
+    learner's update means."""
 
     def __init__(self, off_policy_runner):
         self.off_policy = off_policy_runner
@@ -198,6 +199,10 @@ class OffPolicyUnit(runner.Unit):
 
     def settle(self):
         self.off_policy.wait_for_training()
+
+    def finish(self):
+        """Stops the runner's trainer thread and feed before the run's last checkpoint."""
+        self.off_policy.close()
 
     def row(self, seconds):
         extra = {f'{name}_share': value / seconds

@@ -96,11 +96,10 @@ def train(config, run_dir, learner, open_pool, sampler_kind, horizon, num_envs, 
         open_pool = lambda seed: open_share(  # noqa: E731
             share.env_seed(seed, num_envs // share.num_machines))
 
-    def loop(pool):
-        runner.run(tracker, OnPolicyUnit(samplers.make_sampler(sampler_kind, pool, horizon),
-                                         learner, steps_per_update=num_envs * horizon))
+    def unit_of(pool):
+        return OnPolicyUnit(samplers.make_sampler(sampler_kind, pool, horizon), learner,
+                            steps_per_update=num_envs * horizon)
 
     # A resumed run continues with fresh environments, seeded apart from the first session.
-    return tracker_lib.run_training(tracker, lambda: open_pool(config.seed + tracker.env_steps),
-                                    loop)
+    return runner.train(tracker, lambda: open_pool(config.seed + tracker.env_steps), unit_of)
 

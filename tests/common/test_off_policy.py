@@ -90,7 +90,7 @@ def test_the_replay_ratio_is_the_configured_one_and_the_target_follows_its_perio
 
 
 def test_the_off_policy_unit_drives_the_runner_under_the_training_loop(tmp_path):
-    """runner.run over an OffPolicyUnit: each advance() is one phase of horizon x num_envs
+    """runner.train over an OffPolicyUnit: each advance() is one phase of horizon x num_envs
     steps and its updates; the rows hold the unit's columns (epsilon, replay ratio and size,
     time shares) and the learner's update means; the checkpoint holds both networks and the
     optimizer."""
@@ -103,12 +103,10 @@ def test_the_off_policy_unit_drives_the_runner_under_the_training_loop(tmp_path)
         str(tmp_path), total_steps=80, log_every_seconds=1e-9, checkpoint_every_steps=40,
         extra_columns=off_policy.UNIT_COLUMNS + learner.update_means.names,
         trackables=off_policy.trackables(learner), stream=io.StringIO())
-    with pools.SerialPool(CARTPOLE, num_envs, seed=6) as pool:
-        with off_policy.OffPolicyRunner(samplers.make_sampler('synchronized', pool, horizon),
-                                        learner, _memory(num_envs), settings,
-                                        seed=2) as off_policy_runner:
-            runner.run(tracker, off_policy.OffPolicyUnit(off_policy_runner))
-    tracker.close()
+    runner.train(tracker, lambda: pools.SerialPool(CARTPOLE, num_envs, seed=6),
+                 lambda pool: off_policy.OffPolicyUnit(off_policy.OffPolicyRunner(
+                     samplers.make_sampler('synchronized', pool, horizon), learner,
+                     _memory(num_envs), settings, seed=2)))
     rows = run_files.read_csv(tmp_path / 'metrics.csv')
     assert [int(row['env_steps']) for row in rows] == list(range(8, 88, 8))
     # Replay holds 24 steps after the third phase, which trains: 8 phases of 2 updates.

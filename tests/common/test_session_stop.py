@@ -68,8 +68,7 @@ def test_the_runner_stops_at_the_first_boundary_past_the_score_saved(tmp_path, c
     # Episode k scores k / 10: the 100-episode mean of episodes 1-100 is 5.05; it first reaches
     # 10 at episode 150 (mean of 51..150 = 10.05), advance 150, which is a boundary.
     unit = _Unit(lambda k: k / 10)
-    assert tracker_lib.run_training(tracker, io.StringIO, lambda _: runner.run(tracker, unit)) \
-        == 1500
+    assert runner.train(tracker, io.StringIO, lambda _: unit) == 1500
     assert unit.advances == 150
     out = capsys.readouterr().out
     assert ('stopped at step 1,500: the 100-episode mean 10.05 reached --stop_at_score=10; saved'
@@ -79,24 +78,23 @@ def test_the_runner_stops_at_the_first_boundary_past_the_score_saved(tmp_path, c
     # Reached off a boundary (advance 148), the session ends at the next one (150).
     late = _tracker(str(tmp_path / 'late'), session_stop.SessionStop(score=10.0))
     shifted = _Unit(lambda k: (k + 2) / 10)  # the mean first reaches 10 at advance 148
-    tracker_lib.run_training(late, io.StringIO, lambda _: runner.run(late, shifted))
+    runner.train(late, io.StringIO, lambda _: shifted)
     assert shifted.advances == 150
 
     # Resumed without the flag, the run goes on from its checkpoint to total_steps.
     resumed = _tracker(run_dir, None)
     assert resumed.env_steps == 1500
-    assert tracker_lib.run_training(resumed, io.StringIO,
-                                    lambda _: runner.run(resumed, _Unit(lambda k: 0.0))) == 10_000
+    assert runner.train(resumed, io.StringIO, lambda _: _Unit(lambda k: 0.0)) == 10_000
 
 
-def test_a_run_already_past_its_stop_opens_no_runner(tmp_path, capsys):
+def test_a_run_already_past_its_stop_opens_no_session(tmp_path, capsys):
     run_dir = str(tmp_path)
     first = _tracker(run_dir, session_stop.SessionStop(steps=30))
-    tracker_lib.run_training(first, io.StringIO, lambda _: runner.run(first, _Unit(float)))
+    runner.train(first, io.StringIO, lambda _: _Unit(float))
     assert first.env_steps == 30
     opened = []
     again = _tracker(run_dir, session_stop.SessionStop(steps=20))
-    assert tracker_lib.run_training(again, lambda: opened.append(1), None) == 30
+    assert runner.train(again, lambda: opened.append(1), None) == 30
     assert opened == []
     assert 'reached --stop_at_steps=20 at step 30 already: nothing to run' in \
         capsys.readouterr().out
