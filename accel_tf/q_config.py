@@ -99,11 +99,8 @@ class QValueConfig(sections.Section):
                 f'QValueConfig.v_min={self.v_min} must be below v_max={self.v_max}')
         require(self.priority_alpha >= 0,
                 f'QValueConfig.priority_alpha must be >= 0, got {self.priority_alpha}')
-        require(0 <= self.initial_beta <= 1,
-                f'QValueConfig.initial_beta must be in [0, 1], got {self.initial_beta}')
-        for name in ('initial_epsilon', 'final_epsilon', 'eval_epsilon'):
-            value = getattr(self, name)
-            require(0 <= value <= 1, f'QValueConfig.{name} must be in [0, 1], got {value}')
+        app.require_fractions('QValueConfig', self,
+                              ('initial_beta', 'initial_epsilon', 'final_epsilon', 'eval_epsilon'))
         require(self.clip_norm >= 0,
                 f'QValueConfig.clip_norm must be >= 0, got {self.clip_norm}')
         require(self.huber_delta > 0,

@@ -16,7 +16,6 @@ from common.run import process_setup  # first: the process set-up before TensorF
 process_setup.configure()
 # pylint: disable=wrong-import-position
 import os
-import sys
 
 from absl import flags
 
@@ -108,21 +107,9 @@ def main():
         if steps < target:
             print(f'{tag} game {index} of {len(games)}: training to {target:,} steps in '
                   f'{run_dir}' + (f' (resuming at {steps:,})' if steps else ''), flush=True)
-            try:
-                status = child_runs.train(
-                    paper, FLAGS.gin_file,
-                    list(FLAGS.gin_bindings) + [presets.game_binding(game)], run_dir,
-                    FLAGS.steps, tag)
-            except KeyboardInterrupt:
-                print(f'{tag} interrupted in game {index} of {len(games)} ({game}; its '
-                      'checkpoint saved): rerun the same command to resume', file=sys.stderr)
-                raise
-            steps = child_runs.checkpoint_steps(run_dir)
-            if status != 0 or steps < target:
-                raise app.RunError(
-                    f'{game} (game {index} of {len(games)}) ended with exit status {status} at '
-                    f'{steps:,} steps; {run_dir} keeps what it saved and the games after it '
-                    'did not start: rerun the same command to resume')
+            child_runs.train_in_turn(
+                paper, FLAGS.gin_file, list(FLAGS.gin_bindings) + [presets.game_binding(game)],
+                run_dir, target, tag, ('game', index, len(games), game))
         print(f'{tag} evaluating the final policy ({protocol})', flush=True)
         evaluation = evaluate_game(run_dir)
         record['games'][game] = {'run_dir': run_dir, 'evaluation': evaluation}

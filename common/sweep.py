@@ -19,7 +19,6 @@ import ast
 import itertools
 import os
 import re
-import sys
 
 from absl import flags
 
@@ -149,20 +148,8 @@ def main():
         print(f'{tag} point {index} of {len(points)} ({"; ".join(bindings)}): training to '
               f'{target:,} steps in {run_dir}' + (f' (resuming at {steps:,})' if steps else ''),
               flush=True)
-        try:
-            status = child_runs.train(paper, FLAGS.gin_file,
-                                      list(FLAGS.gin_bindings) + bindings, run_dir,
-                                      FLAGS.steps, tag)
-        except KeyboardInterrupt:
-            print(f'{tag} interrupted in point {index} of {len(points)} ({name}; its checkpoint '
-                  'saved): rerun the same command to resume', file=sys.stderr)
-            raise
-        steps = child_runs.checkpoint_steps(run_dir)
-        if status != 0 or steps < target:
-            raise app.RunError(
-                f'{name} (point {index} of {len(points)}) ended with exit status {status} at '
-                f'{steps:,} steps; {run_dir} keeps what it saved and the points after it did '
-                'not start: rerun the same command to resume')
+        child_runs.train_in_turn(paper, FLAGS.gin_file, list(FLAGS.gin_bindings) + bindings,
+                                 run_dir, target, tag, ('point', index, len(points), name))
         write_views(sweep_dir, names, thresholds, heading)
     for path in write_views(sweep_dir, names, thresholds, heading):
         print(f'wrote {path}')

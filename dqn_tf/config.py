@@ -113,9 +113,8 @@ class DQNConfig(config_lib.RunConfig):
                 f'DQNConfig.rmsprop_decay must be in (0, 1), got {self.rmsprop_decay}')
         require(0 <= self.acting_nice <= 19,
                 f'DQNConfig.acting_nice must be an int in [0, 19], got {self.acting_nice!r}')
-        for name in ('initial_epsilon', 'final_epsilon', 'eval_epsilon'):
-            value = getattr(self, name)
-            require(0 <= value <= 1, f'DQNConfig.{name} must be in [0, 1], got {value}')
+        app.require_fractions(self.owner, self, ('initial_epsilon', 'final_epsilon',
+                                                 'eval_epsilon'))
 
     @property
     def stack(self):

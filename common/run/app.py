@@ -104,6 +104,13 @@ def require_positive_ints(owner, config, names):
                 f'{owner}.{name} must be a positive integer, got {value!r}')
 
 
+def require_fractions(owner, config, names):
+    """Checks that each named field of config is in [0, 1] (a probability: an epsilon)."""
+    for name in names:
+        value = getattr(config, name)
+        require(0 <= value <= 1, f'{owner}.{name} must be in [0, 1], got {value}')
+
+
 def fail(message, exit_code=2):
     """Prints a one-line error for the user and exits; used before anything has started."""
     print(f'error: {message}', file=sys.stderr)

@@ -13,7 +13,7 @@ from common.run import app
 from common.run import file_writes
 from common.run import registry
 
-__all__ = ('checkpoint_steps', 'open_record', 'train')
+__all__ = ('checkpoint_steps', 'open_record', 'train', 'train_in_turn')
 
 _PR_SET_PDEATHSIG = 1
 # Looked up before any fork: the child only calls it (no library loading between fork and exec).
@@ -76,3 +76,24 @@ def train(paper, gin_files, gin_bindings, run_dir, steps, tag):
     if interrupted:
         raise KeyboardInterrupt
     return status
+
+
+def train_in_turn(paper, gin_files, gin_bindings, run_dir, steps, tag, place):
+    """train(...) of one run among several, place = (kind, index, count, name), e.g. ('game', 1,
+    3, 'breakout'); returns the env steps of its newest checkpoint. A Ctrl-C says how to resume
+    and goes on; app.RunError if the run failed or saved short of steps, so that the runs after
+    it do not start."""
+    kind, index, count, name = place
+    try:
+        status = train(paper, gin_files, gin_bindings, run_dir, steps, tag)
+    except KeyboardInterrupt:
+        print(f'{tag} interrupted in {kind} {index} of {count} ({name}; its checkpoint saved): '
+              'rerun the same command to resume', file=sys.stderr)
+        raise
+    reached = checkpoint_steps(run_dir)
+    if status != 0 or reached < steps:
+        raise app.RunError(
+            f'{name} ({kind} {index} of {count}) ended with exit status {status} at '
+            f'{reached:,} steps; {run_dir} keeps what it saved and the {kind}s after it did not '
+            'start: rerun the same command to resume')
+    return reached
