@@ -1,7 +1,7 @@
 """Double DQN on CartPole-v1 composed from the shared layer: replay with one stream per simulator,
 the Q-learner, the off-policy runner (epsilon-greedy phases into replay, then a fixed number of
 minibatch updates: Stooke & Abbeel 2018, section 4.2) and the one training loop, which prints
-progress and writes the run files under --out_dir. Settings: tests/common/test_off_policy.py's
+progress and writes the run files under --out_dir. Settings: tests/common/units/test_off_policy.py's
 CartPole test. Here an episode first reached 500 at 13.7k steps (seed 0) and 14.3k (seed 1), and
 the last 100 averaged 231 and 220 at 30k; tests/examples/test_examples.py holds both seeds to a
 500 before 25k and an average over 150 (random actions average about 22). After `pip install -e .`:

@@ -109,3 +109,22 @@ def test_no_module_imports_itself_through_others():
         if name not in state:
             visit(name, [name])
     assert circles == [], '; '.join(' -> '.join(circle) for circle in circles)
+
+
+def _folders(path):
+    return {name for name in os.listdir(path) if os.path.isdir(os.path.join(path, name))
+            and not name.startswith(('_', '.'))}
+
+
+def test_the_tests_of_common_stand_in_its_role_folders():
+    """tests/common/<folder>/ holds the tests of common/<folder>/; tests/common/ itself only
+    those of common's top-level commands (bench, compare, results, ...)."""
+    tests = os.path.join(ROOT, 'tests', 'common')
+    assert _folders(tests) == _folders(os.path.join(ROOT, 'common'))
+    for folder in _folders(tests):
+        modules = {os.path.basename(path)[:-3]
+                   for path in glob.glob(os.path.join(ROOT, 'common', folder, '*.py'))}
+        misplaced = [path for path in glob.glob(os.path.join(tests, 'test_*.py'))
+                     if os.path.basename(path)[len('test_'):-3] in modules]
+        assert not misplaced, f'tests of common/{folder}/ outside tests/common/{folder}/: ' \
+                              f'{misplaced}'

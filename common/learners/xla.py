@@ -7,7 +7,7 @@ than TensorFlow from the same tf.random.Generator state, so acting (Gumbel-max s
 PPO's minibatch shuffles would change; the optimizer's elementwise steps and the losses' few ops
 gain little; and GA3C's returns lay sequences out in a shape that depends on the values, which
 XLA cannot compile. So a run with jit_compile takes the same actions and reaches the
-same weights as one without, to float tolerance (tests/common/test_xla.py). Whether it is
+same weights as one without, to float tolerance (tests/common/learners/test_xla.py). Whether it is
 faster depends on the device: `python -m common.bench --rows=paac,paac/xla,...` measures it.
 """
 import tensorflow as tf

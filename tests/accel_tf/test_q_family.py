@@ -212,7 +212,7 @@ def test_asynchronous_dqn_holds_its_replay_ratio_through_the_entry_point(tmp_pat
     to within the runner's bound, one phase's updates (lead_phases = 1: a phase owed at either
     end of an interval, so 11 phases' updates over 10 phases sampled, 10%, can happen), and the
     run's updates are exactly the synchronous run's. (The tf.data feed holds it too:
-    tests/common/test_concurrent_off_policy.py.)"""
+    tests/common/units/test_concurrent_off_policy.py.)"""
     bindings = CARTPOLE_BINDINGS + ['AccelConfig.total_steps = 2400',
                                     'QValueConfig.updates_per_phase = 64',
                                     'QValueConfig.min_replay_steps = 512',

@@ -20,7 +20,7 @@ from common.envs.pools import (POOL_KINDS, AleVectorPool, ProcessPool, SerialPoo
                                make_pool, validate_pool_config)
 from common.run import processes
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 SMALL_PONG = AtariConfig(game='pong', stack=2, max_episode_steps=100)
 
 

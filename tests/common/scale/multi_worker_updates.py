@@ -1,4 +1,4 @@
-"""Run by tests/common/test_multi_worker.py as one of two worker processes on localhost:
+"""Run by tests/common/scale/test_multi_worker.py as one of two worker processes on localhost:
 `python multi_worker_updates.py TASK_INDEX PORT0,PORT1 OUT.npz [die_after]`, or as the single
 process they are compared with: `python multi_worker_updates.py single OUT.npz`. Each builds the A2C
 learner under tf.distribute.MultiWorkerMirroredStrategy (the non-chief perturbs its copy, which

@@ -29,6 +29,8 @@ from common.tools import run_files
 pytestmark = pytest.mark.gpu
 
 ENV = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+# The scripts tests/common/scale/ runs in fresh processes, run here on real GPUs.
+SCALE_SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'scale')
 
 
 def _python(code, env=None, timeout=300):
@@ -158,8 +160,7 @@ def test_mirrored_replicas_compute_on_gpus_and_more_replicas_are_refused():
 def test_two_gpu_replicas_update_as_one_device():
     if _gpu_count() < 2:
         pytest.skip('needs 2 GPUs')
-    result = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
-                                                          'mirrored_updates.py')],
+    result = subprocess.run([sys.executable, os.path.join(SCALE_SCRIPTS, 'mirrored_updates.py')],
                             env=ENV, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     found = json.loads(result.stdout.strip().splitlines()[-1])
@@ -172,7 +173,7 @@ def test_two_gpu_replicas_update_as_one_device():
 def test_two_localhost_workers_on_a_gpu_each_update_as_one_process(tmp_path):
     if _gpu_count() < 2:
         pytest.skip('needs 2 GPUs')
-    script = os.path.join(os.path.dirname(__file__), 'multi_worker_updates.py')
+    script = os.path.join(SCALE_SCRIPTS, 'multi_worker_updates.py')
     ports = ','.join(str(port) for port in cluster.free_ports(2))
     gpus = multi_worker.localhost_gpus(2)
     assert devices.NO_GPU not in gpus

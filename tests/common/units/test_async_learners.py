@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from common.units import async_learners
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def test_flat_values_and_assign_flat_round_trip():

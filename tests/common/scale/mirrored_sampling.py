@@ -1,4 +1,4 @@
-"""Run by tests/common/test_distribute.py in a fresh process (logical CPU devices must be made
+"""Run by tests/common/scale/test_distribute.py in a fresh process (logical CPU devices must be made
 before TensorFlow makes its devices): with 2 replicas, each replica acts for its own sampler
 groups' simulators. The replicas' policy heads are made to disagree on purpose (replica 0
 always picks action 0, replica 1 action 1), so the rollout shows which replica acted for which

@@ -1,4 +1,4 @@
-"""Run by tests/common/test_distribute.py in a fresh process (logical CPU devices must be made
+"""Run by tests/common/scale/test_distribute.py in a fresh process (logical CPU devices must be made
 before TensorFlow makes its devices): A2C, PPO, DQN and PAAC (its own learner, as
 paac_tf.main builds it) updates, and A2C's and DQN's with XLA, on 2 replicas, each with half the batch, against one device with
 the whole batch; prints one JSON line of the largest differences."""
