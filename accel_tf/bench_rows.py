@@ -152,7 +152,7 @@ def q_training_rate(settings, preset, batch_size, extra=()):
     learner = learners.build_q_learner(config)
     with learners.open_pool(config, seed=0) as pool:
         sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
-        with q_family.make_runner(config, sampler, learner, q_family.make_replay(config, seed=0),
+        with q_family.make_phases(config, sampler, learner, q_family.make_replay(config, seed=0),
                                   seed=0) as runner:
             while len(runner.memory) < min_replay_steps:
                 runner.iterate(0)

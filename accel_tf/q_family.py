@@ -1,5 +1,5 @@
 """DQN, categorical DQN and eps-Rainbow on the accelerated samplers (Stooke & Abbeel 2018,
-sections 2 and 5): the shared off-policy runner over the sampler's worker processes, replay
+sections 2 and 5): the shared off-policy phases over the sampler's worker processes, replay
 organized by simulator (prioritized for Rainbow), and the shared Q-learner. Synchronous:
 sampling and optimization alternate; asynchronous (QValueConfig.asynchronous): a trainer thread
 optimizes while the sampler samples, at the same replay ratio."""
@@ -25,16 +25,16 @@ def settings_for(config):
         beta_anneal_steps=config.total_steps)
 
 
-def make_runner(config, sampler, learner, replay, seed, workers=1):
-    """The synchronous or the concurrent off-policy runner of config, as a context manager;
-    workers: a multi-worker run's (this runner samples one worker's share)."""
+def make_phases(config, sampler, learner, replay, seed, workers=1):
+    """The synchronous or the concurrent off-policy phases of config, as a context manager;
+    workers: a multi-worker run's (these phases sample one worker's share)."""
     q_values = config.q_values
     settings = settings_for(config)
     if q_values.asynchronous:
-        return concurrent_off_policy.ConcurrentOffPolicyRunner(
+        return concurrent_off_policy.ConcurrentOffPolicyPhases(
             sampler, learner, replay, settings, seed=seed, replay_input=q_values.replay_input,
             lead_phases=q_values.async_lead_phases)
-    return off_policy.OffPolicyRunner(sampler, learner, replay, settings, seed=seed,
+    return off_policy.OffPolicyPhases(sampler, learner, replay, settings, seed=seed,
                                       replay_input=q_values.replay_input, workers=workers)
 
 
@@ -101,12 +101,12 @@ def train(config, run_dir, learner, open_pool, strategy=None):
         if saves_replay and tracker.restored_from:
             replay_files.restore_for_resume(replay, run_dir, tracker.env_steps)
         session['replay'] = replay
-        return QValueUnit(config, make_runner(config, sampler, learner, replay, seed,
+        return QValueUnit(config, make_phases(config, sampler, learner, replay, seed,
                                               share.num_machines),
                           run_dir, evaluates=share.is_chief)
 
     def save_replay(env_steps):
-        if 'replay' in session:  # the unit has closed its runner: no trainer thread draws
+        if 'replay' in session:  # the unit has closed its phases: no trainer thread draws
             replay_files.save_for_resume(session['replay'], run_dir, env_steps)
 
     local_envs = config.num_envs // share.num_machines
@@ -121,8 +121,8 @@ class QValueUnit(off_policy.OffPolicyUnit):
     phase while the trainer thread optimizes) with evaluations every
     QValueConfig.eval_every_steps on the chief."""
 
-    def __init__(self, config, off_policy_runner, run_dir, evaluates=True):
-        super().__init__(off_policy_runner)
+    def __init__(self, config, phases, run_dir, evaluates=True):
+        super().__init__(phases)
         self.config = config
         self.run_dir = run_dir
         self.every = config.q_values.eval_every_steps if evaluates else 0

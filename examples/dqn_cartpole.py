@@ -1,5 +1,5 @@
 """Double DQN on CartPole-v1 composed from the shared layer: replay with one stream per simulator,
-the Q-learner, the off-policy runner (epsilon-greedy phases into replay, then a fixed number of
+the Q-learner, off-policy phases (epsilon-greedy sampling into replay, then a fixed number of
 minibatch updates: Stooke & Abbeel 2018, section 4.2) and the one training loop, which prints
 progress and writes the run files under --out_dir. Settings: tests/common/units/test_off_policy.py's
 CartPole test. Here an episode first reached 500 at 13.7k steps (seed 0) and 14.3k (seed 1), and
@@ -51,9 +51,9 @@ def main(_):
         extra_columns=off_policy.UNIT_COLUMNS + learner.update_means.names,
         trackables=off_policy.trackables(learner))
 
-    def unit_of(pool):  # the unit closes its runner when the loop ends
+    def unit_of(pool):  # the unit closes its phases when the loop ends
         sampler = samplers.make_sampler('synchronized', pool, HORIZON)
-        return off_policy.OffPolicyUnit(off_policy.OffPolicyRunner(
+        return off_policy.OffPolicyUnit(off_policy.OffPolicyPhases(
             sampler, learner, memory, settings, seed=FLAGS.seed))
 
     runner.train(tracker, lambda: pools.SerialPool(

@@ -1,4 +1,4 @@
-"""The off-policy runner with sampling and optimization concurrent (Stooke & Abbeel 2018, section
+"""Off-policy phases with sampling and optimization concurrent (Stooke & Abbeel 2018, section
 5.3: the Q-value family "asynchronously", the sampler and the optimizer working at once over one
 replay): a trainer thread trains each phase's updates while the main thread samples the next.
 
@@ -17,8 +17,8 @@ from common.units import off_policy
 WAIT_SECONDS = 0.5
 
 
-class ConcurrentOffPolicyRunner(off_policy.OffPolicyRunner):
-    """OffPolicyRunner whose iterate() returns once its rollout is stored and no more than
+class ConcurrentOffPolicyPhases(off_policy.OffPolicyPhases):
+    """OffPolicyPhases whose iterate() returns once its rollout is stored and no more than
     lead_phases phases' updates are still owed; close() (or leaving the with block) stops the
     trainer thread after its current update. A failed trainer ends the next iterate() with its
     error."""

@@ -1,12 +1,12 @@
-"""The off-policy runner: a sampler fills a (T, N) rollout with a Q-learner's epsilon-greedy
+"""Off-policy phases: a sampler fills a (T, N) rollout with a Q-learner's epsilon-greedy
 actions, each simulator's steps go to its own replay stream, then the learner takes a fixed
 number of minibatch updates (Stooke & Abbeel 2018, section 4.2: DQN and its variants on the
 same samplers as the policy-gradient methods, sampling and optimizing in turn).
 
 The number of updates per phase holds the replay ratio, the transitions trained per transition
 sampled (batch_size x updates_per_phase / (horizon x num_envs); Stooke & Abbeel's "training
-intensity"), at a fixed value; the runner reports the measured one. OffPolicyUnit hands either
-runner (this one or the concurrent one) to the one run call (common/run/runner.py).
+intensity"), at a fixed value; the phases report the measured one. OffPolicyUnit hands the
+phases (these or the concurrent ones) to the one run call (common/run/runner.py).
 """
 import dataclasses
 import time
@@ -18,7 +18,7 @@ from common.replay import prioritized
 from common.replay import replay_feed
 from common.run import runner
 
-__all__ = ('OffPolicySettings', 'linear_epsilon', 'OffPolicyRunner', 'UNIT_COLUMNS',
+__all__ = ('OffPolicySettings', 'linear_epsilon', 'OffPolicyPhases', 'UNIT_COLUMNS',
            'OffPolicyUnit', 'trackables')
 
 # The columns an OffPolicyUnit adds to a metrics row, before its learner's update means.
@@ -28,7 +28,7 @@ UNIT_COLUMNS = ('env_share', 'act_share', 'learn_share', 'epsilon', 'replay_rati
 
 @dataclasses.dataclass(frozen=True)
 class OffPolicySettings:
-    """How the runner trains: minibatches per phase, warm-up, target copies, exploration and,
+    """How the phases train: minibatches per phase, warm-up, target copies, exploration and,
     for prioritized replay, the importance exponent's schedule."""
     batch_size: int
     updates_per_phase: int         # minibatch updates after each horizon x num_envs steps
@@ -55,14 +55,14 @@ def linear_epsilon(settings, env_steps):
                                                   settings.initial_epsilon)
 
 
-class OffPolicyRunner:
+class OffPolicyPhases:
     """iterate(env_steps) is one rollout of every simulator into replay, then up to
     updates_per_phase updates of the learner (a common.learners.q_learner.QLearner); replay is a
     ReplayMemory with one stream per simulator, or a PrioritizedReplay over one. replay_input
     picks how minibatches leave replay (common.replay.replay_feed: 'direct' or 'tf_data').
     A context manager: leaving the with block closes it.
 
-    workers > 1: this runner samples one worker's share of a multi-worker run (common/
+    workers > 1: these phases sample one worker's share of a multi-worker run (common/
     multi_worker.py): its replay holds its own simulators' steps, each update trains on
     batch_size / workers of them (the all-reduced gradients make the whole batch), and
     env_steps, min_replay_steps and target_period count the whole run's steps."""
@@ -180,14 +180,14 @@ class OffPolicyRunner:
 
 
 class OffPolicyUnit(runner.Unit):
-    """The training loop's unit of an off-policy runner (OffPolicyRunner or the concurrent one),
+    """The training loop's unit of off-policy phases (OffPolicyPhases or the concurrent ones),
     which it closes when the loop ends: one sampling phase and its updates per advance(); rows
     add UNIT_COLUMNS (time shares, epsilon, the measured replay ratio, replay's size) and the
     learner's update means."""
 
-    def __init__(self, off_policy_runner):
-        self.off_policy = off_policy_runner
-        self.learner = off_policy_runner.learner
+    def __init__(self, phases):
+        self.off_policy = phases
+        self.learner = phases.learner
 
     def advance(self, env_steps):
         optim.set_schedule_steps(self.learner.optimizer, env_steps)
@@ -201,7 +201,7 @@ class OffPolicyUnit(runner.Unit):
         self.off_policy.wait_for_training()
 
     def finish(self):
-        """Stops the runner's trainer thread and feed before the run's last checkpoint."""
+        """Stops the phases' trainer thread and feed before the run's last checkpoint."""
         self.off_policy.close()
 
     def row(self, seconds):

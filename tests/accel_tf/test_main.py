@@ -335,15 +335,15 @@ def test_learning_only_row_times_updates_on_one_collected_rollout(monkeypatch):
 def test_q_bench_rows_hold_training_intensity_8_once_replay_can_train(monkeypatch, row, owed):
     from accel_tf import bench_rows
     calls = _count_timed_calls(monkeypatch, bench_rows)
-    runners = []
-    real_make_runner = bench_rows.q_family.make_runner
+    phases_made = []
+    real_make_phases = bench_rows.q_family.make_phases
 
     def remember(*args, **kwargs):
-        manager = real_make_runner(*args, **kwargs)
-        runners.append(getattr(manager, 'thing', manager))  # contextlib.closing or the runner
+        manager = real_make_phases(*args, **kwargs)
+        phases_made.append(getattr(manager, 'thing', manager))  # contextlib.closing or the phases
         return manager
 
-    monkeypatch.setattr(bench_rows.q_family, 'make_runner', remember)
+    monkeypatch.setattr(bench_rows.q_family, 'make_phases', remember)
     settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 4, 'game': 'pong',
                 'num_workers': 2}
     gin.clear_config()
@@ -351,13 +351,13 @@ def test_q_bench_rows_hold_training_intensity_8_once_replay_can_train(monkeypatc
     assert result['steps_per_sec'] > 0
     # Batch 512 over 4 simulators: horizon 16 (64 steps a phase), one update of 512 per phase.
     assert set(calls) == {64}
-    runner = runners[0]
-    assert runner.settings.batch_size == 512 and runner.settings.updates_per_phase == 1
-    assert runner.settings.updates_per_phase * 512 / 64 == 8  # training intensity
-    assert len(runner.memory) >= 4096
+    phases = phases_made[0]
+    assert phases.settings.batch_size == 512 and phases.settings.updates_per_phase == 1
+    assert phases.settings.updates_per_phase * 512 / 64 == 8  # training intensity
+    assert len(phases.memory) >= 4096
     # Every timed phase trained, and so did the fill's last phase (it reached 4,096 steps),
     # but for the phases still owed when an asynchronous row stops.
-    updates = int(runner.learner.optimizer.iterations.numpy())
+    updates = int(phases.learner.optimizer.iterations.numpy())
     assert len(calls) + 1 - owed <= updates <= len(calls) + 1
 
 

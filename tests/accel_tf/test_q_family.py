@@ -1,6 +1,6 @@
 """The accelerated methods' Q-value family: presets, config errors, `python -m accel_tf.main`
 end to end on CartPole (run directory, replay ratio, resume, evaluation), and categorical DQN
-and eps-Rainbow learning CartPole on the off-policy runner."""
+and eps-Rainbow learning CartPole on the off-policy phases."""
 import os
 import signal
 import subprocess
@@ -99,8 +99,8 @@ def test_q_presets_hold_the_papers_values():
 def test_every_q_preset_trains_8_transitions_per_sampled_one(preset, batch_size,
                                                              learning_rate):
     """Training intensity 8 (section 4.2) at each batch size's rate (App. A.3), in the
-    settings the runner gets: transitions trained per phase over transitions sampled (the
-    runner's own count of it is tested in test_off_policy.py and the entry-point test)."""
+    settings the phases gets: transitions trained per phase over transitions sampled (the
+    phases's own count of it is tested in test_off_policy.py and the entry-point test)."""
     config = _configure(preset)
     assert (config.q_values.batch_size, config.learning_rate) == (batch_size, learning_rate)
     settings = q_family.settings_for(config)
@@ -209,7 +209,7 @@ def test_asynchronous_dqn_holds_its_replay_ratio_through_the_entry_point(tmp_pat
     64 updates of 64 per 16 sampled steps the trainer is several times slower than the sampler
     (a free-running sampler measured 128-208 of the 256 configured here); every logged
     interval of 10 phases or more after replay's warm-up trains 256 transitions per sampled one
-    to within the runner's bound, one phase's updates (lead_phases = 1: a phase owed at either
+    to within the phases's bound, one phase's updates (lead_phases = 1: a phase owed at either
     end of an interval, so 11 phases' updates over 10 phases sampled, 10%, can happen), and the
     run's updates are exactly the synchronous run's. (The tf.data feed holds it too:
     tests/common/units/test_concurrent_off_policy.py.)"""
@@ -298,12 +298,12 @@ def test_categorical_q_learning_learns_cartpole(preset, bindings, budget):
     greedy = lambda observations: learner.online_greedy(observations).numpy()  # noqa: E731
     scores = []
     with pools.SerialPool(CARTPOLE, config.num_envs, seed=7) as pool:
-        runner = off_policy.OffPolicyRunner(
+        phases = off_policy.OffPolicyPhases(
             samplers.make_sampler('synchronized', pool, config.horizon), learner, replay,
             q_family.settings_for(config), seed=5)
         step = 0
         while step < budget and max(scores, default=0) < 400:
-            runner.iterate(step)
+            phases.iterate(step)
             step += config.steps_per_update
             if step >= 4000 and step % 1000 == 0:
                 scores.append(evaluate.run_episodes(CARTPOLE, greedy, 20, seed=step).mean())

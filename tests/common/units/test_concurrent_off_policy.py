@@ -1,4 +1,4 @@
-"""The concurrent off-policy runner: sampling overlaps training, the replay ratio stays the
+"""The concurrent off-policy phases: sampling overlaps training, the replay ratio stays the
 configured one however slow the trainer, the target follows its period, and a failed trainer
 ends the run with its error (DQN learning CartPole on it: test_off_policy.py)."""
 import threading
@@ -42,8 +42,8 @@ def _settings(**overrides):
     return off_policy.OffPolicySettings(**values)
 
 
-def _runner(pool, learner, settings, **kwargs):
-    return concurrent_off_policy.ConcurrentOffPolicyRunner(
+def _phases(pool, learner, settings, **kwargs):
+    return concurrent_off_policy.ConcurrentOffPolicyPhases(
         samplers.make_sampler('synchronized', pool, HORIZON), learner, _memory(), settings,
         seed=2, **kwargs)
 
@@ -60,21 +60,21 @@ def _slowed(learner, seconds):
     return learner
 
 
-def test_updates_and_target_copies_are_the_synchronous_runners():
+def test_updates_and_target_copies_are_the_synchronous_phases():
     learner = _learner()
     copies = []
     learner.update_target = lambda: copies.append(True)
     with pools.SerialPool(CARTPOLE, NUM_ENVS, seed=6) as pool:
-        with _runner(pool, learner, _settings()) as runner:
+        with _phases(pool, learner, _settings()) as phases:
             for phase in range(10):
-                runner.iterate(phase * 8)
-            runner.wait_for_training()
-            ratio = runner.take_replay_ratio()
-    # As in the synchronous runner: replay holds 24 steps after phase 3, so phases 3-10 train.
+                phases.iterate(phase * 8)
+            phases.wait_for_training()
+            ratio = phases.take_replay_ratio()
+    # As in the synchronous phases: replay holds 24 steps after phase 3, so phases 3-10 train.
     assert int(learner.optimizer.iterations.numpy()) == 8 * 3
     assert ratio == pytest.approx(8 * 3 * 16 / 80)
     assert len(copies) == 5  # 80 steps, a copy every 16
-    assert not runner.trainer.is_alive()
+    assert not phases.trainer.is_alive()
 
 
 @pytest.mark.parametrize('replay_input', ['direct', 'tf_data'])
@@ -84,15 +84,15 @@ def test_the_replay_ratio_holds_when_the_trainer_is_slower_than_the_sampler(repl
     ratio must stay within 10% of 3 x 16 / 8 = 6 (one phase owed at most: 29 or 30 of 30)."""
     learner = _slowed(_learner(), 0.02)
     with pools.SerialPool(CARTPOLE, NUM_ENVS, seed=6) as pool:
-        with _runner(pool, learner, _settings(min_replay_steps=16),
-                     replay_input=replay_input) as runner:
+        with _phases(pool, learner, _settings(min_replay_steps=16),
+                     replay_input=replay_input) as phases:
             for phase in range(2):
-                runner.iterate(phase * 8)   # replay reaches 16 steps: every phase trains
-            runner.wait_for_training()
-            runner.take_replay_ratio()
+                phases.iterate(phase * 8)   # replay reaches 16 steps: every phase trains
+            phases.wait_for_training()
+            phases.take_replay_ratio()
             for phase in range(2, 32):
-                runner.iterate(phase * 8)
-            ratio = runner.take_replay_ratio()
+                phases.iterate(phase * 8)
+            ratio = phases.take_replay_ratio()
     assert ratio == pytest.approx(6.0, rel=0.1)
 
 
@@ -109,14 +109,14 @@ def test_sampling_runs_while_the_trainer_trains():
 
     learner.train_steps = waiting
     with pools.SerialPool(CARTPOLE, NUM_ENVS, seed=6) as pool:
-        with _runner(pool, learner, _settings(min_replay_steps=8)) as runner:
-            runner.iterate(0)                      # stored: phase 1's updates are owed
+        with _phases(pool, learner, _settings(min_replay_steps=8)) as phases:
+            phases.iterate(0)                      # stored: phase 1's updates are owed
             online_greedy = learner.online_greedy
             learner.online_greedy = lambda observations: (acted.set(),
                                                           online_greedy(observations))[1]
             started = time.perf_counter()
-            runner.iterate(8)
-            runner.wait_for_training()
+            phases.iterate(8)
+            phases.wait_for_training()
     assert time.perf_counter() - started < 10
     assert int(learner.optimizer.iterations.numpy()) == 2 * 3
 
@@ -129,14 +129,14 @@ def test_a_failed_trainer_ends_the_next_iterate_with_its_error():
 
     learner.train_steps = broken
     with pools.SerialPool(CARTPOLE, NUM_ENVS, seed=6) as pool:
-        with _runner(pool, learner, _settings(min_replay_steps=8)) as runner:
+        with _phases(pool, learner, _settings(min_replay_steps=8)) as phases:
             with pytest.raises(RuntimeError, match='trainer thread failed: ResourceExhausted'):
                 for phase in range(5):
-                    runner.iterate(phase * 8)
-    assert not runner.trainer.is_alive()
+                    phases.iterate(phase * 8)
+    assert not phases.trainer.is_alive()
 
 
 def test_lead_phases_must_be_positive():
     with pools.SerialPool(CARTPOLE, NUM_ENVS, seed=6) as pool:
         with pytest.raises(ValueError, match='lead_phases=0; allowed: >= 1'):
-            _runner(pool, _learner(), _settings(), lead_phases=0)
+            _phases(pool, _learner(), _settings(), lead_phases=0)

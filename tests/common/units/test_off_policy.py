@@ -1,6 +1,6 @@
-"""The off-policy runner: every simulator's steps land in its own replay stream as sampled, the
+"""The off-policy phases: every simulator's steps land in its own replay stream as sampled, the
 replay ratio is the configured one, the target network is copied on its period, and DQN on it
-(and on the concurrent runner) learns CartPole."""
+(and on the concurrent phases) learns CartPole."""
 import contextlib
 import dataclasses
 import io
@@ -50,10 +50,10 @@ def test_each_simulators_steps_land_in_its_own_stream_as_sampled():
     with pools.SerialPool(gym_envs.GymConfig('CartPole-v1', max_episode_steps=7), num_envs,
                           seed=5) as pool:
         sampler = samplers.make_sampler('synchronized', pool, horizon)
-        runner = off_policy.OffPolicyRunner(sampler, _learner(), memory, settings, seed=1)
+        phases = off_policy.OffPolicyPhases(sampler, _learner(), memory, settings, seed=1)
         rollouts = []
         for phase in range(4):
-            runner.iterate(phase * num_envs * horizon)
+            phases.iterate(phase * num_envs * horizon)
             rollout = sampler.rollout
             rollouts.append((rollout.observations[:-1].copy(), rollout.actions.copy(),
                              rollout.rewards.copy(), rollout.terminals.copy(),
@@ -78,18 +78,18 @@ def test_the_replay_ratio_is_the_configured_one_and_the_target_follows_its_perio
     copies = []
     learner.update_target = lambda: copies.append(True)
     with pools.SerialPool(CARTPOLE, num_envs, seed=6) as pool:
-        runner = off_policy.OffPolicyRunner(
+        phases = off_policy.OffPolicyPhases(
             samplers.make_sampler('synchronized', pool, horizon), learner,
             _memory(num_envs), settings, seed=2)
-        updates = [runner.iterate(phase * 8)[1] for phase in range(10)]
+        updates = [phases.iterate(phase * 8)[1] for phase in range(10)]
     # 8 steps per phase: replay holds 24 steps after phase 3, so phases 3-10 train.
     assert updates == [0, 0, 3, 3, 3, 3, 3, 3, 3, 3]
-    assert runner.take_replay_ratio() == pytest.approx(8 * 3 * 16 / 80)
+    assert phases.take_replay_ratio() == pytest.approx(8 * 3 * 16 / 80)
     assert len(copies) == 5  # 80 steps, a copy every 16
     assert int(learner.optimizer.iterations.numpy()) == 24
 
 
-def test_the_off_policy_unit_drives_the_runner_under_the_training_loop(tmp_path):
+def test_the_off_policy_unit_drives_the_phases_under_the_run_call(tmp_path):
     """runner.train over an OffPolicyUnit: each advance() is one phase of horizon x num_envs
     steps and its updates; the rows hold the unit's columns (epsilon, replay ratio and size,
     time shares) and the learner's update means; the checkpoint holds both networks and the
@@ -104,7 +104,7 @@ def test_the_off_policy_unit_drives_the_runner_under_the_training_loop(tmp_path)
         extra_columns=off_policy.UNIT_COLUMNS + learner.update_means.names,
         trackables=off_policy.trackables(learner), stream=io.StringIO())
     runner.train(tracker, lambda: pools.SerialPool(CARTPOLE, num_envs, seed=6),
-                 lambda pool: off_policy.OffPolicyUnit(off_policy.OffPolicyRunner(
+                 lambda pool: off_policy.OffPolicyUnit(off_policy.OffPolicyPhases(
                      samplers.make_sampler('synchronized', pool, horizon), learner,
                      _memory(num_envs), settings, seed=2)))
     rows = run_files.read_csv(tmp_path / 'metrics.csv')
@@ -126,7 +126,7 @@ def test_one_stream_per_simulator_is_required():
     with pools.SerialPool(CARTPOLE, 2, seed=0) as pool:
         sampler = samplers.make_sampler('synchronized', pool, 3)
         with pytest.raises(ValueError, match='replay has 1 streams for 2 simulators'):
-            off_policy.OffPolicyRunner(sampler, _learner(), _memory(1), settings)
+            off_policy.OffPolicyPhases(sampler, _learner(), _memory(1), settings)
 
 
 def test_epsilon_is_held_through_warm_up_then_decays_linearly_then_stays():
@@ -143,9 +143,9 @@ def test_epsilon_is_held_through_warm_up_then_decays_linearly_then_stays():
     assert off_policy.linear_epsilon(settings, 5000) == pytest.approx(0.1)
 
 
-@pytest.mark.parametrize('runner_class', [off_policy.OffPolicyRunner,
-                                          concurrent_off_policy.ConcurrentOffPolicyRunner])
-def test_dqn_on_the_runner_learns_cartpole(runner_class):
+@pytest.mark.parametrize('phases_class', [off_policy.OffPolicyPhases,
+                                          concurrent_off_policy.ConcurrentOffPolicyPhases])
+def test_dqn_on_off_policy_phases_learns_cartpole(phases_class):
     """Double DQN on 4 simulators x horizon 4 (16 steps a phase, 16 updates of 64: replay ratio
     64), fast DQN's CartPole test settings but a learning rate of 2.5e-4; some evaluation of 20
     greedy episodes reaches a mean return >= 400 within 30k steps (evaluations every 1,000 from
@@ -155,21 +155,21 @@ def test_dqn_on_the_runner_learns_cartpole(runner_class):
     16k and seed 2 peaked at 394 (10k) and fell; at 2.5e-4, uniform seeds 0-3 all passed by
     14k, and with prioritized replay (alpha 0.6) seeds 0-2 by 18k. Prioritized learning is
     tested through eps-Rainbow (tests/accel_tf/test_q_family.py), the slower run kept once.
-    The concurrent runner (training while the next phase samples) reached 429 by 16k steps;
+    The concurrent phases (training while the next phase samples) reached 429 by 16k steps;
     its acting weights change while it samples, as the trainer thread's timing falls, and under
     the full suite's load it once peaked at 393.7 within 30k steps: it gets 40k, and a second
-    network seed (0) if the first misses (a broken runner misses with both)."""
-    if runner_class is off_policy.OffPolicyRunner:
-        scores = _dqn_cartpole_scores(runner_class, network_seed=2, budget=30_000)
+    network seed (0) if the first misses (broken phases miss with both)."""
+    if phases_class is off_policy.OffPolicyPhases:
+        scores = _dqn_cartpole_scores(phases_class, network_seed=2, budget=30_000)
     else:
-        scores = _dqn_cartpole_scores(runner_class, network_seed=2, budget=40_000)
+        scores = _dqn_cartpole_scores(phases_class, network_seed=2, budget=40_000)
         if max(scores) < 400:
             print(f'learning: seed 2 best {max(scores):.1f}; again with network seed 0')
-            scores = _dqn_cartpole_scores(runner_class, network_seed=0, budget=40_000)
+            scores = _dqn_cartpole_scores(phases_class, network_seed=0, budget=40_000)
     assert max(scores) >= 400, scores
 
 
-def _dqn_cartpole_scores(runner_class, network_seed, budget):
+def _dqn_cartpole_scores(phases_class, network_seed, budget):
     """The evaluations' means of test_dqn_on_the_runner_learns_cartpole's run, which stops at
     the first >= 400 or at the budget."""
     num_envs, horizon = 4, 4
@@ -182,17 +182,17 @@ def _dqn_cartpole_scores(runner_class, network_seed, budget):
     greedy = lambda observations: learner.online_greedy(observations).numpy()  # noqa: E731
     scores = []
     with pools.SerialPool(CARTPOLE, num_envs, seed=7) as pool:
-        with contextlib.closing(runner_class(
+        with contextlib.closing(phases_class(
                 samplers.make_sampler('synchronized', pool, horizon), learner, replay, settings,
-                seed=5)) as runner:
+                seed=5)) as phases:
             step = 0
             while step < budget and max(scores, default=0) < 400:
-                runner.iterate(step)
+                phases.iterate(step)
                 step += num_envs * horizon
                 if step >= 4000 and step % 1000 == 0:
-                    runner.wait_for_training()
+                    phases.wait_for_training()
                     scores.append(evaluate.run_episodes(CARTPOLE, greedy, 20,
                                                         seed=step).mean())
-    print(f'learning: {runner_class.__name__} DQN CartPole best mean {max(scores):.1f} at step '
+    print(f'learning: {phases_class.__name__} DQN CartPole best mean {max(scores):.1f} at step '
           f'{step:,}')
     return scores
