@@ -98,6 +98,8 @@ CLAIMS = [
          _mean_near('accel-rainbow-pong', 1_220_000))),
     ('14.8 +- 4.7 at 10M steps', lambda: '{0:.1f} +- {1:.1f} at 10M steps'.format(
         *_eval_at('paac-breakout', 10_000_000))),
+    ('3.0 +- 2.1 at 10M steps', lambda: '{0:.1f} +- {1:.1f} at 10M steps'.format(
+        *_eval_at('ga3c-breakout', 10_000_000))),
 ]
 
 
@@ -120,6 +122,11 @@ RESULTS_CLAIMS = [
      '30 episodes (best 30), {2:.1f}% of the human-normalized range'.format(
          *_eval_at('paac-breakout', 10_000_000),
          100 * (_eval_at('paac-breakout', 10_000_000)[0] - 1.7) / (31.8 - 1.7))),
+    ("the final policy's evaluation is 3.0 +- 2.1 over 30 episodes (best 7), 4.3% of the "
+     'human-normalized range', lambda: "the final policy's evaluation is {0:.1f} +- {1:.1f} "
+     'over 30 episodes (best 7), {2:.1f}% of the human-normalized range'.format(
+         *_eval_at('ga3c-breakout', 10_000_000),
+         100 * (_eval_at('ga3c-breakout', 10_000_000)[0] - 1.7) / (31.8 - 1.7))),
 ]
 
 
