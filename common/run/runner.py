@@ -15,7 +15,7 @@ A unit's hooks, all but advance() optional:
   settle()      -> makes weights and counters final before a checkpoint, an evaluation or the
                    last row (waits for in-flight training, pulls shared parameters)
   evaluation_due(since, now), evaluate(env_steps, trained_seconds): periodic evaluation
-  finish()      -> runs however the loop ends, before the lifecycle saves (tracker.py)
+  finish()      -> runs however the loop ends, before train (below) saves
 """
 import abc
 import contextlib
@@ -25,7 +25,7 @@ from common.run import operative_config
 from common.run import processes
 from common.run import superseded
 
-__all__ = ('Unit', 'train', 'loop')
+__all__ = ('Unit', 'train')
 
 
 class Unit(abc.ABC):
@@ -58,7 +58,7 @@ class Unit(abc.ABC):
         pass
 
 
-def loop(tracker, unit):
+def _loop(tracker, unit):
     """Advances unit until tracker.done (its total_steps, or a session stop reached at a
     boundary: common/run/session_stop.py), logging a row each log interval (and at the end),
     checkpointing and evaluating at boundaries; unit.finish() however it ends."""
@@ -124,7 +124,7 @@ def train(tracker, open_session, unit_of, resume_note='', session_end=None):
                 # What ran, once every gin-configured piece (the pool's too) has been built.
                 operative_config.write_operative_config(tracker.run_dir)
                 try:
-                    loop(tracker, unit_of(session))
+                    _loop(tracker, unit_of(session))
                 except processes.WorkerDiedError as error:
                     # The learner is whole (a worker only steps environments or feeds it).
                     path = tracker.save()
