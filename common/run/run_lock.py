@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import socket
+import time
 
 from common.run import file_writes
 
@@ -41,7 +42,7 @@ def acquire(run_dir):
     try:
         fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = _read(lock_file)
+        holder = _read_holder(lock_file)
         lock_file.close()
         raise RunDirInUse(f'--run_dir={run_dir} is in use by {_describe(holder)}; wait for that '
                           'run to end (or stop it), or give another --run_dir') from None
@@ -90,6 +91,17 @@ def release(run_dir):
             lock_file.close()
         except OSError:  # a full or read-only disk: the kernel drops the lock at exit anyway
             pass
+
+
+def _read_holder(lock_file, wait_seconds=1.0):
+    """The live holder's record; a holder that has just taken the lock writes it a moment
+    later (truncate, then write), so an empty record is read again for up to wait_seconds."""
+    deadline = time.monotonic() + wait_seconds
+    holder = _read(lock_file)
+    while 'pid' not in holder and time.monotonic() < deadline:
+        time.sleep(0.02)
+        holder = _read(lock_file)
+    return holder
 
 
 def _read(lock_file):
