@@ -113,8 +113,11 @@ class RunLogger:
     """Writes metrics.csv, episodes.csv, TensorBoard scalars and the console progress line."""
 
     def __init__(self, run_dir, extra_columns=(), total_steps=None, tensorboard=True,
-                 stream=sys.stdout):
+                 stream=sys.stdout, session_end_steps=None):
         self.total_steps = total_steps
+        # --stop_at_steps below total_steps: the progress line counts to it and its ETA is this
+        # session's, with the run's total beside it.
+        self.session_end_steps = session_end_steps
         self.stream = stream
         self.run_dir = run_dir
         os.makedirs(run_dir, exist_ok=True)
@@ -154,10 +157,15 @@ class RunLogger:
 
     def progress_line(self, row):
         steps, rate = row['env_steps'], row['steps_per_sec']
-        total = f'/{format_count(self.total_steps)}' if self.total_steps else ''
-        # A run's last interval can pass total_steps (whole rounds or t_max batches): ETA 0 then.
-        eta = (max(self.total_steps - steps, 0) / rate
-               if self.total_steps and rate > 0 else float('nan'))
+        end = self.total_steps
+        total = f'/{format_count(end)}' if end else ''
+        session_end = self.session_end_steps
+        if session_end and (not end or session_end < end):
+            total = f'/{format_count(session_end)}' + (f' (run {format_count(end)})' if end
+                                                       else '')
+            end = session_end
+        # A run's last interval can pass its end (whole rounds or t_max batches): ETA 0 then.
+        eta = max(end - steps, 0) / rate if end and rate > 0 else float('nan')
         score = row['score_mean_100']
         score_text = 'n/a' if score is None else f'{score:.1f}'
         return (f'steps {format_count(steps)}{total} | {rate:,.0f} steps/s | '

@@ -78,7 +78,10 @@ class RunTracker:
         if self.restored_from:
             self._reload_recent_scores()
         logger_kwargs = {} if stream is None else {'stream': stream}
-        self.logger = metrics.RunLogger(run_dir, extra_columns, total_steps, **logger_kwargs)
+        self.logger = metrics.RunLogger(
+            run_dir, extra_columns, total_steps,
+            session_end_steps=None if session_stop is None else session_stop.steps,
+            **logger_kwargs)
         self._interval_start = time.perf_counter()
         self._interval_steps = 0
         self._interval_updates = 0

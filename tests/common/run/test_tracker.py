@@ -9,6 +9,7 @@ import tensorflow as tf
 from common.run import app
 from common.run import metrics
 from common.run import processes
+from common.run import session_stop
 from common.run import tracker as tracker_lib
 from common.tools import run_files
 
@@ -58,7 +59,7 @@ def test_tracker_writes_rows_checkpoints_and_resumes(tmp_path):
 
 def test_progress_line_shows_rate_score_and_eta():
     logger_line = metrics.RunLogger.progress_line
-    fake = type('Fake', (), {'total_steps': 1000})()
+    fake = type('Fake', (), {'total_steps': 1000, 'session_end_steps': None})()
     line = logger_line(fake, {'env_steps': 500, 'steps_per_sec': 100.0, 'score_mean_100': -20.5,
                               'episodes': 3, 'wall_time': 3725.0})
     assert 'steps 500/1000' in line and '100 steps/s' in line and '-20.5' in line
@@ -66,6 +67,26 @@ def test_progress_line_shows_rate_score_and_eta():
     past_the_end = logger_line(fake, {'env_steps': 1010, 'steps_per_sec': 100.0,
                                       'score_mean_100': 1.0, 'episodes': 3, 'wall_time': 5.0})
     assert 'ETA 0:00:00' in past_the_end
+
+
+def test_progress_line_counts_to_the_session_stop_below_total_steps():
+    logger_line = metrics.RunLogger.progress_line
+    row = {'env_steps': 500, 'steps_per_sec': 100.0, 'score_mean_100': 1.0, 'episodes': 3,
+           'wall_time': 5.0}
+    stopped = type('Fake', (), {'total_steps': 50000, 'session_end_steps': 1000})()
+    line = logger_line(stopped, row)
+    assert 'steps 500/1000 (run 50k)' in line and 'ETA 0:00:05' in line
+    past_total = type('Fake', (), {'total_steps': 1000, 'session_end_steps': 50000})()
+    assert 'steps 500/1000 |' in logger_line(past_total, row)
+
+
+def test_tracker_hands_its_session_stop_to_the_progress_line(tmp_path):
+    stream = io.StringIO()
+    tracker = tracker_lib.RunTracker(str(tmp_path), total_steps=50000, log_every_seconds=0,
+                                     checkpoint_every_steps=10 ** 9, stream=stream,
+                                     session_stop=session_stop.SessionStop(steps=1000))
+    assert tracker.logger.session_end_steps == 1000
+    tracker.close()
 
 
 def test_csv_with_other_columns_is_refused_not_overwritten(tmp_path):
