@@ -44,7 +44,7 @@ from accel_tf import async_units
 from accel_tf import learners
 from accel_tf import main as accel_main
 from accel_tf import q_family
-from common.run import app
+from common.launch import app
 from common.run import devices
 from common.scale import cluster
 from common.scale import distribute

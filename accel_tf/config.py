@@ -16,9 +16,10 @@ import gin
 from accel_tf import algorithms
 from accel_tf import q_config
 from accel_tf import sections
+from common.launch import config as config_lib
 from common.learners import networks
-from common.run import app
-from common.run import config as config_lib
+from common.run import checks
+from common.run import errors
 from common.units import samplers
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import atari  # noqa: F401
@@ -92,7 +93,7 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     async_learners: Optional[sections.AsyncLearnersConfig] = None
     appo: Optional[sections.APPOConfig] = None
     q_values: Optional[q_config.QValueConfig] = None
-    # Several devices (section 4.2): a common.run.config.DistributeConfig; None until configure()
+    # Several devices (section 4.2): a common.launch.config.DistributeConfig; None until configure()
     # sets the one DistributeConfig's bindings make.
     distribute: Any = None
 
@@ -126,10 +127,10 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         """Raises ConfigError naming the first value of the wrong type or out of range."""
         super().validate()
         self.validate_rmsprop()
-        require = app.require
+        require = checks.require
         self.require_choice('algorithm', algorithms.NAMES)
         self.require_choice('sampler', samplers.SAMPLERS)
-        app.require_positive_ints(self.owner, self, (
+        checks.require_positive_ints(self.owner, self, (
             'num_workers', 'envs_per_worker', 'horizon', 'learning_rate_base_envs',
             'num_learners'))
         self.require_choice('network', networks.NETWORK_NAMES)
@@ -152,26 +153,27 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         """What the algorithm's row asks of AccelConfig: its optimizer, no schedule where it has
         none, one learner unless asynchronous, and exactly the sections it reads."""
         row = self.row
-        app.require(row.optimizer is None or self.optimizer == row.optimizer,
-                    f"AccelConfig.optimizer={self.optimizer!r}; algorithm={row.name!r} "
-                    f"updates the central store with {row.optimizer!r} only")
-        app.require(row.schedules or not self.anneal_learning_rate,
-                    f'AccelConfig.anneal_learning_rate=True; not available for algorithm='
-                    f'{row.name!r} (no schedule, Appendix A.3)')
+        checks.require(row.optimizer is None or self.optimizer == row.optimizer,
+                       f"AccelConfig.optimizer={self.optimizer!r}; algorithm={row.name!r} "
+                       f"updates the central store with {row.optimizer!r} only")
+        checks.require(row.schedules or not self.anneal_learning_rate,
+                       f'AccelConfig.anneal_learning_rate=True; not available for algorithm='
+                       f'{row.name!r} (no schedule, Appendix A.3)')
         asynchronous = algorithms.reading('AsyncLearnersConfig')
-        app.require(self.num_learners == 1 or row.name in asynchronous,
-                    f'AccelConfig.num_learners={self.num_learners}; algorithm={row.name!r} '
-                    f"trains one learner (learner processes: algorithm {', '.join(asynchronous)})")
+        checks.require(self.num_learners == 1 or row.name in asynchronous,
+                       f'AccelConfig.num_learners={self.num_learners}; algorithm={row.name!r} '
+                       f'trains one learner (learner processes: algorithm '
+                       f"{', '.join(asynchronous)})")
         for name, cls in SECTIONS.items():
             value = getattr(self, cls.FIELD)
             if name in row.sections:
-                app.require(isinstance(value, cls),
-                            f'algorithm={row.name!r} needs AccelConfig.{cls.FIELD} = {name}(), '
-                            f'got {value!r}')
+                checks.require(isinstance(value, cls),
+                               f'algorithm={row.name!r} needs AccelConfig.{cls.FIELD} = {name}(), '
+                               f'got {value!r}')
             else:
-                app.require(value is None,
-                            f'AccelConfig.{cls.FIELD} is set, but algorithm {row.name!r} does '
-                            f'not read {name}; leave it None')
+                checks.require(value is None,
+                               f'AccelConfig.{cls.FIELD} is set, but algorithm {row.name!r} does '
+                               f'not read {name}; leave it None')
 
     def _validate_distribute(self):
         distribute = self.distribute
@@ -179,9 +181,9 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         if distribute.strategy == 'none':
             return
         row = self.row
-        app.require(distribute.strategy in row.strategies,
-                    f"DistributeConfig.strategy={distribute.strategy!r} is built for algorithm "
-                    f"{', '.join(algorithms.built_for(distribute.strategy))}, not {row.name!r}")
+        checks.require(distribute.strategy in row.strategies,
+                       f"DistributeConfig.strategy={distribute.strategy!r} is built for algorithm "
+                       f"{', '.join(algorithms.built_for(distribute.strategy))}, not {row.name!r}")
         for section in self.read_sections():
             section.validate_distribute(self, distribute)
 
@@ -205,7 +207,7 @@ def refuse_unread_bindings(row):
         bound = sorted(gin.get_bindings(cls, resolve_references=False))
         if bound:
             names = ', '.join(f'{name}.{parameter}' for parameter in bound)
-            raise app.ConfigError(
+            raise errors.ConfigError(
                 f"{names} {'is' if len(bound) == 1 else 'are'} bound, but algorithm "
                 f"{row.name!r} does not read {name}; remove the binding (it reads "
                 f"{', '.join(('AccelConfig',) + row.sections)})")
@@ -216,7 +218,7 @@ def from_gin(refuse_unread=True):
     built from its own bindings; refuses a bound section it does not read unless refuse_unread
     is False (a run's recorded config, read back for evaluation). Not yet validated."""
     config = AccelConfig()
-    app.require_field_types(config.owner, config)
+    checks.require_field_types(config.owner, config)
     config.require_choice('algorithm', algorithms.NAMES)
     row = config.row
     if refuse_unread:

@@ -5,11 +5,11 @@ import tensorflow as tf
 
 from accel_tf import ppo
 from common.envs import pools
+from common.launch import config as config_lib
 from common.learners import actor_critic
 from common.learners import networks
 from common.learners import optim
 from common.learners import q_learner
-from common.run import config as config_lib
 
 
 def open_pool(config, seed):

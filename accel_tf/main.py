@@ -3,7 +3,7 @@ eps-Rainbow) on the accelerated-methods samplers:
 `python -m accel_tf.main --gin_file=gin/accel/ppo_pong.gin [--gin_bindings=...]`; on several
 machines, the same command on each with `--cluster=host1:port,host2:port --task_index=i` and
 DistributeConfig.strategy = 'multi_worker'."""
-from common.run import process_setup  # first: the process set-up before TensorFlow loads
+from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
 import dataclasses
@@ -14,11 +14,12 @@ from accel_tf import config as config_lib
 from accel_tf import learners
 from accel_tf import q_family
 from common import evaluate
-from common.run import app
-from common.run import config as common_config
+from common.launch import app
+from common.launch import config as common_config
+from common.launch import entry
+from common.launch import memory_check as mem
 from common.run import devices
-from common.run import entry
-from common.run import memory_check as mem
+from common.run import errors
 from common.scale import distribute
 from common.scale import multi_worker
 from common.units import on_policy
@@ -33,15 +34,15 @@ def configure(gin_files, gin_bindings):
     """Parses and validates the config; raises ConfigError before anything starts."""
     try:
         app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
-    except app.ConfigError as error:
+    except errors.ConfigError as error:
         # A renamed binding in a file the given ones include (app.parse_gin looks for renamed
         # bindings in the given files and bindings only) reaches gin, which only says the
         # parameter is unknown: say what to bind instead.
         found = _UNKNOWN_PARAMETER.search(str(error))
         old = found and f'{found.group(1)}.{found.group(2)}'
         if old in RENAMED:
-            raise app.ConfigError(f'{old} (in a file the gin files include) is not a binding: '
-                                  f'{RENAMED[old]}') from None
+            raise errors.ConfigError(f'{old} (in a file the gin files include) is not a binding: '
+                                     f'{RENAMED[old]}') from None
         raise
     config = config_lib.from_gin()
     return common_config.validate_sampled_run(config, pin_cpus=config.pin_cpus)
@@ -139,7 +140,7 @@ def compute(config):
 
 
 def memory(config):
-    """What a run of the accelerated methods holds (common/run/memory_check.py), per learner
+    """What a run of the accelerated methods holds (common/launch/memory_check.py), per learner
     (A3C and APPO run num_learners, each a TensorFlow process with its own samplers): worker
     processes, simulators with their observations, the rollout, and the Q-value family's
     replay."""

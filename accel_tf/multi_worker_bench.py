@@ -4,7 +4,7 @@ gin/accel/a2c_pong.gin on its half of the bench's simulators (DistributeConfig '
 gradients all-reduced between the workers) and prints its timing.measurement() of the run's steps
 per second as a last JSON line. Both workers must train equally often (each update waits for the
 other's gradients), so they run counts the chief sets, not clocks."""
-from common.run import process_setup  # first: the process set-up before TensorFlow loads
+from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
 import dataclasses

@@ -7,10 +7,10 @@ import dataclasses
 import gin
 
 from accel_tf import sections
+from common.launch import config as config_lib
 from common.learners import losses
 from common.replay import replay_feed
-from common.run import app
-from common.run import config as config_lib
+from common.run import checks
 
 
 @gin.configurable
@@ -74,10 +74,10 @@ class QValueConfig(sections.Section):
 
     def validate(self, config):
         """Raises ConfigError naming the first value out of range for config's algorithm."""
-        require = app.require
+        require = checks.require
         super().validate(config)
         row = config.row
-        app.require_positive_ints('QValueConfig', self, (
+        checks.require_positive_ints('QValueConfig', self, (
             'batch_size', 'updates_per_phase', 'replay_capacity', 'min_replay_steps',
             'target_period', 'n_step', 'num_atoms', 'epsilon_decay_steps', 'eval_max_steps',
             'eval_max_path_steps', 'eval_envs', 'async_lead_phases'))
@@ -99,8 +99,8 @@ class QValueConfig(sections.Section):
                 f'QValueConfig.v_min={self.v_min} must be below v_max={self.v_max}')
         require(self.priority_alpha >= 0,
                 f'QValueConfig.priority_alpha must be >= 0, got {self.priority_alpha}')
-        app.require_fractions('QValueConfig', self,
-                              ('initial_beta', 'initial_epsilon', 'final_epsilon', 'eval_epsilon'))
+        checks.require_fractions('QValueConfig', self, ('initial_beta', 'initial_epsilon',
+                                                        'final_epsilon', 'eval_epsilon'))
         require(self.clip_norm >= 0,
                 f'QValueConfig.clip_norm must be >= 0, got {self.clip_norm}')
         require(self.huber_delta > 0,
@@ -116,12 +116,12 @@ class QValueConfig(sections.Section):
                 f'= {stack + self.n_step}')
 
     def validate_distribute(self, config, distribute):
-        app.require(distribute.strategy != 'multi_worker' or not self.asynchronous,
-                    "QValueConfig.asynchronous=True is not built for DistributeConfig."
-                    "strategy='multi_worker'; bind QValueConfig.asynchronous = False")
-        app.require(self.batch_size % distribute.num_replicas == 0,
-                    f'QValueConfig.batch_size={self.batch_size} does not split evenly over '
-                    f'DistributeConfig.num_replicas={distribute.num_replicas}')
+        checks.require(distribute.strategy != 'multi_worker' or not self.asynchronous,
+                       "QValueConfig.asynchronous=True is not built for DistributeConfig."
+                       "strategy='multi_worker'; bind QValueConfig.asynchronous = False")
+        checks.require(self.batch_size % distribute.num_replicas == 0,
+                       f'QValueConfig.batch_size={self.batch_size} does not split evenly over '
+                       f'DistributeConfig.num_replicas={distribute.num_replicas}')
 
     def validate_cluster(self, config, num_cluster_workers):
         config_lib.require_cluster_split('QValueConfig', num_cluster_workers,

@@ -6,16 +6,16 @@ cite the values.
 
 Each section checks its own values against the run (validate), the devices it is split over
 (validate_distribute) and a multi-worker cluster's share (validate_cluster); each raises
-app.ConfigError naming the first value out of range.
+errors.ConfigError naming the first value out of range.
 """
 import dataclasses
 from typing import Optional
 
 import gin
 
-from common.run import app
-from common.run import config as config_lib
+from common.run import checks
 from common.run import devices
+from common.run import processes
 
 
 class Section:
@@ -29,7 +29,7 @@ class Section:
 
     def validate(self, config):
         """config: the AccelConfig holding this section, its own fields already checked."""
-        app.require_field_types(self.owner, self)
+        checks.require_field_types(self.owner, self)
 
     def validate_distribute(self, config, distribute):
         """distribute: config's DistributeConfig, strategy other than 'none', validated."""
@@ -41,7 +41,7 @@ class Section:
     def require_non_negative(self, names):
         for name in names:
             value = getattr(self, name)
-            app.require(value >= 0, f'{self.owner}.{name} must be >= 0, got {value!r}')
+            checks.require(value >= 0, f'{self.owner}.{name} must be >= 0, got {value!r}')
 
 
 @gin.configurable
@@ -58,13 +58,13 @@ class ActorCriticConfig(Section):
     def validate(self, config):
         super().validate(config)
         self.require_non_negative(('entropy_coef', 'value_loss_coef', 'clip_norm'))
-        app.require(self.gae_lambda is None or 0 <= self.gae_lambda <= 1,
-                    f'ActorCriticConfig.gae_lambda must be None or in [0, 1], got '
-                    f'{self.gae_lambda!r}')
+        checks.require(self.gae_lambda is None or 0 <= self.gae_lambda <= 1,
+                       f'ActorCriticConfig.gae_lambda must be None or in [0, 1], got '
+                       f'{self.gae_lambda!r}')
         row = config.row
-        app.require(self.gae_lambda is not None or not row.needs_gae,
-                    f'ActorCriticConfig.gae_lambda=None; algorithm={row.name!r} needs '
-                    'gae_lambda (a float in [0, 1])')
+        checks.require(self.gae_lambda is not None or not row.needs_gae,
+                       f'ActorCriticConfig.gae_lambda=None; algorithm={row.name!r} needs '
+                       'gae_lambda (a float in [0, 1])')
 
 
 @gin.configurable
@@ -86,28 +86,28 @@ class PPOConfig(Section):
 
     def validate(self, config):
         super().validate(config)
-        app.require_positive_ints(self.owner, self, ('epochs', 'minibatches'))
-        app.require(0 < self.ratio_clip < 1,
-                    f'PPOConfig.ratio_clip must be in (0, 1), got {self.ratio_clip!r}')
+        checks.require_positive_ints(self.owner, self, ('epochs', 'minibatches'))
+        checks.require(0 < self.ratio_clip < 1,
+                       f'PPOConfig.ratio_clip must be in (0, 1), got {self.ratio_clip!r}')
         row = config.row
-        app.require(row.schedules or not self.anneal_ratio_clip,
-                    f'PPOConfig.anneal_ratio_clip=True; not available for algorithm='
-                    f'{row.name!r} (no schedule, Appendix A.3)')
-        app.require(config.steps_per_update % self.minibatches == 0,
-                    f'PPOConfig.minibatches={self.minibatches} must divide the batch, '
-                    f'num_envs * horizon = {config.steps_per_update}')
+        checks.require(row.schedules or not self.anneal_ratio_clip,
+                       f'PPOConfig.anneal_ratio_clip=True; not available for algorithm='
+                       f'{row.name!r} (no schedule, Appendix A.3)')
+        checks.require(config.steps_per_update % self.minibatches == 0,
+                       f'PPOConfig.minibatches={self.minibatches} must divide the batch, '
+                       f'num_envs * horizon = {config.steps_per_update}')
 
     def validate_distribute(self, config, distribute):
         minibatch = config.steps_per_update // self.minibatches
-        app.require(minibatch % distribute.num_replicas == 0,
-                    f'PPOConfig: PPO minibatches of {minibatch} do not split evenly over '
-                    f'DistributeConfig.num_replicas={distribute.num_replicas}')
+        checks.require(minibatch % distribute.num_replicas == 0,
+                       f'PPOConfig: PPO minibatches of {minibatch} do not split evenly over '
+                       f'DistributeConfig.num_replicas={distribute.num_replicas}')
 
     def validate_cluster(self, config, num_cluster_workers):
         local_batch = config.steps_per_update // num_cluster_workers
-        app.require(local_batch % self.minibatches == 0,
-                    f'PPOConfig.minibatches={self.minibatches} must divide each of the '
-                    f'{num_cluster_workers} workers\' batch of {local_batch}')
+        checks.require(local_batch % self.minibatches == 0,
+                       f'PPOConfig.minibatches={self.minibatches} must divide each of the '
+                       f'{num_cluster_workers} workers\' batch of {local_batch}')
 
 
 @gin.configurable
@@ -126,10 +126,10 @@ class AsyncLearnersConfig(Section):
 
     def validate(self, config):
         super().validate(config)
-        app.require_positive_ints(self.owner, self, ('num_chunks', 'shared_gpu_memory_mb'))
-        app.require(self.on_learner_death in config_lib.ON_LEARNER_DEATH,
-                    f'AsyncLearnersConfig.on_learner_death={self.on_learner_death!r}; allowed: '
-                    f'{config_lib.ON_LEARNER_DEATH}')
+        checks.require_positive_ints(self.owner, self, ('num_chunks', 'shared_gpu_memory_mb'))
+        checks.require(self.on_learner_death in processes.ON_LEARNER_DEATH,
+                       f'AsyncLearnersConfig.on_learner_death={self.on_learner_death!r}; allowed: '
+                       f'{processes.ON_LEARNER_DEATH}')
 
 
 @gin.configurable
@@ -143,12 +143,12 @@ class APPOConfig(Section):
 
     def validate(self, config):
         super().validate(config)
-        app.require_positive_ints(self.owner, self, ('local_steps_per_sync', 'pull_every_steps'))
+        checks.require_positive_ints(self.owner, self, ('local_steps_per_sync', 'pull_every_steps'))
         steps = config.ppo.gradient_steps
-        app.require(steps % self.local_steps_per_sync == 0,
-                    f'APPOConfig.local_steps_per_sync={self.local_steps_per_sync} must divide '
-                    f'the gradient steps per batch, epochs * minibatches = {steps}')
-        app.require(config.sampler == 'synchronized',
-                    f"AccelConfig.sampler={config.sampler!r} is not built for APPO (its unit "
-                    f"records every environment's log-probability at each step); allowed: "
-                    f"'synchronized'")
+        checks.require(steps % self.local_steps_per_sync == 0,
+                       f'APPOConfig.local_steps_per_sync={self.local_steps_per_sync} must divide '
+                       f'the gradient steps per batch, epochs * minibatches = {steps}')
+        checks.require(config.sampler == 'synchronized',
+                       f"AccelConfig.sampler={config.sampler!r} is not built for APPO (its unit "
+                       f"records every environment's log-probability at each step); allowed: "
+                       f"'synchronized'")

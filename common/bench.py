@@ -35,7 +35,7 @@ row shows in the table as failed with its exception's line (its traceback on std
 rows after it still run; the exit status is then 1. --num_workers defaults to a count every row
 accepts within the usable CPUs (default_num_workers), not the CPU count.
 """
-from common.run import process_setup  # first: the process set-up before TensorFlow loads
+from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
 import importlib
@@ -50,11 +50,11 @@ import numpy as np
 
 from common.envs import atari
 from common.envs import pools
+from common.launch import app
+from common.launch import registry
 from common.replay import prioritized
-from common.run import app
 from common.run import devices
 from common.run import processes
-from common.run import registry
 from common.tools import timing
 
 FLAGS = flags.FLAGS

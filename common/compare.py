@@ -8,7 +8,7 @@ table or figure, as their scores are on different scales: each game gets its tab
 there are several; one game keeps the plain names). --csv writes one file with a game column. A
 directory that cannot be read is named on stderr; the others are still compared (exit status 2).
 """
-from common.run import process_setup  # first: the process set-up before TensorFlow loads
+from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
 import csv
@@ -18,7 +18,9 @@ import sys
 
 from absl import flags
 
-from common.run import app
+from common.launch import app
+from common.run import checks
+from common.run import errors
 from common.run import metrics
 from common.run import superseded
 from common.tools import run_clock
@@ -95,8 +97,8 @@ def parse_thresholds(texts):
     values = []
     for text in texts:
         value = run_files.number(text)
-        app.require(math.isfinite(value),
-                    f'--thresholds={text!r} is not a score; give numbers, e.g. -15,0,18')
+        checks.require(math.isfinite(value),
+                       f'--thresholds={text!r} is not a score; give numbers, e.g. -15,0,18')
         values.append(value)
     return values
 
@@ -139,7 +141,7 @@ def main(run_dirs):
         try:
             summaries.append(summarize(run_dir))
             readable.append(run_dir)
-        except app.ConfigError as error:
+        except errors.ConfigError as error:
             print(f'error: {error}', file=sys.stderr)
             failures += 1
     summary_of = dict(zip(readable, summaries))

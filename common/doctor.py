@@ -8,7 +8,7 @@ the device a run would use, and where something is off on a GPU machine, one lin
 when nothing is off, 1 otherwise. `--verbose` shows TensorFlow's own start-up lines (e.g. which
 CUDA library it could not load).
 """
-from common.run import process_setup  # first: the process set-up before TensorFlow loads
+from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
 import dataclasses
@@ -19,7 +19,7 @@ import re
 import subprocess
 import time
 
-from common.run import app
+from common.launch import app
 from common.run import devices
 from common.run import machine_load
 

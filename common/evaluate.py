@@ -18,8 +18,10 @@ import numpy as np
 
 from common.envs import atari
 from common.envs import pools
-from common.run import app
-from common.run import registry
+from common.launch import app
+from common.launch import registry
+from common.run import checks
+from common.run import errors
 
 EVAL_FILE = 'eval.csv'
 EVAL_COLUMNS = ('wall_time', 'env_steps', 'episodes', 'score_mean', 'score_min', 'score_max',
@@ -166,8 +168,8 @@ def load_policy(run_dir, greedy=False):
     CheckpointError in one line if run_dir holds no policy, before any model is built."""
     invocation = app.read_invocation(run_dir)
     if invocation is None:
-        raise app.ConfigError(f'{run_dir!r} is not a run directory (no {app.INVOCATION_FILE}); '
-                              'allowed: a run directory or a published result (docs/results/)')
+        raise errors.ConfigError(f'{run_dir!r} is not a run directory (no {app.INVOCATION_FILE}); '
+                                 'allowed: a run directory or a published result (docs/results/)')
     from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
     checkpoint_lib.policy_source(run_dir)  # it has a checkpoint or published weights
     paper_main = registry.entry_point(invocation.get('paper'))
@@ -180,8 +182,8 @@ def evaluate_run(run_dir, num_episodes=30, greedy=False, seed=12345, out=None,
     out (default: checkpoint.output_path's, RUN/eval.csv, or ./NAME-eval.csv for a published
     result) and returns it with the path. max_episode_steps: the protocol's cap, if not the
     gin-configured evaluation_env_config's."""
-    app.require(out is None or out.endswith('.csv'),
-                f'--out={out!r}; allowed: a file name ending in .csv')
+    checks.require(out is None or out.endswith('.csv'),
+                   f'--out={out!r}; allowed: a file name ending in .csv')
     env_config, policy_fn, env_steps = load_policy(run_dir, greedy=greedy)
     from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
     out = out or checkpoint_lib.output_path(run_dir, EVAL_FILE)
@@ -209,7 +211,7 @@ def main():
 if __name__ == '__main__':
     # A command here, a library to the papers: set up only when run (nothing above loads
     # TensorFlow).
-    from common.run import process_setup  # pylint: disable=ungrouped-imports
+    from common.launch import process_setup  # pylint: disable=ungrouped-imports
     process_setup.configure()
     flags.DEFINE_integer('num_episodes', 30, 'Episodes to play.')
     flags.DEFINE_boolean('greedy', False, 'Act greedily instead of sampling from the policy.')

@@ -14,7 +14,7 @@ and 'value' [batch] for an actor-critic, or 'q_values' [batch, A] for a Q networ
 DIR/assets.extra/ keeps the run's run.json and operative_config.gin (what it trained with) and
 policy.json (the observation spec, the outputs and, for Atari, the ALE action id of each action).
 """
-from common.run import process_setup  # first: the process set-up before TensorFlow loads
+from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
 import json
@@ -27,7 +27,8 @@ import tensorflow as tf
 
 from common import evaluate
 from common.envs import atari
-from common.run import app
+from common.launch import app
+from common.run import errors
 
 SAVED_MODEL_FILE = 'saved_model.pb'
 EXTRA_DIR = 'assets.extra'
@@ -72,9 +73,9 @@ def describe(env_config, head, env_steps):
 def _check_out(out):
     if os.path.isfile(out) or (os.path.isdir(out) and os.listdir(out) and not os.path.isfile(
             os.path.join(out, SAVED_MODEL_FILE))):
-        raise app.ConfigError(f'--out={out!r} is a file or a non-empty directory that holds no '
-                              'SavedModel; allowed: a new or empty directory, or an earlier '
-                              'export (replaced)')
+        raise errors.ConfigError(f'--out={out!r} is a file or a non-empty directory that holds no '
+                                 'SavedModel; allowed: a new or empty directory, or an earlier '
+                                 'export (replaced)')
 
 
 def export(run_dir, out):

@@ -11,7 +11,7 @@ games are on different scales), so the README's figure stays current as papers a
 are added; it rewrites the time-to-score tables of RESULTS_DIR.md, one per game. Rerunning it
 with the same NAME replaces it.
 """
-from common.run import process_setup  # first: the process set-up before TensorFlow loads
+from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
 import os
@@ -21,7 +21,9 @@ import sys
 from absl import flags
 
 from common import compare
-from common.run import app
+from common.launch import app
+from common.run import checks
+from common.run import errors
 from common.tools import reference_scores
 from common.tools import reproduce
 from common.tools import run_files
@@ -43,17 +45,17 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR, without_policy=False
     files are half written) and, unless without_policy, for one with no checkpoint."""
     run_files.read_paper(run_dir)  # a run directory, readable, or ConfigError
     if not os.path.isfile(os.path.join(run_dir, 'metrics.csv')):
-        raise app.ConfigError(f'{run_dir!r} has no metrics.csv yet: nothing to publish')
-    app.require(name and os.sep not in name and not name.startswith('.'),
-                f'NAME={name!r} must be a plain directory name, e.g. paac-pong')
+        raise errors.ConfigError(f'{run_dir!r} has no metrics.csv yet: nothing to publish')
+    checks.require(name and os.sep not in name and not name.startswith('.'),
+                   f'NAME={name!r} must be a plain directory name, e.g. paac-pong')
     from common.run import run_lock  # pylint: disable=import-outside-toplevel
     holder = run_lock.live_holder(run_dir)
-    app.require(holder is None, f'{run_dir} is still training ({holder}): publish it once that '
-                'run has stopped (its files are half written until then)')
+    checks.require(holder is None, f'{run_dir} is still training ({holder}): publish it once that '
+                   'run has stopped (its files are half written until then)')
     no_policy = _no_policy_reason(run_dir)
-    app.require(no_policy is None or without_policy,
-                f'{run_dir} has no checkpoint to take a policy from ({no_policy}); '
-                '--without_policy publishes its curves alone, marked so')
+    checks.require(no_policy is None or without_policy,
+                   f'{run_dir} has no checkpoint to take a policy from ({no_policy}); '
+                   '--without_policy publishes its curves alone, marked so')
     changed = reproduce.differences(run_dir)
     if changed:
         print(f'warning: the command recorded in {run_dir} no longer configures what the run '

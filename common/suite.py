@@ -12,14 +12,15 @@ and mean normalized score. Rerunning the same command skips finished games and r
 unfinished one from its checkpoint. Every game is configured before any trains, so an unknown
 game, a budget of 0 or another paper's preset is refused in one line before anything starts.
 """
-from common.run import process_setup  # first: the process set-up before TensorFlow loads
+from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
 import os
 
 from absl import flags
 
-from common.run import app
+from common.launch import app
+from common.run import checks
 from common.run import file_writes
 from common.tools import child_runs
 from common.tools import presets
@@ -44,17 +45,17 @@ SUITE_FILE = 'suite.json'
 
 def check_flags():
     """The games (lower case, in order) and the budget, or ConfigError in one line."""
-    app.require(FLAGS.gin_file, '--gin_file is required: a paper preset, e.g. '
-                'gin/paac/pong.gin')
-    app.require(FLAGS.games, '--games is required: ale_py ROM ids, e.g. breakout,seaquest')
+    checks.require(FLAGS.gin_file, '--gin_file is required: a paper preset, e.g. '
+                   'gin/paac/pong.gin')
+    checks.require(FLAGS.games, '--games is required: ale_py ROM ids, e.g. breakout,seaquest')
     games = [game.strip().lower() for game in FLAGS.games]
     repeated = sorted({game for game in games if games.count(game) > 1})
-    app.require(not repeated, f'--games names {", ".join(repeated)} more than once')
-    app.require(FLAGS.steps is not None and FLAGS.steps > 0,
-                f'--steps={FLAGS.steps!r}: give a positive number of env steps per game')
+    checks.require(not repeated, f'--games names {", ".join(repeated)} more than once')
+    checks.require(FLAGS.steps is not None and FLAGS.steps > 0,
+                   f'--steps={FLAGS.steps!r}: give a positive number of env steps per game')
     for name in ('eval_episodes', 'eval_max_steps'):
-        app.require(getattr(FLAGS, name) > 0,
-                    f'--{name}={getattr(FLAGS, name)}: must be a positive integer')
+        checks.require(getattr(FLAGS, name) > 0,
+                       f'--{name}={getattr(FLAGS, name)}: must be a positive integer')
     for game in games:
         reference_scores.random_and_human(game)  # ConfigError naming a game without them
     return games
@@ -67,9 +68,9 @@ def plan(games):
     configs = {game: presets.configure_game(main, FLAGS.gin_file, FLAGS.gin_bindings, game)
                for game in games}
     for config in configs.values():
-        app.require(FLAGS.steps <= config.total_steps,
-                    f'--steps={FLAGS.steps:,} is past the preset\'s total_steps='
-                    f'{config.total_steps:,}; bind {type(config).__name__}.total_steps higher')
+        checks.require(FLAGS.steps <= config.total_steps,
+                       f'--steps={FLAGS.steps:,} is past the preset\'s total_steps='
+                       f'{config.total_steps:,}; bind {type(config).__name__}.total_steps higher')
     stem = os.path.splitext(os.path.basename(FLAGS.gin_file[-1]))[0]
     return paper, FLAGS.suite_dir or os.path.join('runs', f'suite-{paper}-{stem}'), configs
 

@@ -12,7 +12,7 @@ common/tools/reference_scores.py). Rerunning the same command skips finished poi
 resumes the unfinished one. Every point is configured before any trains, so a bad value is
 refused in one line before anything starts.
 """
-from common.run import process_setup  # first: the process set-up before TensorFlow loads
+from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
 import ast
@@ -23,7 +23,9 @@ import re
 from absl import flags
 
 from common import compare
-from common.run import app
+from common.launch import app
+from common.run import checks
+from common.run import errors
 from common.tools import child_runs
 from common.tools import presets
 from common.tools import reference_scores
@@ -46,14 +48,14 @@ _AXIS = re.compile(r'^\s*([A-Za-z_][\w.]*)\s*=\s*(\[.*\])\s*$', re.DOTALL)
 def parse_axis(text):
     """(binding name, [value texts]) of one --grid; ConfigError in one line otherwise."""
     found = _AXIS.match(text)
-    app.require(found, f'--grid={text!r}: give a binding whose value is a list, e.g. '
-                "'PAACConfig.num_envs = [16, 64, 256]'")
+    checks.require(found, f'--grid={text!r}: give a binding whose value is a list, e.g. '
+                   "'PAACConfig.num_envs = [16, 64, 256]'")
     try:
         values = ast.literal_eval(found.group(2))
     except (ValueError, SyntaxError):
-        raise app.ConfigError(f'--grid={text!r}: {found.group(2)} is not a list of values '
-                              '(numbers, strings, tuples, None, True/False)') from None
-    app.require(len(values) > 0, f'--grid={text!r}: the list is empty')
+        raise errors.ConfigError(f'--grid={text!r}: {found.group(2)} is not a list of values '
+                                 '(numbers, strings, tuples, None, True/False)') from None
+    checks.require(len(values) > 0, f'--grid={text!r}: the list is empty')
     return found.group(1), [repr(value) for value in values]
 
 
@@ -67,25 +69,25 @@ def grid_points(axes, names):
         points.append((re.sub(r'[^\w.+-]+', '_', made),
                        [f'{name} = {value}' for name, value in combination]))
     if names is not None:
-        app.require(len(names) == len(points), f'--names gives {len(names)} names for '
-                    f'{len(points)} grid points')
+        checks.require(len(names) == len(points), f'--names gives {len(names)} names for '
+                       f'{len(points)} grid points')
         points = [(name, bindings) for name, (_, bindings) in zip(names, points)]
     for name, _ in points:
-        app.require(name and os.sep not in name and not name.startswith('.'),
-                    f'grid point name {name!r}: give a plain directory name')
+        checks.require(name and os.sep not in name and not name.startswith('.'),
+                       f'grid point name {name!r}: give a plain directory name')
     repeated = sorted({name for name, _ in points if [n for n, _ in points].count(name) > 1})
-    app.require(not repeated, f'grid point names repeat: {", ".join(repeated)}')
+    checks.require(not repeated, f'grid point names repeat: {", ".join(repeated)}')
     return points
 
 
 def plan():
     """(paper, sweep_dir, points, {point: config}), everything configured before anything
     starts; ConfigError in one line otherwise."""
-    app.require(FLAGS.gin_file, '--gin_file is required: a paper preset, e.g. '
-                'gin/paac/pong.gin')
-    app.require(FLAGS.grid, "--grid is required, e.g. --grid='PAACConfig.num_envs = [16, 64]'")
-    app.require(FLAGS.steps is not None and FLAGS.steps > 0,
-                f'--steps={FLAGS.steps!r}: give a positive number of env steps per point')
+    checks.require(FLAGS.gin_file, '--gin_file is required: a paper preset, e.g. '
+                   'gin/paac/pong.gin')
+    checks.require(FLAGS.grid, "--grid is required, e.g. --grid='PAACConfig.num_envs = [16, 64]'")
+    checks.require(FLAGS.steps is not None and FLAGS.steps > 0,
+                   f'--steps={FLAGS.steps!r}: give a positive number of env steps per point')
     points = grid_points([parse_axis(text) for text in FLAGS.grid], FLAGS.names)
     if FLAGS.thresholds:
         compare.parse_thresholds(FLAGS.thresholds)
@@ -93,10 +95,10 @@ def plan():
     configs = {}
     for name, bindings in points:
         configs[name] = main.configure(FLAGS.gin_file, list(FLAGS.gin_bindings) + bindings)
-        app.require(FLAGS.steps <= configs[name].total_steps,
-                    f'--steps={FLAGS.steps:,} is past total_steps='
-                    f'{configs[name].total_steps:,} of point {name}; bind '
-                    f'{type(configs[name]).__name__}.total_steps higher')
+        checks.require(FLAGS.steps <= configs[name].total_steps,
+                       f'--steps={FLAGS.steps:,} is past total_steps='
+                       f'{configs[name].total_steps:,} of point {name}; bind '
+                       f'{type(configs[name]).__name__}.total_steps higher')
     stem = os.path.splitext(os.path.basename(FLAGS.gin_file[-1]))[0]
     return (paper, FLAGS.sweep_dir or os.path.join('runs', f'sweep-{paper}-{stem}'), points,
             configs)

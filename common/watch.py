@@ -9,7 +9,7 @@ in a corner; --side_by_side puts the network's input beside each (its stacked fr
 oldest first, upscaled to the screen's height). At most --max_frames frames are kept, spread
 evenly over the episodes, so a long game costs a bounded GIF.
 """
-from common.run import process_setup  # first: the process set-up before TensorFlow loads
+from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
 import dataclasses
@@ -24,8 +24,10 @@ import numpy as np
 from common import evaluate
 from common.envs import atari
 from common.envs import gym as gym_envs
-from common.run import app
+from common.launch import app
 from common.run import checkpoint as checkpoint_lib
+from common.run import checks
+from common.run import errors
 
 FORMATS = ('.gif', '.mp4')
 DEFAULT_OUT = 'watch.gif'
@@ -82,8 +84,8 @@ def make_env(env_config, seed):
         os.environ.setdefault('SDL_AUDIODRIVER', 'dummy')
         os.environ.setdefault('PYGAME_HIDE_SUPPORT_PROMPT', '1')
         return gym_envs.GymEnv(env_config, seed, rgb_frames=True)
-    raise app.ConfigError(f'cannot draw the screen of {env_config!r}; allowed: AtariConfig or '
-                          'GymConfig runs')
+    raise errors.ConfigError(f'cannot draw the screen of {env_config!r}; allowed: AtariConfig or '
+                             'GymConfig runs')
 
 
 def frames_per_second(env_config):
@@ -152,8 +154,8 @@ def _frame(env, observation, caption, side_by_side):
 def _check_image_observations(env_config):
     shape, dtype = tuple(env_config.observation_shape), np.dtype(env_config.observation_dtype)
     if len(shape) != 3 or dtype != np.uint8:
-        raise app.ConfigError(f'--side_by_side shows image observations (height, width, stack) '
-                              f'of uint8; this run observes shape {shape} of {dtype}')
+        raise errors.ConfigError(f'--side_by_side shows image observations (height, width, stack) '
+                                 f'of uint8; this run observes shape {shape} of {dtype}')
 
 
 def play(env_config, policy_fn, episodes=1, max_steps=DEFAULT_MAX_STEPS,
@@ -196,7 +198,7 @@ def write_animation(frames, path, fps):
     MP4 (by OpenCV), shown at fps frames per second; returns path."""
     extension = os.path.splitext(path)[1].lower()
     if extension not in FORMATS:
-        raise app.ConfigError(f'--out={path!r}; allowed: a file name ending in {FORMATS}')
+        raise errors.ConfigError(f'--out={path!r}; allowed: a file name ending in {FORMATS}')
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     if extension == '.gif':
         from PIL import Image  # pylint: disable=import-outside-toplevel
@@ -208,7 +210,7 @@ def write_animation(frames, path, fps):
     height, width = frames[0].shape[:2]
     writer = cv2.VideoWriter(path, cv2.VideoWriter_fourcc(*'mp4v'), fps, (width, height))
     if not writer.isOpened():
-        raise app.RunError(f'OpenCV cannot write an MP4 to {path}; write a .gif instead')
+        raise errors.RunError(f'OpenCV cannot write an MP4 to {path}; write a .gif instead')
     try:
         for frame in frames:
             writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
@@ -222,14 +224,14 @@ def watch(run_dir, out=None, episodes=1, max_steps=DEFAULT_MAX_STEPS,
     """Renders run_dir's policy playing episodes to out (default RUN/watch.gif, or
     ./NAME-watch.gif for a published result, which is not written to); returns a
     summary dict (path, scores, steps, cut, frames, stride, seconds)."""
-    app.require(isinstance(episodes, int) and episodes > 0,
-                f'--episodes={episodes!r}; must be an int > 0')
-    app.require(isinstance(max_steps, int) and max_steps > 0,
-                f'--max_steps={max_steps!r}; must be an int > 0')
-    app.require(isinstance(max_frames, int) and max_frames >= 2,
-                f'--max_frames={max_frames!r}; must be an int >= 2')
-    app.require(out is None or os.path.splitext(out)[1].lower() in FORMATS,
-                f'--out={out!r}; allowed: a file name ending in {FORMATS}')
+    checks.require(isinstance(episodes, int) and episodes > 0,
+                   f'--episodes={episodes!r}; must be an int > 0')
+    checks.require(isinstance(max_steps, int) and max_steps > 0,
+                   f'--max_steps={max_steps!r}; must be an int > 0')
+    checks.require(isinstance(max_frames, int) and max_frames >= 2,
+                   f'--max_frames={max_frames!r}; must be an int >= 2')
+    checks.require(out is None or os.path.splitext(out)[1].lower() in FORMATS,
+                   f'--out={out!r}; allowed: a file name ending in {FORMATS}')
     start = time.process_time()
     env_config, policy_fn, env_steps = evaluate.load_policy(run_dir, greedy=greedy)
     out = out or checkpoint_lib.output_path(run_dir, DEFAULT_OUT)

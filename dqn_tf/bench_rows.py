@@ -8,7 +8,7 @@ much shorter than the speed test's makes the join dominate: C = 400 gave both/W=
 where the speed test gave 1.65x). The spread is over the BENCH_PERIODS periods. The rows ignore
 the bench's --seconds: a period takes 10-20 s on a 2-core CPU.
 """
-from common.run import app
+from common.run import devices
 from common.tools import timing
 from dqn_tf import speedtest
 
@@ -20,7 +20,7 @@ def _rate(settings, mode, num_samplers, jit_compile=False):
     """Training steps per second of one mode over BENCH_PERIODS whole target periods."""
     config = speedtest.speedtest_config(mode, num_samplers, game=settings['game'],
                                         target_period=BENCH_PERIOD, jit_compile=jit_compile)
-    app.set_intra_op_threads(config.intra_op_threads())  # each bench row has its own process
+    devices.set_intra_op_threads(config.intra_op_threads())  # each bench row has its own process
     with speedtest.Session(config) as session:
         chunks = [(BENCH_PERIOD, session.run(BENCH_PERIOD)) for _ in range(BENCH_PERIODS)]
     return timing.measurement(chunks, window_seconds=0.0)

@@ -6,10 +6,10 @@ from typing import Any, Optional
 
 import gin
 
+from common.launch import config as config_lib
 from common.learners import networks
 from common.learners import optim
-from common.run import app
-from common.run import config as config_lib
+from common.run import checks
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401
@@ -84,8 +84,8 @@ class DQNConfig(config_lib.RunConfig):
     def validate(self):
         """Raises ConfigError naming the first value of the wrong type or out of range."""
         super().validate()
-        require = app.require
-        app.require_positive_ints(self.owner, self, (
+        require = checks.require
+        checks.require_positive_ints(self.owner, self, (
             'num_samplers', 'batch_size', 'replay_capacity', 'target_period', 'train_period',
             'prepopulate_steps', 'epsilon_decay_steps', 'eval_episodes', 'minibatches_per_call'))
         self.require_non_negative(('eval_every_steps',))
@@ -113,7 +113,7 @@ class DQNConfig(config_lib.RunConfig):
                 f'DQNConfig.rmsprop_decay must be in (0, 1), got {self.rmsprop_decay}')
         require(0 <= self.acting_nice <= 19,
                 f'DQNConfig.acting_nice must be an int in [0, 19], got {self.acting_nice!r}')
-        app.require_fractions(self.owner, self, ('initial_epsilon', 'final_epsilon',
+        checks.require_fractions(self.owner, self, ('initial_epsilon', 'final_epsilon',
                                                  'eval_epsilon'))
 
     @property

@@ -1,11 +1,12 @@
 """Trains fast DQN: `python -m dqn_tf.main --gin_file=gin/dqn/pong.gin [--gin_bindings=...]`."""
-from common.run import process_setup  # first: the process set-up before TensorFlow loads
+from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
 from common import evaluate
-from common.run import app
-from common.run import entry
-from common.run import memory_check as mem
+from common.launch import app
+from common.launch import entry
+from common.launch import memory_check as mem
+from common.run import devices
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
 
@@ -33,7 +34,7 @@ def load_policy(run_dir, greedy=False):
 
 
 def memory(config):
-    """What a fast DQN run holds (common/run/memory_check.py): its TensorFlow process (the W
+    """What a fast DQN run holds (common/launch/memory_check.py): its TensorFlow process (the W
     samplers are threads of it) with W emulators, the replay memory (each frame once) and the
     staging buffer of a target period's steps."""
     env = config.env_config
@@ -49,7 +50,7 @@ PAPER = entry.Paper(
     'dqn', configure, dqn.train, memory=memory,
     model_identity=lambda config: {'network': config.network, 'dueling': config.dueling,
                                    'torso_kwargs': config.torso_kwargs},
-    prepare=lambda config: app.set_intra_op_threads(config.intra_op_threads()))
+    prepare=lambda config: devices.set_intra_op_threads(config.intra_op_threads()))
 
 if __name__ == '__main__':
     entry.main(PAPER)

@@ -8,7 +8,7 @@ ratio to the learner-only bound (per round, then the median): the time the steps
 take alone (replay draws prefetched as the trainer thread does), which no mode can beat on a
 machine where the update dominates. Timings are only comparable within one invocation.
 """
-from common.run import process_setup  # first: the process set-up before TensorFlow loads
+from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
 import concurrent.futures
@@ -20,7 +20,9 @@ import time
 from absl import flags
 import numpy as np
 
-from common.run import app
+from common.launch import app
+from common.run import checks
+from common.run import devices
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
 from dqn_tf import main as dqn_main
@@ -162,25 +164,25 @@ def main():
     flags_ = flags.FLAGS
     modes = flags_.modes
     unknown = [mode for mode in modes if mode not in config_lib.MODE_SWITCHES]
-    app.require(not unknown,
-                f'unknown --modes {unknown}; allowed: {list(config_lib.MODE_SWITCHES)}')
+    checks.require(not unknown,
+                   f'unknown --modes {unknown}; allowed: {list(config_lib.MODE_SWITCHES)}')
     samplers = [int(value) for value in flags_.samplers] if flags_.samplers else None
-    app.require(samplers is None or all(value > 0 for value in samplers),
-                f'--samplers must be positive, got {flags_.samplers}')
+    checks.require(samplers is None or all(value > 0 for value in samplers),
+                   f'--samplers must be positive, got {flags_.samplers}')
     samplers_by_mode = {mode: samplers or DEFAULT_SAMPLERS[mode] for mode in modes}
     largest = max(max(values) for values in samplers_by_mode.values())
-    app.require(flags_.steps > 0 and flags_.steps % 4 == 0 and all(
+    checks.require(flags_.steps > 0 and flags_.steps % 4 == 0 and all(
         flags_.steps % value == 0 for values in samplers_by_mode.values() for value in values),
         f'--steps={flags_.steps} must be a positive multiple of F=4 and of every worker count')
     period = min(flags_.target_period, flags_.steps)
     for values in samplers_by_mode.values():
         for value in values:
             config = speedtest_config('standard', value, flags_.game, period, flags_.prepopulate)
-    app.set_intra_op_threads(config.intra_op_threads())
+    devices.set_intra_op_threads(config.intra_op_threads())
     print(f'speed test: {flags_.steps:,} steps per configuration, C={period:,}, up to '
           f'{largest} threads, {os.cpu_count()} CPUs, learner intra-op threads '
           f'{config.intra_op_threads()}', flush=True)
-    app.require(flags_.repeats > 0, f'--repeats={flags_.repeats} must be >= 1')
+    checks.require(flags_.repeats > 0, f'--repeats={flags_.repeats} must be >= 1')
     rows = run_speedtest(flags_.steps, modes, samplers_by_mode, flags_.game, period,
                          flags_.prepopulate, repeats=flags_.repeats)
     print(format_table(rows, flags_.steps, flags_.repeats))

@@ -7,7 +7,7 @@ tests/examples/test_examples.py holds both seeds over 250 (random actions averag
 After `pip install -e .`:
     python examples/a2c_cartpole.py --steps=150000 --out_dir=/tmp/a2c-cartpole
 """
-from common.run import process_setup  # optional, first: quiet TensorFlow, oneDNN kernels
+from common.launch import process_setup  # optional, first: quiet TensorFlow, oneDNN kernels
 process_setup.configure()
 # pylint: disable=wrong-import-position
 from absl import app

@@ -7,7 +7,7 @@ the last 100 averaged 231 and 220 at 30k; tests/examples/test_examples.py holds 
 500 before 25k and an average over 150 (random actions average about 22). After `pip install -e .`:
     python examples/dqn_cartpole.py --steps=30000 --out_dir=/tmp/dqn-cartpole
 """
-from common.run import process_setup  # optional, first: quiet TensorFlow, oneDNN kernels
+from common.launch import process_setup  # optional, first: quiet TensorFlow, oneDNN kernels
 process_setup.configure()
 # pylint: disable=wrong-import-position
 from absl import app

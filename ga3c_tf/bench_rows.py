@@ -9,7 +9,7 @@ its own model replica, as A3C's one agent per core. 'large' is the paper's large
 import os
 import time
 
-from common.run import app
+from common.launch import app
 from common.run import devices
 from common.tools import timing
 

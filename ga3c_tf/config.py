@@ -5,9 +5,9 @@ from typing import Any, Optional
 
 import gin
 
+from common.launch import config as config_lib
 from common.learners import networks
-from common.run import app
-from common.run import config as config_lib
+from common.run import checks
 from ga3c_tf import buckets
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import atari  # noqa: F401
@@ -67,7 +67,7 @@ class GA3CConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         """Raises ConfigError naming the first value of the wrong type or out of range."""
         super().validate()
         self.validate_rmsprop()
-        require = app.require
+        require = checks.require
         for name, allowed in (('algorithm', ALGORITHMS), ('trainer_input', TRAINER_INPUTS),
                               ('pad_batches', buckets.PAD_BATCHES),
                               ('on_agent_death', ON_AGENT_DEATH),
@@ -76,7 +76,7 @@ class GA3CConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
                               ('conv_padding', networks.PADDINGS),
                               ('initializer', networks.INITIALIZERS)):
             self.require_choice(name, allowed)
-        app.require_positive_ints(self.owner, self, (
+        checks.require_positive_ints(self.owner, self, (
             'num_agents', 'num_predictors', 'num_trainers', 'max_agents', 'max_predictors',
             'max_trainers', 't_max', 'prediction_queue_size', 'training_queue_size',
             'prediction_batch_size'))

@@ -3,18 +3,18 @@
 GA3CConfig.algorithm = 'a3c_cpu' runs the paper's CPU A3C baseline on the same config instead.
 Play a trained run: `python -m common.evaluate --run_dir=runs/ga3c-pong-...`.
 """
-from common.run import process_setup  # first: the process set-up before TensorFlow loads
+from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
-from common.run import app
+from common.launch import app
+from common.launch import entry
+from common.launch import memory_check as mem
 from common.run import devices
-from common.run import entry
-from common.run import memory_check as mem
 
 
 def configure(gin_files, gin_bindings):
     """Parses and validates the config; raises ConfigError before anything starts."""
-    from common.run import config as config_lib  # pylint: disable=import-outside-toplevel
+    from common.launch import config as config_lib  # pylint: disable=import-outside-toplevel
     from ga3c_tf import config as ga3c_config  # pylint: disable=import-outside-toplevel
     app.parse_gin(gin_files, gin_bindings, renamed=config_lib.renamed_bindings('GA3CConfig'))
     config = ga3c_config.GA3CConfig()
@@ -32,7 +32,7 @@ def train(config, run_dir):
 
 def load_policy(run_dir, greedy=False):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
-    from common.run import config as config_lib  # pylint: disable=import-outside-toplevel
+    from common.launch import config as config_lib  # pylint: disable=import-outside-toplevel
     from common import evaluate  # pylint: disable=import-outside-toplevel
     from ga3c_tf import config as ga3c_config  # pylint: disable=import-outside-toplevel
     from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
@@ -42,7 +42,7 @@ def load_policy(run_dir, greedy=False):
 
 
 def memory(config):
-    """What a GA3C run holds (common/run/memory_check.py): its TensorFlow process (predictors and
+    """What a GA3C run holds (common/launch/memory_check.py): its TensorFlow process (predictors and
     trainers are threads of it), the agent processes (as many as the dynamic adjustment may
     reach; each with TensorFlow in the A3C-CPU baseline) with their emulators, and the
     training queue's batches."""
@@ -66,4 +66,4 @@ PAPER = entry.Paper(
     compute=lambda config: devices.Placement(cpu_only=config.algorithm == 'a3c_cpu'))
 
 if __name__ == '__main__':
-    entry.main(PAPER)  # a dead agent: one line and a checkpoint (app.RunError)
+    entry.main(PAPER)  # a dead agent: one line and a checkpoint (errors.RunError)

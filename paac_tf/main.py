@@ -1,13 +1,13 @@
 """Trains PAAC: `python -m paac_tf.main --gin_file=gin/paac/pong.gin [--gin_bindings=...]`."""
-from common.run import process_setup  # first: the process set-up before TensorFlow loads
+from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
 from common import evaluate
 from common.envs import pools
-from common.run import app
-from common.run import config as config_lib
-from common.run import entry
-from common.run import memory_check as mem
+from common.launch import app
+from common.launch import config as config_lib
+from common.launch import entry
+from common.launch import memory_check as mem
 from paac_tf import paac
 
 RENAMED = {**config_lib.renamed_bindings('PAACConfig'),
@@ -37,7 +37,7 @@ def train(config, run_dir):
 
 
 def memory(config):
-    """What a PAAC run holds (common/run/memory_check.py): the learner's process, nw workers, ne
+    """What a PAAC run holds (common/launch/memory_check.py): the learner's process, nw workers, ne
     emulators with their observations, and the (t_max + 1) x ne rollout."""
     frame = mem.observation_bytes(config.env_config)
     return [mem.Need('the TensorFlow process', mem.TF_PROCESS_BYTES),

@@ -10,11 +10,11 @@ from typing import Any, Optional, Union
 
 import gin
 
+from common.launch import config as config_lib
 from common.learners import actor_critic
 from common.learners import networks
 from common.learners import optim
-from common.run import app
-from common.run import config as config_lib
+from common.run import checks
 from common.scale import distribute
 from common.scale import multi_worker
 from common.units import on_policy
@@ -32,7 +32,7 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     env_config: Any = None             # @AtariConfig() or @GymConfig()
     num_envs: int = 32                 # ne
     # nw worker processes stepping ne/nw environments each; 'auto': as many as this machine has
-    # cores for (common.run.config.resolve_num_workers), ne unchanged
+    # cores for (common.launch.config.resolve_num_workers), ne unchanged
     num_workers: Union[int, str] = 8
     t_max: int = 5
     total_steps: int = 115_000_000     # Nmax, in agent steps (x4 frames)
@@ -56,15 +56,15 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     value_loss_coef: float = 0.25
     clip_norm: float = 40.0            # global-norm gradient clipping; 0 disables
     # Several devices or machines (Stooke & Abbeel 2018, section 4.2: PAAC's update at scale):
-    # a common.run.config.DistributeConfig; None until main.configure() sets the bindings' one.
+    # a common.launch.config.DistributeConfig; None until main.configure() sets the bindings' one.
     distribute: Any = None
 
     def validate(self):
         """Raises ConfigError naming the first value of the wrong type or out of range."""
         super().validate()
         self.validate_rmsprop()
-        require = app.require
-        app.require_positive_ints(self.owner, self, ('num_envs', 't_max'))
+        require = checks.require
+        checks.require_positive_ints(self.owner, self, ('num_envs', 't_max'))
         self.require_choice('sampler', samplers.SAMPLERS)
         self.num_workers = config_lib.resolve_num_workers(
             self.owner, self.num_workers, self.num_envs,

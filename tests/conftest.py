@@ -16,7 +16,7 @@ else:
 
 # The test process is set up as an entry point's is (tf.keras = tf-keras for the tests' Keras
 # and tf-agents, TensorFlow imported quietly), before any test module loads TensorFlow.
-from common.run import process_setup  # pylint: disable=wrong-import-position
+from common.launch import process_setup  # pylint: disable=wrong-import-position
 
 process_setup.configure()
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from common.run import app
+from common.launch import app
 from common.run import superseded
 from common.tools import run_files
 

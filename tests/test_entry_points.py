@@ -15,7 +15,8 @@ import typing
 import pytest
 
 from common.envs import atari
-from common.run import app
+from common.launch import app
+from common.run import errors
 
 ROOT = app.PROJECT_ROOT
 PAPERS = sorted(os.path.basename(os.path.dirname(path))[:-len('_tf')]
@@ -73,7 +74,7 @@ BAD_BINDINGS = _bad_bindings()
 @pytest.mark.parametrize('paper, binding, named', BAD_BINDINGS,
                          ids=[f'{paper}:{binding}' for paper, binding, _ in BAD_BINDINGS])
 def test_a_value_of_the_wrong_type_is_named(paper, binding, named):
-    with pytest.raises(app.ConfigError) as raised:
+    with pytest.raises(errors.ConfigError) as raised:
         _configure(paper)([_preset(paper)], [binding])
     message = str(raised.value)
     assert named in message and 'must be' in message and '\n' not in message
@@ -141,7 +142,7 @@ def test_a_resume_with_another_model_shape_is_refused_in_one_line(paper, tmp_pat
     changed = app.run_identity(paper, config.env_config, **module.PAPER.model_identity(
         dataclasses.replace(config, network=other)))
     before = sorted(os.listdir(tmp_path))
-    with pytest.raises(app.ConfigError) as refused:
+    with pytest.raises(errors.ConfigError) as refused:
         app.check_run_dir(str(tmp_path), changed)
     assert f"network: '{config.network}' there, '{other}' here" in str(refused.value)
     assert '\n' not in str(refused.value) and sorted(os.listdir(tmp_path)) == before

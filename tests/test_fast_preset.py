@@ -5,7 +5,7 @@ import dataclasses
 import os
 
 from accel_tf import main
-from common.run import app
+from common.launch import app
 
 
 def _config(name):

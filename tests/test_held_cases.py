@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from common.run import app
+from common.launch import app
 from common.tools import run_files
 
 ENV = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)

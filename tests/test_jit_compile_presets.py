@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from common.run import app
+from common.launch import app
 
 # Preset -> its config's name in gin, and the update function to look into.
 PRESETS = {'paac/pong': ('PAACConfig', 'train_on_rollout'),

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from common.run import app
+from common.launch import app
 from common.tools import run_files
 
 CARTPOLE = {

@@ -1,5 +1,6 @@
 """The import rules of the tree: common/ imports no paper package, no paper package imports
-another, and what worker processes import stays free of TensorFlow."""
+another, the folders of common/ stand in floors whose imports point down, and what worker
+processes import stays free of TensorFlow."""
 import ast
 import glob
 import os
@@ -8,8 +9,8 @@ import sys
 
 import pytest
 
-from common.run import app
-from common.run import registry
+from common.launch import app
+from common.launch import registry
 
 ROOT = app.PROJECT_ROOT
 PAPER_PACKAGES = [f'{paper}{registry.SUFFIX}' for paper in registry.papers()]
@@ -128,3 +129,63 @@ def test_the_tests_of_common_stand_in_its_role_folders():
                      if os.path.basename(path)[len('test_'):-3] in modules]
         assert not misplaced, f'tests of common/{folder}/ outside tests/common/{folder}/: ' \
                               f'{misplaced}'
+
+
+# The floors of common/, top first: a module imports only from its own folder and the floors
+# below; folders on one floor do not import each other. common/*.py (the commands) stand above
+# them all. docs/code_map.md draws the same order.
+FLOORS = (('tools',), ('launch',), ('units',), ('learners',), ('scale', 'replay', 'envs'),
+          ('run',))
+
+
+def _floor_of(module):
+    """The floor index of a common.<folder>... module name; None for a top-level command."""
+    parts = module.split('.')
+    if len(parts) == 1 or not os.path.isdir(os.path.join(ROOT, *parts[:2])):
+        return None
+    for index, floor in enumerate(FLOORS):
+        if parts[1] in floor:
+            return index
+    raise AssertionError(f'common/{parts[1]}/ stands on no floor: add it to FLOORS')
+
+
+def _upward_imports(paths):
+    """'importer -> imported' for every import in paths (module -> file) that does not point to
+    a lower floor (or within its own folder)."""
+    known = set(paths)
+    found = []
+    for name, path in sorted(paths.items()):
+        floor = _floor_of(name)
+        if floor is None:
+            continue
+        for other in sorted(_imported_modules(path, known)):
+            other_floor = _floor_of(other)
+            if other.split('.')[:2] == name.split('.')[:2]:
+                continue
+            if other_floor is None or other_floor <= floor:
+                found.append(f'{name} -> {other}')
+    return found
+
+
+def test_every_folder_of_common_stands_on_a_floor():
+    placed = {folder for floor in FLOORS for folder in floor}
+    assert _folders(os.path.join(ROOT, 'common')) - {'__pycache__'} == placed
+
+
+def test_the_folders_of_common_import_only_down():
+    paths = {_module_name(path): path for path in _modules('common')}
+    assert _upward_imports(paths) == []
+
+
+def test_the_floor_check_sees_an_import_that_climbs(tmp_path):
+    low = tmp_path / 'low.py'
+    low.write_text('from common.launch import app\nfrom common.run import errors\n')
+    peer = tmp_path / 'peer.py'
+    peer.write_text('from common.replay import replay\n')
+    paths = {'common.run.probe': str(low), 'common.envs.probe': str(peer),
+             'common.launch.app': str(low), 'common.run.errors': str(low),
+             'common.replay.replay': str(low)}
+    found = _upward_imports(paths)
+    assert 'common.run.probe -> common.launch.app' in found
+    assert 'common.envs.probe -> common.replay.replay' in found
+    assert not any(line.startswith('common.launch.app -> common.run') for line in found)

@@ -11,7 +11,7 @@ import pytest
 
 from common import evaluate
 from common.envs import pools
-from common.run import app
+from common.launch import app
 from common.tools import run_files
 
 RESULTS = os.path.join(app.PROJECT_ROOT, 'docs', 'results')

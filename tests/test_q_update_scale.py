@@ -17,7 +17,7 @@ import tf_keras
 
 from accel_tf import learners
 from accel_tf import main as accel_main
-from common.run import app
+from common.launch import app
 from dqn_tf import dqn
 from dqn_tf import main as dqn_main
 

@@ -5,7 +5,7 @@ TF1's tf.train.RMSPropOptimizer (used by the PAAC and GA3C originals) divides by
 sqrt(ms + epsilon) and starts ms at ones; tf.keras' RMSprop divides by sqrt(ms) + epsilon and
 starts ms at zeros. With the papers' epsilon of 0.1 the placements give very different step
 sizes, and zeros make the first updates up to 1/sqrt(epsilon) ~ 3x larger than ones, so both are
-options here, set from each paper's config (common/run/config.py RMSPropConfig).
+options here, set from each paper's config (common/launch/config.py RMSPropConfig).
 """
 import tensorflow as tf
 
@@ -162,7 +162,7 @@ class Adam(_SlotOptimizer):
 
 
 def rmsprop_of(config, learning_rate):
-    """The RMSProp a paper's config describes (common.run.config.RMSPropConfig's fields);
+    """The RMSProp a paper's config describes (common.launch.config.RMSPropConfig's fields);
     learning_rate: a float or a callable of the update count."""
     return RMSProp(learning_rate=learning_rate, decay=config.rmsprop_decay,
                    epsilon=config.rmsprop_epsilon,

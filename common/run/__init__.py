@@ -1,2 +1,3 @@
-"""A run's lifecycle: entry point, flags and config, run directory, the one training loop
-(runner) and its tracker, checkpoints, metrics, processes and shared memory."""
+"""The ground floor: a run's records and its one loop (runner and tracker), checkpoints, metrics,
+the run lock and record, errors and value checks, processes, shared memory and devices; every
+other folder of common/ stands on it."""

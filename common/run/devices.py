@@ -22,6 +22,8 @@ import os
 import shutil
 import threading
 
+from absl import logging
+
 from common.run import errors
 from common.run import machine_load
 
@@ -294,3 +296,19 @@ def start_run(placement=None, distribute_config=None, log=_print_line):
     warning = driver_warning()
     if warning:
         log(warning)
+
+
+def set_intra_op_threads(num_threads):
+    """Sets TensorFlow's intra-op thread count (0: TF's default, every core) for this process.
+
+    TF fixes it when its runtime starts; if that already happened (several runs in one process,
+    as in the tests) the count in effect stays and a warning says so.
+    """
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    if tf.config.threading.get_intra_op_parallelism_threads() == num_threads:
+        return
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(num_threads)
+    except RuntimeError:
+        logging.warning('TensorFlow already started: intra-op threads stay at %d, not %d',
+                        tf.config.threading.get_intra_op_parallelism_threads(), num_threads)

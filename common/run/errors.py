@@ -12,6 +12,19 @@ class RunError(RuntimeError):
     what was saved, in one line."""
 
 
+def is_interrupt(error):
+    """Whether error is Ctrl-C's KeyboardInterrupt, or an error it caused: raised inside a C
+    extension's callback (TensorFlow converting a numpy array, say), the interrupt surfaces as
+    a SystemError whose cause is the KeyboardInterrupt."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
 def describe_os_error(error):
     """One line for a failed file operation: what it did not manage, on which path, and why;
     nothing already written was removed."""

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from common.run import app
+from common.run import errors
 from common.run import file_writes
 from common.run import scalars
 
@@ -66,8 +66,8 @@ class _CsvAppender:
             with open(path, newline='') as f:
                 existing = next(csv.reader(f), None)
             if existing is not None and tuple(existing) != self.columns:
-                raise app.ConfigError(f'{path} has columns {existing}, this run writes '
-                                      f'{list(self.columns)}; use another --run_dir')
+                raise errors.ConfigError(f'{path} has columns {existing}, this run writes '
+                                         f'{list(self.columns)}; use another --run_dir')
         self.path = path
         with file_writes.naming(path):
             self._file = open(path, 'a', newline='')  # pylint: disable=consider-using-with
@@ -180,8 +180,9 @@ class RunLogger:
 
 
 def _cannot_write(run_dir, error):
-    return app.RunError(f'cannot write TensorBoard events in {run_dir} '
-                        f'({app.describe_tf_error(error)}); what the run wrote before is kept')
+    return errors.RunError(f'cannot write TensorBoard events in {run_dir} '
+                           f'({errors.describe_tf_error(error)}); what the run wrote before is '
+                           'kept')
 
 
 def _is_number(value):

@@ -17,6 +17,10 @@ import types
 
 from common.run import devices
 
+# What an asynchronous run does when one of its learner processes dies
+# (common/units/async_learners.py): end the run, or go on with the others.
+ON_LEARNER_DEATH = ('stop', 'continue')
+
 
 class WorkerDiedError(RuntimeError):
     """A process or thread that steps environments (or trains) died or raised; a training run

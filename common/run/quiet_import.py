@@ -3,7 +3,7 @@
 TensorFlow writes them through absl's C++ logging before it is initialized, which
 TF_CPP_MIN_LOG_LEVEL does not reach, so the only way to hide them is to point file descriptor 2
 at /dev/null while TensorFlow loads and probes its devices. Installed by every entry point
-(common/run/process_setup.py) and the workers it spawns (child_setup.py) unless the user set
+(common/launch/process_setup.py) and the workers it spawns (child_setup.py) unless the user set
 TF_CPP_MIN_LOG_LEVEL or passed --verbose; workers that never import TensorFlow pay nothing.
 """
 import contextlib

@@ -20,7 +20,7 @@ A unit's hooks, all but advance() optional:
 import abc
 import contextlib
 
-from common.run import app
+from common.run import errors
 from common.run import operative_config
 from common.run import processes
 from common.run import superseded
@@ -129,11 +129,11 @@ def train(tracker, open_session, unit_of, resume_note='', session_end=None):
                     # The learner is whole (a worker only steps environments or feeds it).
                     path = tracker.save()
                     first_line = str(error).strip().splitlines()[0]
-                    raise app.RunError(
+                    raise errors.RunError(
                         f'{first_line}; run stopped at step {tracker.env_steps:,}, saved {path}; '
                         'rerun the same command to resume') from error
                 except BaseException as error:  # pylint: disable=broad-except
-                    if not app.is_interrupt(error):
+                    if not errors.is_interrupt(error):
                         raise
                     path = tracker.save()
                     print(f'interrupted at step {tracker.env_steps:,}; saved {path}; rerun the '

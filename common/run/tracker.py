@@ -14,8 +14,8 @@ import time
 
 import tensorflow as tf
 
-from common.run import app
 from common.run import checkpoint as checkpoint_lib
+from common.run import errors
 from common.run import machine_load
 from common.run import metrics
 from common.run import scalars
@@ -29,7 +29,7 @@ __all__ = ('DIVERGENCE_STATS', 'DivergedError', 'finite_weights', 'RunTracker', 
 DIVERGENCE_STATS = ('loss', 'grad_norm')
 
 
-class DivergedError(app.RunError):
+class DivergedError(errors.RunError):
     """The updates produced non-finite numbers; the message names the step and the update."""
 
 

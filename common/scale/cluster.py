@@ -7,9 +7,12 @@ import socket
 
 from absl import flags
 
-from common.run import app
+from common.run import errors
 
 TF_CONFIG = 'TF_CONFIG'
+# How a run spreads over devices and machines (common/scale/distribute.py builds each).
+STRATEGIES = ('none', 'mirrored', 'multi_worker')
+
 
 def define_flags():
     """Defines --cluster and --task_index in absl's registry, once (entry points call it before
@@ -88,12 +91,12 @@ def resolve(strategy, workers=None, task_index=None):
 
 def configure(config, workers=None, task_index=None):
     """resolve() for a paper's config (its distribute: a DistributeConfig), checked with
-    config.validate_cluster(number of workers); app.ConfigError naming what does not fit,
+    config.validate_cluster(number of workers); errors.ConfigError naming what does not fit,
     before anything starts."""
     try:
         found = resolve(config.distribute.strategy, workers, task_index)
     except ValueError as error:
-        raise app.ConfigError(str(error))
+        raise errors.ConfigError(str(error))
     if found is not None:
         config.validate_cluster(len(found[0]))
     return found

@@ -21,8 +21,8 @@ import tensorflow as tf
 
 from common.run import devices as devices_lib
 from common.run import errors
-from common.run.config import STRATEGIES
 from common.scale import cluster as cluster_lib
+from common.scale.cluster import STRATEGIES
 
 # What the collectives of a multi-worker run raise once a peer worker is gone (its heartbeats
 # stopped, its channel closed, the group aborted).

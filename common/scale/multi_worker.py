@@ -12,8 +12,8 @@ import dataclasses
 import re
 import tempfile
 
-from common.run import app
 from common.run import devices
+from common.run import errors
 from common.run import processes
 from common.scale import distribute
 
@@ -56,12 +56,12 @@ def _lost_peer(error):
 def start_from_chief(strategy, variables, tracker):
     """Sets every worker's variables (a learner's networks and built optimizer state) and run
     counters to the chief's (restored from its checkpoint, or freshly initialized); returns this
-    worker's MachineShare. A peer lost here ends the run with app.RunError."""
+    worker's MachineShare. A peer lost here ends the run with errors.RunError."""
     try:
         distribute.broadcast_from_chief(strategy, list(variables)
                                         + list(tracker.counters.variables))
     except distribute.PEER_FAILURES as error:
-        raise app.RunError(_lost_peer(error)) from error
+        raise errors.RunError(_lost_peer(error)) from error
     tracker.adopt_counters()
     share = MachineShare.of(strategy)
     if not share.is_chief:
@@ -73,14 +73,14 @@ def start_from_chief(strategy, variables, tracker):
 def ending_on_lost_peers(train_fn, is_chief):
     """train_fn, ending the run with one line where a collective fails because a peer worker is
     gone: on the chief a processes.WorkerDiedError (the run saves a checkpoint first), on the
-    others an app.RunError (their files are temporary)."""
+    others an errors.RunError (their files are temporary)."""
     def train(*args):
         try:
             return train_fn(*args)
         except distribute.PEER_FAILURES as error:
             if is_chief:
                 raise processes.WorkerDiedError(_lost_peer(error)) from error
-            raise app.RunError(_lost_peer(error)) from error
+            raise errors.RunError(_lost_peer(error)) from error
 
     return train
 

@@ -9,9 +9,10 @@ import signal
 import subprocess
 import sys
 
-from common.run import app
+from common.launch import app
+from common.launch import registry
+from common.run import errors
 from common.run import file_writes
-from common.run import registry
 
 __all__ = ('checkpoint_steps', 'open_record', 'train', 'train_in_turn')
 
@@ -40,8 +41,8 @@ def open_record(directory, file_name, identity, flag):
     elif {key: record.get(key) for key in identity} != identity:
         differences = '; '.join(f'{key}: {record.get(key)!r} there, {value!r} here'
                                 for key, value in identity.items() if record.get(key) != value)
-        raise app.ConfigError(f'{flag}={directory} holds runs of another command '
-                              f'({differences}): give the same command, or another {flag}')
+        raise errors.ConfigError(f'{flag}={directory} holds runs of another command '
+                                 f'({differences}): give the same command, or another {flag}')
     return record, path
 
 
@@ -81,7 +82,7 @@ def train(paper, gin_files, gin_bindings, run_dir, steps, tag):
 def train_in_turn(paper, gin_files, gin_bindings, run_dir, steps, tag, place):
     """train(...) of one run among several, place = (kind, index, count, name), e.g. ('game', 1,
     3, 'breakout'); returns the env steps of its newest checkpoint. A Ctrl-C says how to resume
-    and goes on; app.RunError if the run failed or saved short of steps, so that the runs after
+    and goes on; errors.RunError if the run failed or saved short of steps, so that the runs after
     it do not start."""
     kind, index, count, name = place
     try:
@@ -92,7 +93,7 @@ def train_in_turn(paper, gin_files, gin_bindings, run_dir, steps, tag, place):
         raise
     reached = checkpoint_steps(run_dir)
     if status != 0 or reached < steps:
-        raise app.RunError(
+        raise errors.RunError(
             f'{name} ({kind} {index} of {count}) ended with exit status {status} at '
             f'{reached:,} steps; {run_dir} keeps what it saved and the {kind}s after it did not '
             'start: rerun the same command to resume')

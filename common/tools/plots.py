@@ -15,8 +15,8 @@ import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
-from common.tools import run_clock  # noqa: E402
 from common.run import superseded  # noqa: E402
+from common.tools import run_clock  # noqa: E402
 from common.tools import run_files  # noqa: E402
 
 FIGURE_SIZE = (8.0, 4.5)  # inches

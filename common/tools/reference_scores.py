@@ -13,7 +13,8 @@ import functools
 import math
 import os
 
-from common.run import app
+from common.launch import app
+from common.run import errors
 
 # The scores whose time to reach is tabulated (common.results, common.sweep), per game; any other
 # game has its human score alone.
@@ -46,7 +47,7 @@ def random_and_human(game):
     if game not in scores:
         close = difflib.get_close_matches(str(game), scores, n=3)
         hint = f"; close matches: {', '.join(close)}" if close else ''
-        raise app.ConfigError(
+        raise errors.ConfigError(
             f'game {game!r} has no random/human score in Mnih et al. (2015) as Daley & Amato '
             f'(2021), Table 4 prints them{hint}')
     return scores[game]
@@ -58,7 +59,7 @@ def thresholds_of(game, thresholds=THRESHOLDS):
         return tuple(thresholds[game])
     try:
         return (random_and_human(game)[1],)
-    except app.ConfigError:
+    except errors.ConfigError:
         return ()
 
 

@@ -5,9 +5,10 @@ import os
 
 import gin
 
-from common.run import app
+from common.launch import app
+from common.launch import registry
+from common.run import errors
 from common.run import gin_text
-from common.run import registry
 
 def _resolve(path):
     """A recorded gin file path: as given, else under the repository (commands run there)."""
@@ -25,7 +26,7 @@ def differences(run_dir):
         entry = registry.entry_point(invocation.get('paper', '?'))
         entry.configure([_resolve(name) for name in invocation.get('gin_files', [])],
                         invocation.get('gin_bindings', []))
-    except app.ConfigError as error:
+    except errors.ConfigError as error:
         return [f'the recorded command no longer parses: {error}']
     # A paper's MOVED maps bindings it has renamed to their names today.
     moved = getattr(entry, 'MOVED', {})

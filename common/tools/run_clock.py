@@ -14,7 +14,7 @@ import math
 import os
 import statistics
 
-from common.run import app
+from common.launch import app
 from common.run import run_record
 from common.tools import run_files
 

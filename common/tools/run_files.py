@@ -6,7 +6,8 @@ import math
 import os
 import re
 
-from common.run import app
+from common.launch import app
+from common.run import errors
 
 # The environment a run trained on, as its operative_config.gin records it.
 _ENV_PATTERN = re.compile(r"^(?:AtariConfig\.game|GymConfig\.env_id) = '([^']+)'", re.MULTILINE)
@@ -32,14 +33,14 @@ def read_paper(run_dir):
     """The paper recorded in run_dir's invocation.json; ConfigError if it is not a run."""
     path = os.path.join(run_dir, app.INVOCATION_FILE)
     if not os.path.isfile(path):
-        raise app.ConfigError(f'{run_dir!r} is not a run directory (no {app.INVOCATION_FILE})')
+        raise errors.ConfigError(f'{run_dir!r} is not a run directory (no {app.INVOCATION_FILE})')
     try:
         with open(path) as f:
             invocation = json.load(f)
     except (OSError, ValueError) as error:
-        raise app.ConfigError(f'{path}: not readable as JSON ({error})')
+        raise errors.ConfigError(f'{path}: not readable as JSON ({error})')
     if not isinstance(invocation, dict):
-        raise app.ConfigError(f'{path}: expected a JSON object, got {type(invocation).__name__}')
+        raise errors.ConfigError(f'{path}: expected a JSON object, got {type(invocation).__name__}')
     return str(invocation.get('paper', '?'))
 
 

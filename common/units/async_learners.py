@@ -24,7 +24,7 @@ from common.run import processes
 from common.run import runner
 from common.run import segments
 from common.run import tracker as tracker_lib
-from common.run.config import ON_LEARNER_DEATH
+from common.run.processes import ON_LEARNER_DEATH
 from common.units import parameter_store
 
 POLL_SECONDS = 0.5

@@ -19,8 +19,9 @@ from accel_tf import async_units
 from accel_tf import config as config_lib
 from accel_tf import learners
 from accel_tf import main as accel_main
-from common.run import app
-from common.run import config as common_config
+from common.launch import app
+from common.launch import config as common_config
+from common.run import errors
 
 ROOT = app.PROJECT_ROOT
 # The sections each kind's code reads from the config, besides AccelConfig.
@@ -169,7 +170,7 @@ SECTION_FIELDS = [(name, field.name, _wrong_value(typing.get_type_hints(cls)[fie
 def test_a_section_value_of_the_wrong_type_is_named(section, field, value):
     assert value is not None, 'a field type this test does not know'
     reader = algorithms.reading(section)[0]
-    with pytest.raises(app.ConfigError) as raised:
+    with pytest.raises(errors.ConfigError) as raised:
         accel_main.configure([_preset(reader)], [f'{section}.{field} = {value}'])
     message = str(raised.value)
     assert f'{section}.{field}=' in message and 'must be' in message and '\n' not in message
@@ -181,7 +182,7 @@ def test_a_binding_of_the_flat_accel_config_says_what_to_bind_instead(old):
     # No longer an AccelConfig field, but for q_values: a section field, not a binding.
     accel_fields = {field.name for field in dataclasses.fields(config_lib.AccelConfig)}
     assert (field in accel_fields) == (field == 'q_values')
-    with pytest.raises(app.ConfigError) as raised:
+    with pytest.raises(errors.ConfigError) as raised:
         accel_main.configure([_preset('appo')], [f'{old} = 1'])
     message = str(raised.value)
     assert message.startswith(f'{old} (') and 'is not a binding' in message
@@ -211,7 +212,7 @@ def test_run_json_records_the_model_and_a_run_recorded_before_is_not_refused_for
            if key not in ('torso_kwargs', 'dueling', 'num_atoms')}
     run_dir = _record(tmp_path / 'old', old)
     app.check_run_dir(run_dir, json.loads(json.dumps(env_identity)))
-    with pytest.raises(app.ConfigError, match="network: 'nature' there, 'mlp' here"):
+    with pytest.raises(errors.ConfigError, match="network: 'nature' there, 'mlp' here"):
         app.check_run_dir(_record(tmp_path / 'other', dict(old, network='nature')),
                           json.loads(json.dumps(env_identity)))
     gin.clear_config()

@@ -16,7 +16,7 @@ from accel_tf import learners
 from accel_tf import sections
 from common.envs import gym as gym_envs
 from common.envs import pools
-from common.run import app
+from common.launch import app
 from common.tools import run_files
 from common.units import async_learners
 from common.units import parameter_store

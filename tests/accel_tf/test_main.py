@@ -1,4 +1,4 @@
-"""`python -m accel_tf.main` end to end: presets, config errors, run directory, resume,
+"""`python -m accel_tf.main` end to end: presets, config error_lines, run directory, resume,
 evaluation, and Pong through both samplers' worker processes."""
 import json
 import os
@@ -10,8 +10,9 @@ import pytest
 
 from accel_tf import learners
 from accel_tf import main as accel_main
+from common.launch import app
 from common.learners import optim
-from common.run import app
+from common.run import errors
 from common.tools import run_files
 
 CARTPOLE_BINDINGS = [
@@ -161,7 +162,7 @@ def test_bad_config_is_named_in_one_line(bindings, named):
     gin_file = 'gin/accel/ppo_pong.gin'
     if bindings[0].endswith('.gin'):
         gin_file, bindings = bindings[0], bindings[1:]
-    with pytest.raises(app.ConfigError) as error:
+    with pytest.raises(errors.ConfigError) as error:
         accel_main.configure([os.path.join(app.PROJECT_ROOT, gin_file)], bindings)
     message = str(error.value)
     assert named in message and '\n' not in message
@@ -173,7 +174,7 @@ def test_an_old_binding_in_an_included_file_says_what_to_bind_instead(tmp_path):
     old = tmp_path / 'old.gin'
     old.write_text("include 'gin/accel/ppo_pong.gin'\nAccelConfig.minibatches = 8\n")
     (tmp_path / 'mine.gin').write_text(f"include '{old}'\n")
-    with pytest.raises(app.ConfigError) as error:
+    with pytest.raises(errors.ConfigError) as error:
         accel_main.configure([str(tmp_path / 'mine.gin')], [])
     assert str(error.value) == (
         'AccelConfig.minibatches (in a file the gin files include) is not a binding: bind '
@@ -232,8 +233,8 @@ def test_a_run_dir_of_another_algorithm_is_refused(tmp_path):
     other = _run(_flags(CARTPOLE_BINDINGS, 'gin/accel/a2c_pong.gin') + ['--run_dir=run'],
                  cwd=tmp_path)
     assert other.returncode == 2
-    errors = [line for line in other.stderr.splitlines() if line.startswith('error:')]
-    assert len(errors) == 1 and "algorithm: 'ppo' there, 'a2c' here" in errors[0]
+    error_lines = [line for line in other.stderr.splitlines() if line.startswith('error:')]
+    assert len(error_lines) == 1 and "algorithm: 'ppo' there, 'a2c' here" in error_lines[0]
 
 
 def test_a_run_dir_of_another_model_shape_is_refused_and_an_older_record_is_not(tmp_path):
@@ -249,9 +250,10 @@ def test_a_run_dir_of_another_model_shape_is_refused_and_an_older_record_is_not(
     wider = a2c[:-1] + ["AccelConfig.torso_kwargs = {'hidden_sizes': (32,)}"]
     other = _run(_flags(wider, 'gin/accel/a2c_pong.gin') + ['--run_dir=run'], cwd=tmp_path)
     assert other.returncode == 2
-    errors = [line for line in other.stderr.splitlines() if line.startswith('error:')]
-    assert len(errors) == 1, other.stderr[-3000:]
-    assert "torso_kwargs: {'hidden_sizes': [16]} there, {'hidden_sizes': [32]} here" in errors[0]
+    error_lines = [line for line in other.stderr.splitlines() if line.startswith('error:')]
+    assert len(error_lines) == 1, other.stderr[-3000:]
+    assert ("torso_kwargs: {'hidden_sizes': [16]} there, {'hidden_sizes': [32]} here"
+            in error_lines[0])
     # As a run.json of the code before: without torso_kwargs, the same command resumes.
     del record['torso_kwargs']
     (tmp_path / 'run' / 'run.json').write_text(json.dumps(record))

@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from accel_tf import main as accel_main
-from common.run import app
+from common.launch import app
+from common.run import errors
 from common.scale import cluster
 
 BINDINGS = [
@@ -167,10 +168,10 @@ def test_a_killed_worker_ends_the_chiefs_run_with_a_checkpoint_and_one_line(tmp_
             if worker.poll() is None:
                 worker.kill()
     assert workers[0].returncode == 1, stderr[-3000:]
-    errors = [line for line in stderr.splitlines() if line.startswith('error:')]
-    assert len(errors) == 1, stderr[-3000:]
-    assert 'a peer worker of this multi-worker run is gone' in errors[0], errors[0]
-    assert 'saved' in errors[0] and 'rerun the same command' in errors[0], errors[0]
+    error_lines = [line for line in stderr.splitlines() if line.startswith('error:')]
+    assert len(error_lines) == 1, stderr[-3000:]
+    assert 'a peer worker of this multi-worker run is gone' in error_lines[0], error_lines[0]
+    assert 'saved' in error_lines[0] and 'rerun the same command' in error_lines[0], error_lines[0]
     assert any(name.endswith('.index') for name in os.listdir(tmp_path / 'run' / 'checkpoints'))
     assert process_tree.wait_for(lambda: not process_tree.alive(trees[0] + trees[1]), 10)
 
@@ -178,14 +179,14 @@ def test_a_killed_worker_ends_the_chiefs_run_with_a_checkpoint_and_one_line(tmp_
 def test_cluster_flags_are_checked_before_anything_starts(monkeypatch):
     monkeypatch.setenv('TF_CONFIG', '')
     config = accel_main.configure([PRESET], BINDINGS)
-    with pytest.raises(app.ConfigError, match="'multi_worker' needs --cluster and --task_index"):
+    with pytest.raises(errors.ConfigError, match="'multi_worker' needs --cluster and --task_index"):
         cluster.configure(config)
-    with pytest.raises(app.ConfigError, match='num_workers=2 does not split evenly over the 3 '
+    with pytest.raises(errors.ConfigError, match='num_workers=2 does not split evenly over the 3 '
                                               'workers'):
         cluster.configure(config, ['a:1', 'b:2', 'c:3'], 0)
     assert cluster.configure(config, ['a:1', 'b:2'], 1) == (['a:1', 'b:2'], 1)
     config = accel_main.configure([PRESET], BINDINGS[:-1])
-    with pytest.raises(app.ConfigError, match='--cluster and --task_index need'):
+    with pytest.raises(errors.ConfigError, match='--cluster and --task_index need'):
         cluster.configure(config, ['a:1', 'b:2'], 1)
 
 
@@ -197,7 +198,8 @@ def test_a_session_stop_is_refused_over_several_workers_before_anything_starts(t
         [f'--gin_bindings={binding}' for binding in BINDINGS], cwd=tmp_path,
         env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True, text=True,
         timeout=120)
-    errors = [line for line in result.stderr.splitlines() if line.startswith('error:')]
-    assert result.returncode == 2 and len(errors) == 1, result.stderr[-2000:]
-    assert '--stop_at_steps/--stop_at_score' in errors[0] and 'several workers' in errors[0]
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    assert result.returncode == 2 and len(error_lines) == 1, result.stderr[-2000:]
+    assert '--stop_at_steps/--stop_at_score' in error_lines[0]
+    assert 'several workers' in error_lines[0]
     assert not (tmp_path / 'run').exists()

@@ -18,9 +18,10 @@ from accel_tf import sections
 from common import evaluate
 from common.envs import gym as gym_envs
 from common.envs import pools
+from common.launch import app
 from common.learners import optim
 from common.replay import prioritized_replay
-from common.run import app
+from common.run import errors
 from common.tools import run_files
 from common.units import off_policy
 from common.units import samplers
@@ -130,7 +131,7 @@ def test_every_q_preset_trains_8_transitions_per_sampled_one(preset, batch_size,
      "QValueConfig.categorical_priority='l2'; allowed: kl, cross_entropy"),
 ])
 def test_bad_q_configs_are_named_in_one_line(preset, bindings, named):
-    with pytest.raises(app.ConfigError) as error:
+    with pytest.raises(errors.ConfigError) as error:
         _configure(preset, bindings)
     message = str(error.value)
     assert named in message and '\n' not in message
@@ -140,10 +141,10 @@ def test_a_q_value_config_without_its_section_is_refused():
     """Built in Python: a Q-value algorithm needs QValueConfig, and no other algorithm
     takes one."""
     values = dict(env_config=CARTPOLE, network='mlp', num_workers=1, envs_per_worker=2)
-    with pytest.raises(app.ConfigError, match=r"algorithm='dqn' needs AccelConfig.q_values = "
+    with pytest.raises(errors.ConfigError, match=r"algorithm='dqn' needs AccelConfig.q_values = "
                                               r'QValueConfig\(\), got None'):
         config_lib.AccelConfig(algorithm='dqn', **values).validate()
-    with pytest.raises(app.ConfigError, match="AccelConfig.q_values is set, but algorithm 'a2c' "
+    with pytest.raises(errors.ConfigError, match="AccelConfig.q_values is set, but algorithm 'a2c' "
                                               'does not read QValueConfig'):
         config_lib.AccelConfig(algorithm='a2c', q_values=q_config.QValueConfig(),
                                actor_critic=sections.ActorCriticConfig(), **values).validate()

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from common.run import app
+from common.launch import app
 
 # An A2C run (Stooke & Abbeel's preset) of 256 steps on CartPole with a 16-unit network, as
 # tests/fixtures/make_checkpoints.py makes its accel_a2c fixture: about 7 s.

@@ -152,7 +152,7 @@ def test_the_default_worker_count_is_one_every_row_accepts(monkeypatch, cpu_coun
     the pools (a divisor), the alternating sampler (even), the asynchronous rows (a divisor of
     the 16 per learner); on one core it is 2, not the 1 the alternating sampler refuses. The
     CPU count itself, the old default, is refused on all but 2, 4 and 16 cores."""
-    from common.run import app
+    from common.run import errors
     monkeypatch.setattr(bench.os, 'cpu_count', lambda: cpu_count)
     monkeypatch.setattr(bench.os, 'sched_getaffinity', lambda pid: set(range(cpu_count)),
                         raising=False)
@@ -161,7 +161,7 @@ def test_the_default_worker_count_is_one_every_row_accepts(monkeypatch, cpu_coun
     assert workers == expected
     _check_every_row_accepts(workers)
     if cpu_count not in (2, 4, 16):
-        with pytest.raises((ValueError, app.ConfigError)):
+        with pytest.raises((ValueError, errors.ConfigError)):
             _check_every_row_accepts(cpu_count)
 
 

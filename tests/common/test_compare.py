@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from common import compare
-from common.run import app
+from common.launch import app
+from common.run import errors
 from common.tools import run_files
 
 
@@ -75,7 +76,7 @@ def test_cli_prints_one_line_per_run_and_writes_csv(tmp_path):
 
 
 def test_a_directory_that_is_not_a_run_is_named(tmp_path):
-    with pytest.raises(app.ConfigError, match='not a run directory'):
+    with pytest.raises(errors.ConfigError, match='not a run directory'):
         compare.summarize(str(tmp_path))
     assert math.isnan(run_files.number('x'))
 
@@ -123,8 +124,8 @@ def test_cli_plot_writes_three_pngs_and_names_a_bad_directory_among_good_ones(tm
         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT),
         timeout=120)
     assert result.returncode == 2
-    errors = [line for line in result.stderr.splitlines() if line.startswith('error:')]
-    assert len(errors) == 1 and 'broken' in errors[0] and 'JSON' in errors[0]
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    assert len(error_lines) == 1 and 'broken' in error_lines[0] and 'JSON' in error_lines[0]
     table = result.stdout.splitlines()
     assert 'game' in table[0] and 'pong' in table[1] and 'dqn-pong-1' in table[2]
     for name in ('score_vs_frames.png', 'score_vs_hours.png', 'steps_per_sec.png'):

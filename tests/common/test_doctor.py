@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 
 from common import doctor
-from common.run import app
+from common.launch import app
 from common.run import devices
 
 SMI_HEADER = ['| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4     |']

@@ -11,8 +11,9 @@ import pytest
 
 from common import evaluate
 from common import export
-from common.run import app
+from common.launch import app
 from common.run import checkpoint as checkpoint_lib
+from common.run import errors
 
 # Loads each SavedModel with TensorFlow alone (no project path, no legacy-Keras switch) and runs
 # it on the saved inputs; fails if anything of the project was imported.
@@ -117,7 +118,7 @@ def test_an_export_replaces_an_earlier_one_and_nothing_else(cartpole_run, tmp_pa
     other = tmp_path / 'notes'
     other.mkdir()
     (other / 'mine.txt').write_text('keep')
-    with pytest.raises(app.ConfigError, match=r"--out='.*notes' is a file or a non-empty "
+    with pytest.raises(errors.ConfigError, match=r"--out='.*notes' is a file or a non-empty "
                                               r'directory that holds no SavedModel; allowed'):
         export.export(cartpole_run, str(other))
     assert (other / 'mine.txt').read_text() == 'keep'

@@ -9,10 +9,11 @@ import tensorflow as tf
 from common import evaluate
 from common import results
 from common import watch
+from common.launch import app
+from common.run import checkpoint as checkpoint_lib
+from common.run import errors
 from common.tools import plots
 from common.tools import run_files
-from common.run import app
-from common.run import checkpoint as checkpoint_lib
 
 
 def _write_run(run_dir, paper, game=None, scores=(-20.5, -19.0)):
@@ -119,7 +120,7 @@ def test_a_game_without_thresholds_is_timed_to_its_human_score_or_said_to_have_n
 @pytest.mark.parametrize('name', ['../escape', '', '.hidden'])
 def test_a_bad_name_is_refused(tmp_path, name):
     _write_run(str(tmp_path / 'run'), 'paac')
-    with pytest.raises(app.ConfigError, match='plain directory name'):
+    with pytest.raises(errors.ConfigError, match='plain directory name'):
         results.publish(str(tmp_path / 'run'), name, str(tmp_path / 'results'))
 
 
@@ -134,7 +135,7 @@ def test_a_run_still_training_is_refused_until_its_holder_ends(tmp_path):
         env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT))
     try:
         assert holder.stdout.readline().strip() == 'held'
-        with pytest.raises(app.ConfigError, match=rf'run is still training \(pid {holder.pid} '):
+        with pytest.raises(errors.ConfigError, match=rf'run is still training \(pid {holder.pid} '):
             results.publish(str(tmp_path / 'run'), 'x', str(tmp_path / 'results'), True)
         assert not (tmp_path / 'results').exists()
     finally:
@@ -147,7 +148,7 @@ def test_a_run_still_training_is_refused_until_its_holder_ends(tmp_path):
 def test_a_run_without_metrics_is_refused(tmp_path):
     (tmp_path / 'run').mkdir()
     (tmp_path / 'run' / app.INVOCATION_FILE).write_text('{"paper": "paac"}')
-    with pytest.raises(app.ConfigError, match='no metrics.csv'):
+    with pytest.raises(errors.ConfigError, match='no metrics.csv'):
         results.publish(str(tmp_path / 'run'), 'x', str(tmp_path / 'results'))
 
 
@@ -190,13 +191,13 @@ def test_a_published_run_carries_its_policy_that_evaluate_and_watch_read(cartpol
     summary = watch.watch(str(published), max_steps=5)
     assert summary['path'] == str(tmp_path / 'cwd' / f'cartpole-{watch.DEFAULT_OUT}')
     assert summary['frames'] == 6 and os.path.isfile(summary['path'])
-    with pytest.raises(app.ConfigError, match=r"--out='x.txt'; allowed: a file name ending in"):
+    with pytest.raises(errors.ConfigError, match=r"--out='x.txt'; allowed: a file name ending in"):
         evaluate.evaluate_run(str(published), out='x.txt')
     assert {path.name: path.read_bytes() for path in published.iterdir()} == published_files
     # A run without a readable checkpoint is refused, the published copy untouched; with
     # --without_policy it is published marked so, and carries no weights: not the earlier run's.
     _write_run(str(tmp_path / 'bare'), 'accel')
-    with pytest.raises(app.ConfigError, match=r'bare has no checkpoint to take a policy from '
+    with pytest.raises(errors.ConfigError, match=r'bare has no checkpoint to take a policy from '
                        r'\(no readable checkpoint.*--without_policy publishes'):
         results.publish(str(tmp_path / 'bare'), 'cartpole', results_dir)
     assert {path.name: path.read_bytes() for path in published.iterdir()} == published_files

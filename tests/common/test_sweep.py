@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from common import sweep
-from common.run import app
+from common.launch import app
 from common.tools import run_files
 
 PRESET = os.path.join(app.PROJECT_ROOT, 'gin', 'paac', 'paper.gin')

@@ -15,8 +15,9 @@ from common import evaluate
 from common import watch
 from common.envs import atari
 from common.envs import gym as gym_envs
-from common.run import app
+from common.launch import app
 from common.run import checkpoint as checkpoint_lib
+from common.run import errors
 
 CARTPOLE_SCREEN = (400, 600)  # gymnasium's CartPole rgb_array render, (height, width)
 
@@ -125,12 +126,12 @@ def test_a_gym_env_draws_only_if_made_to():
 
 
 def test_bad_input_is_refused_in_one_line(cartpole_run, tmp_path):
-    with pytest.raises(app.ConfigError, match=r"--out='x.avi'; allowed: .*\.gif"):
+    with pytest.raises(errors.ConfigError, match=r"--out='x.avi'; allowed: .*\.gif"):
         watch.watch(cartpole_run, 'x.avi')
-    with pytest.raises(app.ConfigError, match='--episodes=0; must be an int > 0'):
+    with pytest.raises(errors.ConfigError, match='--episodes=0; must be an int > 0'):
         watch.watch(cartpole_run, episodes=0)
     # CartPole observes a 4-vector: there is no picture of what the network sees.
-    with pytest.raises(app.ConfigError, match=r'--side_by_side .* shape \(4,\) of float32'):
+    with pytest.raises(errors.ConfigError, match=r'--side_by_side .* shape \(4,\) of float32'):
         watch.play(gym_envs.GymConfig('CartPole-v1'), lambda batch: [0], side_by_side=True)
     # A run directory whose checkpoints are gone (a published run without weights, too).
     no_checkpoint = tmp_path / 'no_checkpoint'

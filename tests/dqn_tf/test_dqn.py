@@ -18,7 +18,7 @@ from tf_agents.utils import common as tfa_common
 
 from common import evaluate
 from common.envs import gym as gym_envs
-from common.run import app
+from common.run import errors
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
 from dqn_tf import trainer as trainer_lib
@@ -252,19 +252,19 @@ def test_a_failing_actor_stops_the_run_and_every_thread(monkeypatch):
 
 
 def test_invalid_values_are_named():
-    with pytest.raises(app.ConfigError, match='target_period=1000 .* num_samplers=3'):
+    with pytest.raises(errors.ConfigError, match='target_period=1000 .* num_samplers=3'):
         _cartpole_config(target_period=1000, num_samplers=3, total_steps=3000)
-    with pytest.raises(app.ConfigError, match='train_period'):
+    with pytest.raises(errors.ConfigError, match='train_period'):
         _cartpole_config(target_period=200, train_period=3)
-    with pytest.raises(app.ConfigError, match='batch_size'):
+    with pytest.raises(errors.ConfigError, match='batch_size'):
         _cartpole_config(batch_size=0)
-    with pytest.raises(app.ConfigError, match='final_epsilon'):
+    with pytest.raises(errors.ConfigError, match='final_epsilon'):
         _cartpole_config(final_epsilon=1.5)
-    with pytest.raises(app.ConfigError, match="'resnet'"):
+    with pytest.raises(errors.ConfigError, match="'resnet'"):
         _cartpole_config(network='resnet')
-    with pytest.raises(app.ConfigError, match='tf_intra_op_threads .* got -1'):
+    with pytest.raises(errors.ConfigError, match='tf_intra_op_threads .* got -1'):
         _cartpole_config(tf_intra_op_threads=-1)
-    with pytest.raises(app.ConfigError, match=r'acting_nice .* \[0, 19\], got 20'):
+    with pytest.raises(errors.ConfigError, match=r'acting_nice .* \[0, 19\], got 20'):
         _cartpole_config(acting_nice=20)
 
 

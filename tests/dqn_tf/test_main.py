@@ -11,7 +11,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from common.run import app
+from common.launch import app
 from common.tools import run_files
 from dqn_tf import bench_rows
 from dqn_tf import dqn

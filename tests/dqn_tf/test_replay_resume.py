@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import sys
 
-from common.run import app
+from common.launch import app
 from common.tools import run_files
 
 # tests/dqn_tf/test_main.py's CartPole run, shorter: W = 2, C = 100, 100 steps prepopulated.

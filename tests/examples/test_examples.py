@@ -14,7 +14,7 @@ import gymnasium
 import numpy as np
 import pytest
 
-from common.run import app
+from common.launch import app
 from common.tools import run_files
 
 ROOT = app.PROJECT_ROOT

@@ -11,6 +11,7 @@ import common  # noqa: F401
 
 from common.envs import gym as gym_envs
 from common.learners import losses
+from common.run import errors
 from ga3c_tf import buckets
 from ga3c_tf import config as config_lib
 from ga3c_tf import learner as learner_lib
@@ -120,7 +121,7 @@ def test_auto_pads_where_tensorflow_sees_a_gpu_or_with_xla(monkeypatch):
     monkeypatch.setattr(learner_lib.tf.config, 'list_physical_devices',
                         lambda kind=None: ['GPU:0'] if kind == 'GPU' else [])
     assert learner_lib.pads_batches(_config())
-    with pytest.raises(config_lib.app.ConfigError, match="pad_batches='sometimes'"):
+    with pytest.raises(errors.ConfigError, match="pad_batches='sometimes'"):
         _config(pad_batches='sometimes')
 
 

@@ -15,7 +15,7 @@ import pytest
 import common  # noqa: F401
 import tensorflow as tf
 
-from common.run import app
+from common.launch import app
 from common.tools import run_files
 from ga3c_tf import main as ga3c_main
 

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from common.envs import gym as gym_envs
 from common.learners import losses
-from common.run import app
+from common.run import errors
 from ga3c_tf import agent
 from ga3c_tf import config as config_lib
 from ga3c_tf import learner as learner_lib
@@ -198,7 +198,7 @@ def test_loss_uses_log_epsilon_and_sums_over_the_batch():
     (dict(network='ga3c_large', torso_kwargs={'first_stride': 5}), 'first_stride=5'),
 ])
 def test_invalid_values_are_named(overrides, named):
-    with pytest.raises(app.ConfigError, match=named):
+    with pytest.raises(errors.ConfigError, match=named):
         _config(**overrides)
 
 

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from common.envs import atari
-from common.run import app
+from common.launch import app
 from common.tools import run_files
 from paac_tf import main as paac_main
 from paac_tf import paac

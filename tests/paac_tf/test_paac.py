@@ -9,6 +9,7 @@ from common import evaluate
 from common.envs import gym as gym_envs
 from common.envs import pools
 from common.learners import actor_critic
+from common.run import errors
 from common.units import on_policy
 from common.units import samplers
 from paac_tf import paac
@@ -172,13 +173,13 @@ def test_iterate_collects_a_rollout_updates_once_and_carries_the_last_observatio
 
 
 def test_invalid_values_are_named():
-    with pytest.raises(common.run.app.ConfigError, match='num_envs'):
+    with pytest.raises(errors.ConfigError, match='num_envs'):
         _cartpole_config(num_envs=0)
-    with pytest.raises(common.run.app.ConfigError, match='t_max'):
+    with pytest.raises(errors.ConfigError, match='t_max'):
         _cartpole_config(t_max=-1)
-    with pytest.raises(common.run.app.ConfigError, match='divisible'):
+    with pytest.raises(errors.ConfigError, match='divisible'):
         _cartpole_config(num_envs=6, num_workers=4)
-    with pytest.raises(common.run.app.ConfigError, match="'resnet'"):
+    with pytest.raises(errors.ConfigError, match="'resnet'"):
         _cartpole_config(network='resnet')
 
 
@@ -202,7 +203,7 @@ def test_paac_learns_cartpole(tmp_path):
 
 
 def test_the_alternating_sampler_needs_an_even_number_of_workers():
-    with pytest.raises(common.run.app.ConfigError, match='even num_workers'):
+    with pytest.raises(errors.ConfigError, match='even num_workers'):
         _cartpole_config(num_envs=6, num_workers=3, sampler='alternating')
-    with pytest.raises(common.run.app.ConfigError, match="'round_robin'"):
+    with pytest.raises(errors.ConfigError, match="'round_robin'"):
         _cartpole_config(sampler='round_robin')

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from common.envs.atari import AtariConfig, action_set
-from common.run import app
+from common.launch import app
 
 
 def _reference_ale(game: str, seed: int) -> ale_py.ALEInterface:

@@ -351,7 +351,7 @@ def test_start_process_keeps_a_handler_that_a_signal_installed_while_starting():
     def stopping(signum, frame):
         pass
 
-    def sigterm_arrives():  # what common.run.app's first SIGTERM does: switch SIGINT, then raise
+    def sigterm_arrives():  # what common.launch.app's first SIGTERM does: switch SIGINT, then raise
         signal.signal(signal.SIGINT, stopping)
         raise KeyboardInterrupt
 

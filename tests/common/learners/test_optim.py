@@ -8,9 +8,10 @@ import pytest
 import common  # noqa: F401
 import tensorflow as tf
 
+from common.launch import app
+from common.launch import config as config_lib
 from common.learners import optim
-from common.run import app
-from common.run import config as config_lib
+from common.run import errors
 
 
 def _two_steps(**kwargs):
@@ -111,11 +112,12 @@ def test_rmsprop_is_not_a_gin_configurable_any_more():
     """Its settings live in each paper's config; a leftover binding is refused by name."""
     gin.clear_config()
     try:
-        with pytest.raises(app.ConfigError, match=r'RMSProp.epsilon \(--gin_bindings=.*\) is not '
-                                                  r'a binding: bind XConfig.rmsprop_epsilon'):
+        with pytest.raises(errors.ConfigError,
+                           match=r'RMSProp.epsilon \(--gin_bindings=.*\) is not '
+                                 r'a binding: bind XConfig.rmsprop_epsilon'):
             app.parse_gin([], ['RMSProp.epsilon = 0.5'],
                           renamed=config_lib.renamed_bindings('XConfig'))
-        with pytest.raises(app.ConfigError, match='RMSProp'):
+        with pytest.raises(errors.ConfigError, match='RMSProp'):
             app.parse_gin([], ['RMSProp.momentum = 0.5'])  # gin itself knows no RMSProp
     finally:
         gin.clear_config()

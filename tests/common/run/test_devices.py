@@ -4,17 +4,20 @@ of child process starts with, the learners' GPUs, the compute line, the driver w
 refused mirrored config and the multi-worker collectives."""
 import multiprocessing
 import os
+import subprocess
+import sys
 import types
 
 import pytest
 import tensorflow as tf
 
+from common.launch import process_setup
+from common.launch.config import DistributeConfig
 from common.run import devices
 from common.run import errors
-from common.run import process_setup
 from common.run import processes
-from common.run.config import DistributeConfig
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 H100 = 'NVIDIA H100 80GB HBM3'
 
 
@@ -327,7 +330,7 @@ def test_the_entry_point_sets_the_devices_up_before_the_run_directory(monkeypatc
                                                                       tmp_path):
     """Once per run, before the run directory: the paper's placement applied and named, and a
     mirrored config that does not fit the GPUs refused before anything is written."""
-    from common.run import entry  # pylint: disable=import-outside-toplevel
+    from common.launch import entry  # pylint: disable=import-outside-toplevel
     fake = FakeGPUs(monkeypatch, 1)
     monkeypatch.setattr(entry, 'FLAGS', types.SimpleNamespace(
         gin_file=[], gin_bindings=[], cluster=None, task_index=None))
@@ -376,7 +379,7 @@ def test_bench_rows_whose_process_does_not_compute_hide_its_gpus_before_building
                                                                                  monkeypatch):
     """As their runs' main processes: the asynchronous rows' learners compute, the A3C-CPU
     baseline's agents on the CPU."""
-    from common.run import registry  # pylint: disable=import-outside-toplevel
+    from common.launch import registry  # pylint: disable=import-outside-toplevel
 
     class Hidden(Exception):
         pass
@@ -389,3 +392,12 @@ def test_bench_rows_whose_process_does_not_compute_hide_its_gpus_before_building
     with pytest.raises(Hidden):
         rows[row]({'seconds': 0.1, 'warmup_seconds': 0.1, 'num_envs': 4, 'num_workers': 2,
                    'game': 'pong'})
+
+
+def test_set_intra_op_threads_before_tensorflow_starts():
+    code = ('import common; from common.run import devices; import tensorflow as tf; '
+            'devices.set_intra_op_threads(1); tf.constant(1.0) + 1.0; '
+            'print(tf.config.threading.get_intra_op_parallelism_threads())')
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=ROOT), check=True)
+    assert result.stdout.strip().splitlines()[-1] == '1'

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.run import app
+from common.launch import app
 from common.run import devices
 from common.run import errors
 from common.run import processes
@@ -50,7 +50,7 @@ def test_an_entry_points_process_computes_on_the_gpu_with_memory_growth():
     if shutil.which('nvidia-smi') is None:
         pytest.skip('nvidia-smi is needed to see the GPU memory in use')
     found = _python(
-        'from common.run import process_setup\n'
+        'from common.launch import process_setup\n'
         'process_setup.configure()\n'
         'import json, subprocess\n'
         'def used():\n'

@@ -3,10 +3,10 @@ import os
 import subprocess
 import sys
 
-from common.run import app
+from common.launch import app
 from common.run import quiet_import
 
-_IMPORT = ('from common.run import process_setup; process_setup.configure(); '
+_IMPORT = ('from common.launch import process_setup; process_setup.configure(); '
            'import tensorflow as tf, sys; tf.constant(1.0) + 1; '
            'print("after import", file=sys.stderr)')
 
@@ -54,7 +54,7 @@ def test_wanted_only_without_a_log_level_or_verbose():
 def test_processes_spawned_by_a_quiet_one_are_quiet_and_a_verbose_ones_log(tmp_path):
     """The A3C-CPU agents import TensorFlow in spawned processes: they follow the parent."""
     code = ('import multiprocessing, sys\n'
-            'from common.run import process_setup, processes\n'
+            'from common.launch import process_setup\nfrom common.run import processes\n'
             'process_setup.configure()\n'
             'if __name__ == "__main__":\n'
             '    from common.learners import losses  # imports TensorFlow when unpickled\n'

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from common.run import app
+from common.launch import app
 from common.run import run_lock
 
 _HOLD = """

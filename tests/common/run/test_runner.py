@@ -11,7 +11,7 @@ import common  # noqa: F401
 import pytest
 import tensorflow as tf
 
-from common.run import app
+from common.run import errors
 from common.run import processes
 from common.run import runner
 from common.run import tracker as tracker_lib
@@ -167,7 +167,7 @@ def test_a_resume_runs_to_the_end_and_a_complete_run_opens_no_session(tmp_path, 
 
 def test_a_dead_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path):
     """Every paper's worker deaths (pool workers, GA3C agents, DQN samplers) are
-    processes.WorkerDiedError: the learner's state at that step is saved, then app.RunError."""
+    processes.WorkerDiedError: the learner's state at that step is saved, then errors.RunError."""
     run_dir = str(tmp_path)
     variable = tf.Variable(1.0)
     tracker = _make(run_dir, variable)
@@ -178,7 +178,7 @@ def test_a_dead_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path):
         raise processes.WorkerDiedError('ProcessPool worker 3 (pid 99) was killed by signal '
                                         'SIGKILL\nsecond line')
 
-    with pytest.raises(app.RunError) as raised:
+    with pytest.raises(errors.RunError) as raised:
         runner.train(tracker, lambda: session, _Scripted(17, die).of)
     message = str(raised.value)
     assert '\n' not in message and 'worker 3 (pid 99) was killed' in message

@@ -9,7 +9,8 @@ import common  # noqa: F401
 import pytest
 import tensorflow as tf
 
-from common.run import app
+from common.launch import app
+from common.run import errors
 from common.run import runner
 from common.run import session_stop
 from common.run import tracker as tracker_lib
@@ -32,7 +33,7 @@ def test_reason_names_the_step_or_a_full_windows_mean():
     (dict(steps=2.5), '--stop_at_steps=2.5'), (dict(score=float('nan')), '--stop_at_score=nan'),
     (dict(score=float('inf')), '--stop_at_score=inf')])
 def test_a_bad_value_is_a_config_error_naming_it(settings, named):
-    with pytest.raises(app.ConfigError, match=named.replace('.', r'\.')):
+    with pytest.raises(errors.ConfigError, match=named.replace('.', r'\.')):
         session_stop.SessionStop(**settings)
 
 
@@ -119,8 +120,8 @@ def _paac(tmp_path, *flags):
 def test_the_entry_point_refuses_a_bad_stop_before_anything_starts(tmp_path, flag, named):
     result = _paac(tmp_path, flag)
     assert result.returncode == 2, result.stderr[-2000:]
-    errors = [line for line in result.stderr.splitlines() if line.startswith('error:')]
-    assert len(errors) == 1 and named in errors[0], result.stderr[-2000:]
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    assert len(error_lines) == 1 and named in error_lines[0], result.stderr[-2000:]
     assert not (tmp_path / 'run').exists()
 
 

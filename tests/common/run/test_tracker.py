@@ -6,7 +6,7 @@ import common  # noqa: F401
 import pytest
 import tensorflow as tf
 
-from common.run import app
+from common.run import errors
 from common.run import metrics
 from common.run import processes
 from common.run import session_stop
@@ -156,7 +156,7 @@ def test_a_non_finite_loss_is_written_as_nan_then_stops_the_run(tmp_path):
     tracker.add_steps(10, updates=2)
     tracker.log_interval(updates=2, extra={'loss': None, 'grad_norm': None, 'entropy': None})
     tracker.add_steps(10, updates=1)
-    with pytest.raises(app.RunError) as raised:
+    with pytest.raises(errors.RunError) as raised:
         tracker.log_interval(updates=3, extra={'loss': float('nan'), 'grad_norm': 2.0,
                                                'entropy': float('nan')})
     tracker.close()

@@ -15,10 +15,10 @@ STRATEGY = distribute.make_strategy('mirrored', 2)
 
 from common.envs import gym as gym_envs  # noqa: E402
 from common.envs import pools  # noqa: E402
+from common.launch import config as config_lib  # noqa: E402
 from common.learners import actor_critic  # noqa: E402  (after the devices are made)
 from common.learners import networks  # noqa: E402
 from common.learners import optim  # noqa: E402
-from common.run import config as config_lib  # noqa: E402
 from common.units import samplers  # noqa: E402
 
 CARTPOLE = gym_envs.GymConfig('CartPole-v1')

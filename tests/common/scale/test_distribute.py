@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common.run import app
+from common.launch import app
 from common.scale import distribute
 
 

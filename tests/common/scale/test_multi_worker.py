@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from common.run import app
+from common.launch import app
 from common.scale import cluster
 
 SCRIPT = os.path.join(os.path.dirname(__file__), 'multi_worker_updates.py')

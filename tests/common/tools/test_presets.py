@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from common.envs import atari
-from common.run import app
+from common.launch import app
+from common.run import errors
 from common.tools import presets
 
 # (preset, the paper that owns it)
@@ -50,12 +51,12 @@ def test_each_preset_names_its_paper_and_builds_every_suite_game(preset, paper):
 def test_a_preset_of_no_paper_and_a_gym_preset_are_refused(tmp_path):
     empty = tmp_path / 'empty.gin'
     empty.write_text("AtariConfig.game = 'pong'\n")
-    with pytest.raises(app.ConfigError, match='configures none of the papers'):
+    with pytest.raises(errors.ConfigError, match='configures none of the papers'):
         presets.paper_of([str(empty)], [])
     name, main = presets.paper_of([_path('gin/paac/pong.gin')], [])
     gym = ['PAACConfig.env_config = @GymConfig()', "GymConfig.env_id = 'CartPole-v1'"]
-    with pytest.raises(app.ConfigError, match="'CartPole-v1', not an Atari game"):
+    with pytest.raises(errors.ConfigError, match="'CartPole-v1', not an Atari game"):
         presets.configure_game(main, [_path('gin/paac/pong.gin')], gym, 'breakout')
-    with pytest.raises(app.ConfigError, match='breakuot'):
+    with pytest.raises(errors.ConfigError, match='breakuot'):
         presets.configure_game(main, [_path('gin/paac/pong.gin')], [], 'breakuot')
     assert name == 'paac'

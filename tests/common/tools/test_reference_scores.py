@@ -7,7 +7,8 @@ import os
 import ale_py.roms
 import pytest
 
-from common.run import app
+from common.launch import app
+from common.run import errors
 from common.tools import reference_scores
 
 PAPERS = ('paac', 'ga3c', 'dqn')
@@ -125,11 +126,11 @@ def test_spot_values():
 
 
 def test_unknown_game_is_named():
-    with pytest.raises(app.ConfigError, match='breakot') as error:
+    with pytest.raises(errors.ConfigError, match='breakot') as error:
         reference_scores.normalized(10.0, 'breakot')
     assert 'close matches: breakout' in str(error.value)
     assert '\n' not in str(error.value)
-    with pytest.raises(app.ConfigError, match='tetris'):
+    with pytest.raises(errors.ConfigError, match='tetris'):
         reference_scores.random_and_human('tetris')
 
 

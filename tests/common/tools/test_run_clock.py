@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from common.run import app
+from common.launch import app
 from common.run import run_record
 from common.tools import run_clock
 

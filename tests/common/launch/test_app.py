@@ -9,7 +9,9 @@ import time
 import gin
 import pytest
 
-from common.run import app
+
+from common.launch import app
+from common.run import errors
 from common.run import gin_text
 from common.run import operative_config
 
@@ -23,7 +25,7 @@ def test_a_gin_include_loop_or_too_deep_a_nest_is_one_line(tmp_path):
     (tmp_path / 'a.gin').write_text(f"include '{tmp_path / 'b.gin'}'\n")
     (tmp_path / 'b.gin').write_text(f"include '{tmp_path / 'c.gin'}'\n")
     (tmp_path / 'c.gin').write_text(f"include '{tmp_path / 'b.gin'}'\n")
-    with pytest.raises(app.ConfigError) as raised:
+    with pytest.raises(errors.ConfigError) as raised:
         app.parse_gin([str(tmp_path / 'a.gin')], [])
     assert str(raised.value) == (f'gin include loop: {tmp_path / "b.gin"} includes '
                                  f'{tmp_path / "c.gin"} includes {tmp_path / "b.gin"}')
@@ -31,7 +33,7 @@ def test_a_gin_include_loop_or_too_deep_a_nest_is_one_line(tmp_path):
     for index in range(depth):
         (tmp_path / f'n{index}.gin').write_text(f"include '{tmp_path / f'n{index + 1}.gin'}'\n")
     (tmp_path / f'n{depth}.gin').write_text('')
-    with pytest.raises(app.ConfigError, match=f'nest deeper than {gin_text.MAX_INCLUDE_DEPTH} files'):
+    with pytest.raises(errors.ConfigError, match=f'nest deeper than {gin_text.MAX_INCLUDE_DEPTH} files'):
         app.parse_gin([str(tmp_path / 'n0.gin')], [])
     # A nest within the limit, and the same file included twice side by side, parse.
     (tmp_path / 'shared.gin').write_text('')
@@ -43,7 +45,7 @@ def test_a_gin_include_loop_or_too_deep_a_nest_is_one_line(tmp_path):
 
 def test_missing_gin_file_names_the_path(tmp_path):
     missing = str(tmp_path / 'nope.gin')
-    with pytest.raises(app.ConfigError, match='nope.gin'):
+    with pytest.raises(errors.ConfigError, match='nope.gin'):
         app.parse_gin([missing], [])
 
 
@@ -54,7 +56,7 @@ def test_missing_gin_file_names_the_path(tmp_path):
     ('_toy.size = [1,', '_toy.size'),         # unterminated
 ])
 def test_bad_bindings_raise_one_line_config_errors(binding, fragment):
-    with pytest.raises(app.ConfigError) as error:
+    with pytest.raises(errors.ConfigError) as error:
         app.parse_gin([], [binding])
     message = str(error.value)
     assert '\n' not in message
@@ -101,19 +103,10 @@ def test_operative_config_is_not_overwritten_by_a_different_config(tmp_path):
     assert '_toy.size = 4' in open(second).read()
 
 
-def test_set_intra_op_threads_before_tensorflow_starts():
-    code = ('import common; from common.run import app; import tensorflow as tf; '
-            'app.set_intra_op_threads(1); tf.constant(1.0) + 1.0; '
-            'print(tf.config.threading.get_intra_op_parallelism_threads())')
-    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                            env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), check=True)
-    assert result.stdout.strip().splitlines()[-1] == '1'
-
-
 # A main that, once stopped, takes a second to "save a checkpoint" and then writes it.
 _SLOW_SAVE_MAIN = """
 import os, time
-from common.run import app
+from common.launch import app
 
 def main():
     try:
@@ -176,12 +169,12 @@ def test_a_run_directory_remembers_what_its_checkpoints_hold(tmp_path):
     app.check_run_dir(run_dir, identity)  # so is a rerun of the same
     before = _listing(run_dir)
     other = dict(identity, env='breakout', num_actions=4)
-    with pytest.raises(app.ConfigError) as raised:
+    with pytest.raises(errors.ConfigError) as raised:
         app.check_run_dir(run_dir, other)
     message = str(raised.value)
     assert "env: 'pong' there, 'breakout' here" in message
     assert 'num_actions: 6 there, 4 here' in message and '\n' not in message
-    with pytest.raises(app.ConfigError, match="paper: 'paac' there, 'dqn' here"):
+    with pytest.raises(errors.ConfigError, match="paper: 'paac' there, 'dqn' here"):
         app.check_run_dir(run_dir, dict(identity, paper='dqn'))
     assert _listing(run_dir) == before
 
@@ -190,13 +183,13 @@ def test_a_run_dir_that_is_a_file_or_holds_damaged_records_is_named(tmp_path):
     identity = app.run_identity('paac', _Env(), network='nips')
     a_file = tmp_path / 'notes.txt'
     a_file.write_text('mine')
-    with pytest.raises(app.ConfigError, match='is a file, not a directory'):
+    with pytest.raises(errors.ConfigError, match='is a file, not a directory'):
         app.check_run_dir(str(a_file), identity)
     assert a_file.read_text() == 'mine'
     damaged = tmp_path / 'damaged'
     damaged.mkdir()
     (damaged / app.INVOCATION_FILE).write_text('{"paper": "paac"')
-    with pytest.raises(app.ConfigError, match='invocation.json is not readable JSON'):
+    with pytest.raises(errors.ConfigError, match='invocation.json is not readable JSON'):
         app.check_run_dir(str(damaged), identity)
 
 
@@ -212,7 +205,7 @@ def test_a_run_dir_whose_checkpoints_are_all_damaged_is_refused_untouched(tmp_pa
     with open(os.path.join(directory, data), 'r+b') as f:
         f.truncate(5)
     before = _listing(directory)
-    with pytest.raises(app.ConfigError, match='no readable checkpoint in .*checkpoints'):
+    with pytest.raises(errors.ConfigError, match='no readable checkpoint in .*checkpoints'):
         app.check_run_dir(run_dir, app.run_identity('paac', _Env(), network='nips'))
     assert _listing(directory) == before and not os.path.exists(
         os.path.join(run_dir, app.INVOCATION_FILE))
@@ -225,18 +218,18 @@ def test_a_recorded_config_of_an_older_version_still_parses(tmp_path):
         '_toy.old_switch = True\n'
         'RMSProp.epsilon_inside_sqrt = True\n'
         "RMSProp.name = 'rmsprop'\n")
-    with pytest.raises(app.ConfigError, match='old_switch'):
+    with pytest.raises(errors.ConfigError, match='old_switch'):
         app.parse_recorded_config(str(tmp_path))
     app.parse_recorded_config(str(tmp_path), obsolete=('_toy.old_switch',))
     assert _toy() == (7, 'a')
-    with pytest.raises(app.ConfigError, match='has no operative_config.gin'):
+    with pytest.raises(errors.ConfigError, match='has no operative_config.gin'):
         app.parse_recorded_config(str(tmp_path / 'nowhere'))
 
 
 # Ctrl-C landing in a C extension's callback (TensorFlow converting a numpy array) surfaces as
 # a SystemError caused by the KeyboardInterrupt.
 _INTERRUPTED_IN_C_MAIN = """
-from common.run import app
+from common.launch import app
 
 def main():
     try:
@@ -277,7 +270,7 @@ def test_a_resume_that_would_change_the_frames_is_refused_unless_bound(tmp_path)
         f.write(_RECORDED_STOOKE)
     before = _listing(run_dir)
     now = AtariConfig(variant='stooke', downsample='average')
-    with pytest.raises(app.ConfigError) as raised:
+    with pytest.raises(errors.ConfigError) as raised:
         operative_config.check_env_unchanged(run_dir, now, [])
     message = str(raised.value)
     assert ("AtariConfig.downsample = 'skip' (absent from its config: the default), now "
@@ -302,11 +295,11 @@ def test_a_resume_compares_the_environment_with_its_newest_session(tmp_path):
     with open(os.path.join(run_dir, app.OPERATIVE_CONFIG_FILE), 'w') as f:
         f.write(_RECORDED_STOOKE + "AtariConfig.downsample = 'skip'\n")
     sticky = AtariConfig(variant='stooke', repeat_action_probability=0.25)
-    with pytest.raises(app.ConfigError,
+    with pytest.raises(errors.ConfigError,
                        match=r'AtariConfig.repeat_action_probability = 0.0, now 0.25'):
         operative_config.check_env_unchanged(run_dir, sticky, [])
     with open(os.path.join(run_dir, 'operative_config.resume-20261127-000000.gin'), 'w') as f:
         f.write(_RECORDED_STOOKE.replace('0.0', '0.25') + "AtariConfig.downsample = 'skip'\n")
     operative_config.check_env_unchanged(run_dir, sticky, [])
-    with pytest.raises(app.ConfigError, match=r'probability = 0.25, now 0.0'):
+    with pytest.raises(errors.ConfigError, match=r'probability = 0.25, now 0.0'):
         operative_config.check_env_unchanged(run_dir, AtariConfig(variant='stooke'), [])

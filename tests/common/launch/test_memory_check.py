@@ -7,8 +7,9 @@ import sys
 from absl import flags
 import pytest
 
-from common.run import app
-from common.run import memory_check
+from common.launch import app
+from common.launch import memory_check
+from common.run import errors
 from paac_tf import main as paac_main
 
 GIB = 1 << 30
@@ -27,7 +28,7 @@ def test_estimates_add_up_the_parts_and_refuse_past_the_available_memory():
         32 * ((1 << 20) + 2 * frame) + 6 * 32 * frame
     memory_check.check(needs, available=2 * GIB)  # fits: nothing raised
     typo = paac_main.memory(_paac('PAACConfig.num_envs = 100000', 'PAACConfig.num_workers = 8'))
-    with pytest.raises(app.ConfigError) as raised:
+    with pytest.raises(errors.ConfigError) as raised:
         memory_check.check(typo, available=24 * GIB)
     message = str(raised.value)
     assert '\n' not in message
@@ -51,7 +52,7 @@ def test_the_flag_skips_the_check(monkeypatch):
     memory_check.define_flags()
     needs = [memory_check.Need('a replay', 10 * GIB, 'X.replay_capacity')]
     monkeypatch.setattr(memory_check, 'available_bytes', lambda: GIB)
-    with pytest.raises(app.ConfigError, match='lower X.replay_capacity'):
+    with pytest.raises(errors.ConfigError, match='lower X.replay_capacity'):
         memory_check.check_flags(needs)
     monkeypatch.setattr(flags.FLAGS['skip_memory_check'], 'value', True)
     memory_check.check_flags(needs)

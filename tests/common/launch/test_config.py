@@ -6,9 +6,9 @@ import gin
 import pytest
 
 from common.envs import gym as gym_envs
+from common.launch import config as config_lib
 from common.learners import optim
-from common.run import app
-from common.run import config as config_lib
+from common.run import errors
 
 
 @dataclasses.dataclass
@@ -51,7 +51,7 @@ def test_a_valid_config_passes_and_knows_its_owner():
     (dict(width=0), 'ToyConfig.width must be > 0'),
 ])
 def test_shared_fields_are_checked_for_type_then_range(overrides, named):
-    with pytest.raises(app.ConfigError) as raised:
+    with pytest.raises(errors.ConfigError) as raised:
         _toy(**overrides).validate()
     assert named in str(raised.value)
 
@@ -74,10 +74,10 @@ def test_each_mirrored_replica_gets_the_sampler_groups_of_its_own():
                       ('synchronized', 'mirrored'): 2, ('alternating', 'mirrored'): 4,
                       ('synchronized', 'multi_worker'): 1, ('alternating', 'multi_worker'): 2}
     config_lib.require_sampler_groups('PAACConfig', 'alternating', 8, mirrored)
-    with pytest.raises(app.ConfigError, match=r"PAACConfig.sampler='alternating' needs an even "
+    with pytest.raises(errors.ConfigError, match=r"PAACConfig.sampler='alternating' needs an even "
                                               r'num_workers \(two groups\), got 3'):
         config_lib.require_sampler_groups('PAACConfig', 'alternating', 3, None)
-    with pytest.raises(app.ConfigError, match=r'PAACConfig.num_workers=6 does not split into 4 '
+    with pytest.raises(errors.ConfigError, match=r'PAACConfig.num_workers=6 does not split into 4 '
                                               r'sampler groups \(2 per replica'):
         config_lib.require_sampler_groups('PAACConfig', 'alternating', 6, mirrored)
 
@@ -94,6 +94,6 @@ def test_auto_workers_is_the_most_that_fit_the_cores_and_split_the_environments(
 
 @pytest.mark.parametrize('value', ['many', 0, -2, 2.0, True])
 def test_num_workers_other_than_a_positive_int_or_auto_is_named(value):
-    with pytest.raises(app.ConfigError, match=r"PAACConfig.num_workers must be a positive "
+    with pytest.raises(errors.ConfigError, match=r"PAACConfig.num_workers must be a positive "
                                               r"integer or 'auto'"):
         config_lib.resolve_num_workers("PAACConfig", value, 32)

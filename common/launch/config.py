@@ -11,14 +11,23 @@ from typing import Any
 
 import gin
 
+from common.envs import atari
+from common.envs import gym as gym_envs
 from common.envs import pools
-from common.run import app
+from common.run import checks
+from common.run import errors
 from common.run import machine_load
+from common.scale.cluster import STRATEGIES
 from common.units import samplers
 
-STRATEGIES = ('none', 'mirrored', 'multi_worker')
-# What an asynchronous run does when one of its learner processes dies (common/async_learners).
-ON_LEARNER_DEATH = ('stop', 'continue')
+def require_env_config(owner, env_config):
+    """Checks that owner's env_config is an Atari or gym config and that its values are valid."""
+    checks.require(isinstance(env_config, (atari.AtariConfig, gym_envs.GymConfig)),
+                   f'{owner}.env_config must be @AtariConfig() or @GymConfig(), got {env_config!r}')
+    try:
+        env_config.validate()
+    except ValueError as error:
+        raise errors.ConfigError(str(error))
 
 
 @dataclasses.dataclass
@@ -45,31 +54,31 @@ class RunConfig:
         return type(self).__name__
 
     def validate(self):
-        """Raises app.ConfigError naming the first field of the wrong type or out of range."""
+        """Raises errors.ConfigError naming the first field of the wrong type or out of range."""
         owner = self.owner
-        app.require_field_types(owner, self)
-        app.require_env_config(owner, self.env_config)
-        app.require_positive_ints(owner, self, ('total_steps', 'checkpoint_every_steps'))
-        app.require(self.milestone_every_steps >= 0, f'{owner}.milestone_every_steps must be '
-                    f'>= 0 (0: no milestones), got {self.milestone_every_steps}')
-        app.require(0 < self.gamma <= 1, f'{owner}.gamma must be in (0, 1], got {self.gamma}')
-        app.require(self.seed >= 0, f'{owner}.seed must be >= 0, got {self.seed}')
-        app.require(self.log_every_seconds > 0,
-                    f'{owner}.log_every_seconds must be > 0, got {self.log_every_seconds}')
+        checks.require_field_types(owner, self)
+        require_env_config(owner, self.env_config)
+        checks.require_positive_ints(owner, self, ('total_steps', 'checkpoint_every_steps'))
+        checks.require(self.milestone_every_steps >= 0, f'{owner}.milestone_every_steps must be '
+                       f'>= 0 (0: no milestones), got {self.milestone_every_steps}')
+        checks.require(0 < self.gamma <= 1, f'{owner}.gamma must be in (0, 1], got {self.gamma}')
+        checks.require(self.seed >= 0, f'{owner}.seed must be >= 0, got {self.seed}')
+        checks.require(self.log_every_seconds > 0,
+                       f'{owner}.log_every_seconds must be > 0, got {self.log_every_seconds}')
 
     def require_non_negative(self, names):
         for name in names:
             value = getattr(self, name)
-            app.require(value >= 0, f'{self.owner}.{name} must be >= 0, got {value!r}')
+            checks.require(value >= 0, f'{self.owner}.{name} must be >= 0, got {value!r}')
 
     def require_positive(self, names):
         for name in names:
             value = getattr(self, name)
-            app.require(value > 0, f'{self.owner}.{name} must be > 0, got {value!r}')
+            checks.require(value > 0, f'{self.owner}.{name} must be > 0, got {value!r}')
 
     def require_choice(self, name, allowed):
         value = getattr(self, name)
-        app.require(value in allowed, f'{self.owner}.{name}={value!r}; allowed: {allowed}')
+        checks.require(value in allowed, f'{self.owner}.{name}={value!r}; allowed: {allowed}')
 
 
 @dataclasses.dataclass
@@ -86,15 +95,15 @@ class RMSPropConfig:
 
     def validate_rmsprop(self):
         owner = type(self).__name__
-        app.require(self.learning_rate > 0,
-                    f'{owner}.learning_rate must be > 0, got {self.learning_rate!r}')
-        app.require(0 < self.rmsprop_decay < 1,
-                    f'{owner}.rmsprop_decay must be in (0, 1), got {self.rmsprop_decay!r}')
-        app.require(self.rmsprop_epsilon > 0,
-                    f'{owner}.rmsprop_epsilon must be > 0, got {self.rmsprop_epsilon!r}')
-        app.require(self.rmsprop_initial_mean_square >= 0,
-                    f'{owner}.rmsprop_initial_mean_square must be >= 0, '
-                    f'got {self.rmsprop_initial_mean_square!r}')
+        checks.require(self.learning_rate > 0,
+                       f'{owner}.learning_rate must be > 0, got {self.learning_rate!r}')
+        checks.require(0 < self.rmsprop_decay < 1,
+                       f'{owner}.rmsprop_decay must be in (0, 1), got {self.rmsprop_decay!r}')
+        checks.require(self.rmsprop_epsilon > 0,
+                       f'{owner}.rmsprop_epsilon must be > 0, got {self.rmsprop_epsilon!r}')
+        checks.require(self.rmsprop_initial_mean_square >= 0,
+                       f'{owner}.rmsprop_initial_mean_square must be >= 0, '
+                       f'got {self.rmsprop_initial_mean_square!r}')
 
 
 
@@ -111,19 +120,19 @@ class DistributeConfig:
     num_replicas: int = 1
 
     def validate(self, num_envs, owner):
-        """Raises app.ConfigError naming the first bad value; num_envs: the run's simulators,
+        """Raises errors.ConfigError naming the first bad value; num_envs: the run's simulators,
         split evenly over the replicas."""
-        app.require_field_types('DistributeConfig', self)
-        app.require(self.strategy in STRATEGIES,
-                    f'DistributeConfig.strategy={self.strategy!r}; allowed: {STRATEGIES}')
-        app.require(self.num_replicas >= 1,
-                    f'DistributeConfig.num_replicas must be >= 1, got {self.num_replicas}')
-        app.require(self.strategy == 'mirrored' or self.num_replicas == 1,
-                    f"DistributeConfig.num_replicas={self.num_replicas} needs strategy="
-                    f"'mirrored', got {self.strategy!r}")
-        app.require(num_envs % self.num_replicas == 0,
-                    f'{owner}: {num_envs} simulators do not split evenly over '
-                    f'DistributeConfig.num_replicas={self.num_replicas}')
+        checks.require_field_types('DistributeConfig', self)
+        checks.require(self.strategy in STRATEGIES,
+                       f'DistributeConfig.strategy={self.strategy!r}; allowed: {STRATEGIES}')
+        checks.require(self.num_replicas >= 1,
+                       f'DistributeConfig.num_replicas must be >= 1, got {self.num_replicas}')
+        checks.require(self.strategy == 'mirrored' or self.num_replicas == 1,
+                       f"DistributeConfig.num_replicas={self.num_replicas} needs strategy="
+                       f"'mirrored', got {self.strategy!r}")
+        checks.require(num_envs % self.num_replicas == 0,
+                       f'{owner}: {num_envs} simulators do not split evenly over '
+                       f'DistributeConfig.num_replicas={self.num_replicas}')
 
 
 def sampler_replicas(distribute_config):
@@ -140,16 +149,16 @@ def sampler_groups(sampler, distribute_config):
 
 
 def require_sampler_groups(owner, sampler, num_workers, distribute_config):
-    """Raises app.ConfigError unless num_workers environment processes split evenly into the
+    """Raises errors.ConfigError unless num_workers environment processes split evenly into the
     sampler's groups (two for 'alternating') of every replica that samples apart."""
     groups = sampler_groups(sampler, distribute_config)
     if num_workers % groups == 0:
         return
     replicas = sampler_replicas(distribute_config)
     if replicas == 1:
-        raise app.ConfigError(f"{owner}.sampler={sampler!r} needs an even num_workers (two "
-                              f'groups), got {num_workers}')
-    raise app.ConfigError(
+        raise errors.ConfigError(f"{owner}.sampler={sampler!r} needs an even num_workers (two "
+                                 f'groups), got {num_workers}')
+    raise errors.ConfigError(
         f'{owner}.num_workers={num_workers} does not split into {groups} sampler groups '
         f'({groups // replicas} per replica of DistributeConfig.num_replicas={replicas}, each '
         f'replica sampling its own simulators)')
@@ -164,26 +173,26 @@ def resolve_num_workers(owner, num_workers, num_envs, groups=1, cores=None):
     evenly, so the algorithm's batch (num_envs) never changes with the machine. ConfigError
     naming the value otherwise."""
     if num_workers != AUTO_WORKERS:
-        app.require(isinstance(num_workers, int) and not isinstance(num_workers, bool)
-                    and num_workers > 0,
-                    f'{owner}.num_workers must be a positive integer or {AUTO_WORKERS!r} '
-                    f'(as many as this machine has cores), got {num_workers!r}')
+        checks.require(isinstance(num_workers, int) and not isinstance(num_workers, bool)
+                       and num_workers > 0,
+                       f'{owner}.num_workers must be a positive integer or {AUTO_WORKERS!r} '
+                       f'(as many as this machine has cores), got {num_workers!r}')
         return num_workers
     cores = machine_load.usable_cores() if cores is None else cores
     fitting = [count for count in range(groups, num_envs + 1, groups)
                if num_envs % count == 0 and count <= max(cores, groups)]
-    app.require(fitting, f'{owner}.num_workers={AUTO_WORKERS!r}: no count of {groups} or more '
+    checks.require(fitting, f'{owner}.num_workers={AUTO_WORKERS!r}: no count of {groups} or more '
                          f'splits num_envs={num_envs} into {groups} group(s)')
     return fitting[-1]
 
 
 def require_cluster_split(owner, num_cluster_workers, **totals):
-    """Raises app.ConfigError naming the first of a run's counts (simulators, environment
+    """Raises errors.ConfigError naming the first of a run's counts (simulators, environment
     processes) that does not split evenly over a multi-worker cluster's workers."""
     for name, total in totals.items():
-        app.require(total % num_cluster_workers == 0,
-                    f'{owner}.{name}={total} does not split evenly over the '
-                    f'{num_cluster_workers} workers of the cluster')
+        checks.require(total % num_cluster_workers == 0,
+                       f'{owner}.{name}={total} does not split evenly over the '
+                       f'{num_cluster_workers} workers of the cluster')
 
 
 def validate_sampled_run(config, pin_cpus=False):
@@ -197,7 +206,7 @@ def validate_sampled_run(config, pin_cpus=False):
                                    num_groups=sampler_groups(config.sampler, config.distribute),
                                    pin_cpus=pin_cpus)
     except ValueError as error:
-        raise app.ConfigError(f'make_pool: {error}')
+        raise errors.ConfigError(f'make_pool: {error}')
     return config
 
 

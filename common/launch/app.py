@@ -42,9 +42,6 @@ def define_flags():
 
 
 FLAGS = flags.FLAGS
-# The two kinds of one-line ending (common/run/errors.py), by the names callers use.
-ConfigError, RunError = errors.ConfigError, errors.RunError
-describe_tf_error = errors.describe_tf_error
 
 # gin files include each other by paths from the repository root ('gin/paac/paper.gin').
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -53,62 +50,6 @@ INVOCATION_FILE = 'invocation.json'
 OPERATIVE_CONFIG_FILE = operative_config.OPERATIVE_CONFIG_FILE
 # What the run's checkpoints hold (paper, environment, model); a rerun that differs is refused.
 RUN_FILE = 'run.json'
-
-
-def require(condition, message):
-    """Raises ConfigError(message) unless condition holds; for validating gin values up front."""
-    if not condition:
-        raise ConfigError(message)
-
-
-def require_field_types(owner, config):
-    """Raises ConfigError naming the first field of the config dataclass whose value is not of
-    its annotated type (a string where a number belongs, ...); call before range checks."""
-    from common.run import field_types  # pylint: disable=import-outside-toplevel
-    message = field_types.first_type_error(owner, config)
-    require(message is None, message)
-
-
-def require_env_config(owner, env_config):
-    """Checks that owner's env_config is an Atari or gym config and that its values are valid."""
-    from common.envs import atari, gym as gym_envs  # No TensorFlow behind these.
-    require(isinstance(env_config, (atari.AtariConfig, gym_envs.GymConfig)),
-            f'{owner}.env_config must be @AtariConfig() or @GymConfig(), got {env_config!r}')
-    try:
-        env_config.validate()
-    except ValueError as error:
-        raise ConfigError(str(error))
-
-
-def set_intra_op_threads(num_threads):
-    """Sets TensorFlow's intra-op thread count (0: TF's default, every core) for this process.
-
-    TF fixes it when its runtime starts; if that already happened (several runs in one process,
-    as in the tests) the count in effect stays and a warning says so.
-    """
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    if tf.config.threading.get_intra_op_parallelism_threads() == num_threads:
-        return
-    try:
-        tf.config.threading.set_intra_op_parallelism_threads(num_threads)
-    except RuntimeError:
-        logging.warning('TensorFlow already started: intra-op threads stay at %d, not %d',
-                        tf.config.threading.get_intra_op_parallelism_threads(), num_threads)
-
-
-def require_positive_ints(owner, config, names):
-    """Checks that each named field of config is an int > 0 (bools excluded)."""
-    for name in names:
-        value = getattr(config, name)
-        require(isinstance(value, int) and not isinstance(value, bool) and value > 0,
-                f'{owner}.{name} must be a positive integer, got {value!r}')
-
-
-def require_fractions(owner, config, names):
-    """Checks that each named field of config is in [0, 1] (a probability: an epsilon)."""
-    for name in names:
-        value = getattr(config, name)
-        require(0 <= value <= 1, f'{owner}.{name} must be in [0, 1], got {value}')
 
 
 def fail(message, exit_code=2):
@@ -140,7 +81,7 @@ def parse_gin(gin_files, gin_bindings, renamed=None):
     _search_project_root_first()
     for path in gin_files:
         if not os.path.isfile(path):
-            raise ConfigError(f'gin file not found: {path!r}')
+            raise errors.ConfigError(f'gin file not found: {path!r}')
     for path in gin_files:
         gin_text.check_includes(path, PROJECT_ROOT)
     if renamed:
@@ -149,7 +90,7 @@ def parse_gin(gin_files, gin_bindings, renamed=None):
         gin.parse_config_files_and_bindings(gin_files, gin_bindings, finalize_config=False)
     except (ValueError, SyntaxError, tokenize.TokenError, KeyError, TypeError) as error:
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ConfigError(f'bad gin config {list(gin_files) + list(gin_bindings)}: {detail}')
+        raise errors.ConfigError(f'bad gin config {list(gin_files) + list(gin_bindings)}: {detail}')
 
 
 def parse_recorded_config(run_dir, obsolete=()):
@@ -159,7 +100,7 @@ def parse_recorded_config(run_dir, obsolete=()):
     evaluable; what it trained with is in the file as it was."""
     path = os.path.join(run_dir, OPERATIVE_CONFIG_FILE)
     if not os.path.isfile(path):
-        raise ConfigError(f'{run_dir!r} has no {OPERATIVE_CONFIG_FILE}')
+        raise errors.ConfigError(f'{run_dir!r} has no {OPERATIVE_CONFIG_FILE}')
     with open(path) as f:
         lines = f.read().splitlines()
     kept = [line for line in lines if not any(
@@ -168,7 +109,7 @@ def parse_recorded_config(run_dir, obsolete=()):
     try:
         gin.parse_config('\n'.join(kept), skip_unknown=True)
     except (ValueError, SyntaxError, KeyError, TypeError) as error:
-        raise ConfigError(f'{path}: {str(error).strip().splitlines()[0]}')
+        raise errors.ConfigError(f'{path}: {str(error).strip().splitlines()[0]}')
 
 
 def _refuse_renamed(gin_files, gin_bindings, renamed):
@@ -179,25 +120,25 @@ def _refuse_renamed(gin_files, gin_bindings, renamed):
     for where, text in texts:
         for old, new in renamed.items():
             if re.search(rf'(?m)^\s*{re.escape(old)}\s*=', text):
-                raise ConfigError(f'{old} ({where}) is not a binding: {new}')
+                raise errors.ConfigError(f'{old} ({where}) is not a binding: {new}')
 
 
 def read_json(path):
-    """The JSON object in path, None if there is no such file; ConfigError if it is damaged."""
+    """The JSON object in path, None if there is no such file; errors.ConfigError if it is damaged."""
     if not os.path.isfile(path):
         return None
     try:
         with open(path) as f:
             value = json.load(f)
     except (OSError, ValueError) as error:
-        raise ConfigError(f'{path} is not readable JSON ({error})')
+        raise errors.ConfigError(f'{path} is not readable JSON ({error})')
     if not isinstance(value, dict):
-        raise ConfigError(f'{path} holds {type(value).__name__}, not a JSON object')
+        raise errors.ConfigError(f'{path} holds {type(value).__name__}, not a JSON object')
     return value
 
 
 def read_invocation(run_dir):
-    """run_dir's invocation.json, None if it has none; ConfigError if it is damaged."""
+    """run_dir's invocation.json, None if it has none; errors.ConfigError if it is damaged."""
     return read_json(os.path.join(run_dir, INVOCATION_FILE))
 
 
@@ -211,11 +152,11 @@ def run_identity(paper, env_config, **model):
 
 
 def check_run_dir(run_dir, identity):
-    """Raises ConfigError, before anything is written, when run_dir cannot take this run: it is
+    """Raises errors.ConfigError, before anything is written, when run_dir cannot take this run: it is
     a file, its run.json records another paper, environment or model, or it holds checkpoints
     of which none can be read."""
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
-        raise ConfigError(f'--run_dir={run_dir!r} is a file, not a directory')
+        raise errors.ConfigError(f'--run_dir={run_dir!r} is a file, not a directory')
     read_invocation(run_dir)  # a damaged one is named here, not after a traceback
     recorded = read_json(os.path.join(run_dir, RUN_FILE))
     # A key the record lacks was added to the identity after that run began: its value then
@@ -225,13 +166,13 @@ def check_run_dir(run_dir, identity):
         for key, value in sorted(run_record.identity_of(recorded).items())
         if value != identity.get(key)]
     if differences:
-        raise ConfigError(f'{run_dir} holds another run ({"; ".join(differences)}); its '
+        raise errors.ConfigError(f'{run_dir} holds another run ({"; ".join(differences)}); its '
                           f'checkpoints cannot be resumed by this command: give another --run_dir')
     from common.run import checkpoint  # pylint: disable=import-outside-toplevel  (TensorFlow)
     try:
         checkpoint.first_readable(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR), quiet=True)
     except checkpoint.CheckpointError as error:
-        raise ConfigError(str(error))
+        raise errors.ConfigError(str(error))
 
 
 def resolve_run_dir(paper, game, run_dir, invocation, runs_root='runs'):
@@ -294,7 +235,7 @@ def start_run_dir(paper, env_config, **model):
     try:
         took_over = run_lock.acquire(run_dir)
     except run_lock.RunDirInUse as error:
-        raise ConfigError(str(error)) from None
+        raise errors.ConfigError(str(error)) from None
     if took_over:
         print(took_over)
     prepare_run_dir(run_dir, invocation, identity)
@@ -314,19 +255,6 @@ def _stop_run(signum, frame):
     raise KeyboardInterrupt
 
 
-def is_interrupt(error):
-    """Whether error is Ctrl-C's KeyboardInterrupt, or an error it caused: raised inside a C
-    extension's callback (TensorFlow converting a numpy array, say), the interrupt surfaces as
-    a SystemError whose cause is the KeyboardInterrupt."""
-    seen = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, KeyboardInterrupt):
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
-
-
 def _already_stopping(signum, frame):
     # os.write, not print: the handler may run in the middle of a print to the same stream.
     os.write(sys.stderr.fileno(), f'{signal.Signals(signum).name} ignored: already stopping '
@@ -342,7 +270,7 @@ def _parse_flags(argv):
 
 
 def run(main_fn, takes_args=False):
-    """absl.app.run with bad flags, ConfigError, RunError and KeyboardInterrupt turned into
+    """absl.app.run with bad flags, errors.ConfigError, errors.RunError and KeyboardInterrupt turned into
     clean one-line exits. main_fn() gets the positional arguments if takes_args (else any is
     an error) and may return an exit status."""
 
@@ -361,14 +289,14 @@ def run(main_fn, takes_args=False):
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             return status
-        except ConfigError as error:
+        except errors.ConfigError as error:
             fail(str(error))
-        except RunError as error:
+        except errors.RunError as error:
             fail(str(error), exit_code=1)
         except OSError as error:  # a full disk, a read-only or vanished run directory
             fail(errors.describe_os_error(error), exit_code=1)
         except BaseException as error:  # pylint: disable=broad-except
-            if not is_interrupt(error):
+            if not errors.is_interrupt(error):
                 raise
             # Saved and stopped; Python resets handlers to the default (kill) while it exits,
             # but leaves ignored signals ignored, so a late one cannot change the exit status.

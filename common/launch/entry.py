@@ -10,9 +10,10 @@ from typing import Callable, Optional
 
 from absl import flags
 
-from common.run import app
+from common.launch import app
+from common.launch import memory_check
 from common.run import devices
-from common.run import memory_check
+from common.run import errors
 from common.run import session_stop
 from common.scale import cluster
 
@@ -23,7 +24,7 @@ FLAGS = flags.FLAGS
 class Paper:
     """What a paper package hands the entry point.
 
-    configure(gin_files, gin_bindings) -> a validated config (app.ConfigError otherwise);
+    configure(gin_files, gin_bindings) -> a validated config (errors.ConfigError otherwise);
     train(config, run_dir) -> env steps reached (resuming from run_dir's checkpoint);
     model_identity(config) -> what its checkpoints depend on beside the environment (run.json);
     prepare(config): process set-up before TensorFlow works (threads), optional;
@@ -59,11 +60,11 @@ def run(paper):
     if paper.cluster:
         found = cluster.configure(config, FLAGS.cluster, FLAGS.task_index)
     elif FLAGS.cluster or FLAGS.task_index is not None:
-        raise app.ConfigError(f'--cluster/--task_index: {paper.name} runs on one machine; '
-                              'only papers with a multi_worker strategy take them')
+        raise errors.ConfigError(f'--cluster/--task_index: {paper.name} runs on one machine; '
+                                 'only papers with a multi_worker strategy take them')
     if found is not None and stop is not None:
-        raise app.ConfigError('--stop_at_steps/--stop_at_score: a run over several workers ends '
-                              'at its total_steps only (its workers must stop at one step)')
+        raise errors.ConfigError('--stop_at_steps/--stop_at_score: a run over several workers ends '
+                                 'at its total_steps only (its workers must stop at one step)')
     # Before the run directory and any op: the devices (and the one line naming them).
     devices.start_run(paper.compute(config) if paper.compute else None,
                       getattr(config, 'distribute', None))

@@ -10,7 +10,8 @@ changes.
 import importlib
 import os
 
-from common.run import app
+from common.launch import app
+from common.run import errors
 
 SUFFIX = '_tf'
 
@@ -26,8 +27,8 @@ def entry_point(paper):
     """The `main` module of a paper package; ConfigError naming the known papers if none."""
     known = papers()
     if paper not in known:
-        raise app.ConfigError(f'paper {paper!r} has no package {paper}{SUFFIX}/ with a main.py; '
-                              f'known: {", ".join(known)}')
+        raise errors.ConfigError(f'paper {paper!r} has no package {paper}{SUFFIX}/ with a main.py; '
+                                 f'known: {", ".join(known)}')
     return importlib.import_module(f'{paper}{SUFFIX}.main')
 
 
