@@ -25,9 +25,9 @@ def settings_for(config):
         beta_anneal_steps=config.total_steps)
 
 
-def make_phases(config, sampler, learner, replay, seed, workers=1):
+def make_phases(config, sampler, learner, replay, seed, num_machines=1):
     """The synchronous or the concurrent off-policy phases of config, as a context manager;
-    workers: a multi-worker run's (these phases sample one worker's share)."""
+    num_machines: a multi-worker run's (these phases sample one machine's share)."""
     q_values = config.q_values
     settings = settings_for(config)
     if q_values.asynchronous:
@@ -35,19 +35,20 @@ def make_phases(config, sampler, learner, replay, seed, workers=1):
             sampler, learner, replay, settings, seed=seed, replay_input=q_values.replay_input,
             lead_phases=q_values.async_lead_phases)
     return off_policy.OffPolicyPhases(sampler, learner, replay, settings, seed=seed,
-                                      replay_input=q_values.replay_input, workers=workers)
+                                      replay_input=q_values.replay_input,
+                                      num_machines=num_machines)
 
 
-def make_replay(config, seed, workers=1):
+def make_replay(config, seed, num_machines=1):
     """Replay organized by simulator (section 5.2: the 1M capacity split over the simulators),
     n-step, prioritized if configured; in a multi-worker run, each worker's share of the
     capacity for its share of the simulators."""
     q_values = config.q_values
     env_config = config.env_config
     memory = replay_lib.ReplayMemory(
-        q_values.replay_capacity // workers, env_config.observation_shape,
+        q_values.replay_capacity // num_machines, env_config.observation_shape,
         env_config.observation_dtype, getattr(env_config, 'stack', 1),
-        num_streams=config.num_envs // workers, seed=seed,
+        num_streams=config.num_envs // num_machines, seed=seed,
         n_step=q_values.n_step, gamma=config.gamma)
     if not q_values.prioritized:
         return memory

@@ -21,32 +21,26 @@ class PrioritizedReplay:
         self.memory = memory
         self.sampling = prioritized.PrioritizedSampling(
             memory.num_streams * memory.stream_capacity, alpha, priority_epsilon, seed)
-        self._writing = False  # a write and its priorities under way (a save refuses one cut)
-        self.write_cut_short = False
+        self.writes = replay_files.WriteGuard()  # a write and its priorities
 
     def __len__(self):
         return len(self.memory)
 
     def add(self, stream, observation, action, reward, terminal, episode_start):
         """ReplayMemory.add, then the priorities of the steps it completed or spoiled."""
-        self._begin_write()
+        self.writes.begin()
         start = int(self.memory.cursors[stream])
         self.memory.add(stream, observation, action, reward, terminal, episode_start)
         self._refresh(stream, start, 1)
-        self._writing = False
+        self.writes.end()
 
     def add_steps(self, stream, frames, actions, rewards, terminals, episode_starts):
         """ReplayMemory.add_steps, then the priorities of the steps it completed or spoiled."""
-        self._begin_write()
+        self.writes.begin()
         start = int(self.memory.cursors[stream])
         self.memory.add_steps(stream, frames, actions, rewards, terminals, episode_starts)
         self._refresh(stream, start, len(actions))
-        self._writing = False
-
-    def _begin_write(self):
-        if self._writing:  # the write before never finished (an interrupt inside it)
-            self.write_cut_short = True
-        self._writing = True
+        self.writes.end()
 
     def sample(self, batch_size, beta):
         """(Batch, indices, importance weights): the weights multiply each transition's loss,
@@ -82,10 +76,7 @@ class PrioritizedReplay:
     def save(self, directory, env_steps, margin_bytes=None):
         """ReplayMemory.save with the priorities (the sum tree's leaves; its inner sums are
         recomputed at restore), the running maximum and the draws' generator state."""
-        if self._writing or self.write_cut_short:
-            raise replay_files.ReplayFileError(
-                'a write into replay was cut short (an interrupt inside it); its priorities '
-                'would not match its steps')
+        self.writes.refuse_save('its priorities would not match its steps')
         arrays, meta = self.memory.saved_state(env_steps, 'prioritized')
         arrays['priorities'] = self.sampling.tree.leaves()
         meta['arrays']['priorities'] = {'shape': [self.sampling.capacity], 'dtype': 'float64'}
@@ -126,5 +117,4 @@ class PrioritizedReplay:
         self.sampling.tree.load(priorities)
         self.sampling.max_priority = max_priority
         self.sampling.rng = rng
-        self._writing = False
-        self.write_cut_short = False
+        self.writes.reset()

@@ -94,8 +94,7 @@ class ReplayMemory:
         # session boundary (restore): never drawn until overwritten. Sorted, small.
         self.dangling = np.zeros(0, np.int64)
         self._restarting = None  # after a restore: streams whose next step starts an episode
-        self._writing = False    # a write under way (a save refuses one cut short)
-        self.write_cut_short = False
+        self.writes = replay_files.WriteGuard()
 
     @property
     def nbytes(self):
@@ -111,7 +110,7 @@ class ReplayMemory:
 
     def add(self, stream, observation, action, reward, terminal, episode_start):
         """Stores one step of stream: s_t (its newest frame), a_t, r_t, terminal_t, s_t starts."""
-        self._begin_write()
+        self.writes.begin()
         position = self.cursors[stream]
         self.frames[stream, position] = self.newest_frame(observation)
         self.actions[stream, position] = action
@@ -122,14 +121,14 @@ class ReplayMemory:
             self._after_restore_write(stream, np.array([position]))
         self.cursors[stream] = (position + 1) % self.stream_capacity
         self.counts[stream] = min(self.counts[stream] + 1, self.stream_capacity)
-        self._writing = False
+        self.writes.end()
 
     def add_steps(self, stream, frames, actions, rewards, terminals, episode_starts):
         """Stores len(actions) consecutive steps of stream at once (frames already newest-only)."""
         count = len(actions)
         if count > self.stream_capacity:
             raise ValueError(f'{count} steps exceed the stream capacity {self.stream_capacity}')
-        self._begin_write()
+        self.writes.begin()
         positions = (self.cursors[stream] + np.arange(count)) % self.stream_capacity
         self.frames[stream, positions] = frames
         self.actions[stream, positions] = actions
@@ -140,12 +139,7 @@ class ReplayMemory:
             self._after_restore_write(stream, positions)
         self.cursors[stream] = (self.cursors[stream] + count) % self.stream_capacity
         self.counts[stream] = min(self.counts[stream] + count, self.stream_capacity)
-        self._writing = False
-
-    def _begin_write(self):
-        if self._writing:  # the write before never finished (an interrupt inside it)
-            self.write_cut_short = True
-        self._writing = True
+        self.writes.end()
 
     def _after_restore_write(self, stream, positions):
         """The first step written to a stream after a restore starts an episode (its
@@ -282,10 +276,7 @@ class ReplayMemory:
         """(arrays, meta) that save() writes: every array that holds steps or says where they
         go, the settings, the sampling generator's state; ReplayFileError if nothing is held or
         a write was cut short (a save would hold half a step)."""
-        if self._writing or self.write_cut_short:
-            raise replay_files.ReplayFileError(
-                'a write into replay was cut short (an interrupt inside it); a save would hold '
-                'half a step')
+        self.writes.refuse_save('a save would hold half a step')
         if len(self) == 0:
             raise replay_files.ReplayFileError('replay holds no steps')
         arrays = {name: getattr(self, name) for name in SAVED_ARRAYS}
@@ -375,8 +366,7 @@ class ReplayMemory:
         self.counts[:] = 0
         self.dangling = np.zeros(0, np.int64)
         self._restarting = None
-        self._writing = False
-        self.write_cut_short = False
+        self.writes.reset()
 
 
 # What ReplayMemory.save() writes, each as <name>.npy.

@@ -24,7 +24,7 @@ import numpy as np
 
 from common.run import file_writes
 
-__all__ = ('REPLAY_DIR', 'META_FILE', 'FORMAT', 'ReplayFileError', 'free_bytes',
+__all__ = ('REPLAY_DIR', 'META_FILE', 'FORMAT', 'ReplayFileError', 'WriteGuard', 'free_bytes',
            'disk_margin', 'write_directory', 'read_meta', 'load_array', 'copy_array_into',
            'save_for_resume', 'restore_for_resume')
 
@@ -41,6 +41,33 @@ _GB = 1e9
 class ReplayFileError(ValueError):
     """A replay cannot be saved or restored; the message says which file or setting and why, in
     one line."""
+
+
+class WriteGuard:
+    """Whether a replay's arrays are whole: a save refuses one with a write under way, or one
+    an interrupt cut short (a Ctrl-C inside a write leaves half a step), until it is cleared or
+    restored."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self._writing = False
+        self.cut_short = False
+
+    def begin(self):
+        if self._writing:  # the write before never finished
+            self.cut_short = True
+        self._writing = True
+
+    def end(self):
+        self._writing = False
+
+    def refuse_save(self, consequence):
+        """ReplayFileError saying the consequence if a write is under way or was cut short."""
+        if self._writing or self.cut_short:
+            raise ReplayFileError('a write into replay was cut short (an interrupt inside it); '
+                                  + consequence)
 
 
 def free_bytes(path):

@@ -68,20 +68,21 @@ def from_environment():
     return list(workers), task_index
 
 
-def resolve(strategy, workers=None, task_index=None):
-    """(workers, task_index) of a run with DistributeConfig.strategy `strategy`, from the
+def resolve(strategy, addresses=None, task_index=None):
+    """(addresses, task_index) of a run with DistributeConfig.strategy `strategy`: the host:port
+    of every machine (TF_CONFIG's workers, the chief first) and this one's place, from the
     --cluster / --task_index flags (which set TF_CONFIG) or else TF_CONFIG; None for a run of one
     process. ValueError, before TensorFlow starts, naming a flag that does not fit."""
     if strategy != 'multi_worker':
-        if workers or task_index is not None:
+        if addresses or task_index is not None:
             raise ValueError(f"--cluster and --task_index need DistributeConfig.strategy = "
                              f"'multi_worker', got {strategy!r}")
         return None
-    if workers or task_index is not None:
-        if not workers or task_index is None:
+    if addresses or task_index is not None:
+        if not addresses or task_index is None:
             raise ValueError('give both --cluster (every worker as host:port, the chief first) '
                              'and --task_index (this worker\'s place in it)')
-        set_cluster(workers, task_index)
+        set_cluster(addresses, task_index)
     found = from_environment()
     if found is None:
         raise ValueError("DistributeConfig.strategy = 'multi_worker' needs --cluster and "
@@ -89,12 +90,12 @@ def resolve(strategy, workers=None, task_index=None):
     return found
 
 
-def configure(config, workers=None, task_index=None):
+def configure(config, addresses=None, task_index=None):
     """resolve() for a paper's config (its distribute: a DistributeConfig), checked with
-    config.validate_cluster(number of workers); errors.ConfigError naming what does not fit,
+    config.validate_cluster(number of machines); errors.ConfigError naming what does not fit,
     before anything starts."""
     try:
-        found = resolve(config.distribute.strategy, workers, task_index)
+        found = resolve(config.distribute.strategy, addresses, task_index)
     except ValueError as error:
         raise errors.ConfigError(str(error))
     if found is not None:

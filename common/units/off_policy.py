@@ -62,13 +62,13 @@ class OffPolicyPhases:
     picks how minibatches leave replay (common.replay.replay_feed: 'direct' or 'tf_data').
     A context manager: leaving the with block closes it.
 
-    workers > 1: these phases sample one worker's share of a multi-worker run (common/
-    multi_worker.py): its replay holds its own simulators' steps, each update trains on
-    batch_size / workers of them (the all-reduced gradients make the whole batch), and
+    num_machines > 1: these phases sample one machine's share of a multi-worker run (common/
+    scale/multi_worker.py): its replay holds its own simulators' steps, each update trains on
+    batch_size / num_machines of them (the all-reduced gradients make the whole batch), and
     env_steps, min_replay_steps and target_period count the whole run's steps."""
 
     def __init__(self, sampler, learner, replay, settings, seed=0, replay_input='direct',
-                 workers=1):
+                 num_machines=1):
         self.sampler = sampler
         self.learner = learner
         self.replay = replay
@@ -81,14 +81,14 @@ class OffPolicyPhases:
                              f'simulators; it needs one per simulator')
         self.memory = memory
         self.feed = replay_feed.make_feed(replay_input, replay, settings.updates_per_phase,
-                                          settings.batch_size // workers)
+                                          settings.batch_size // num_machines)
         self.rng = np.random.default_rng(seed)
         # The first step each simulator stores starts an episode (as far as replay can tell).
         self.episode_starts = np.ones(num_envs, bool)
         self.epsilon = settings.initial_epsilon
         self.learn_seconds = 0.0
-        self.workers = workers
-        self.local_batch_size = settings.batch_size // workers
+        self.num_machines = num_machines
+        self.local_batch_size = settings.batch_size // num_machines
         self.trained = 0   # transitions trained on here (local_batch_size per update)
         self.sampled = 0   # transitions stored
 
@@ -118,12 +118,12 @@ class OffPolicyPhases:
 
     @property
     def steps_per_phase(self):
-        """The run's environment steps of one phase: horizon x num_envs of every worker."""
-        return self.sampler.rollout.actions.size * self.workers
+        """The run's environment steps of one phase: horizon x num_envs of every machine."""
+        return self.sampler.rollout.actions.size * self.num_machines
 
     def replay_ready(self):
-        """Whether the run's replay (every worker's alike) holds min_replay_steps steps."""
-        return len(self.memory) * self.workers >= self.settings.min_replay_steps
+        """Whether the run's replay (every machine's alike) holds min_replay_steps steps."""
+        return len(self.memory) * self.num_machines >= self.settings.min_replay_steps
 
     def _store(self, rollout):
         """Each simulator's steps into its stream: newest frames, actions, rewards, terminals,
