@@ -124,7 +124,8 @@ def _refuse_renamed(gin_files, gin_bindings, renamed):
 
 
 def read_json(path):
-    """The JSON object in path, None if there is no such file; errors.ConfigError if it is damaged."""
+    """The JSON object in path, None if there is no such file; errors.ConfigError if it is
+    damaged."""
     if not os.path.isfile(path):
         return None
     try:
@@ -152,8 +153,8 @@ def run_identity(paper, env_config, **model):
 
 
 def check_run_dir(run_dir, identity):
-    """Raises errors.ConfigError, before anything is written, when run_dir cannot take this run: it is
-    a file, its run.json records another paper, environment or model, or it holds checkpoints
+    """Raises errors.ConfigError, before anything is written, when run_dir cannot take this run:
+    it is a file, its run.json records another paper, environment or model, or it holds checkpoints
     of which none can be read."""
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise errors.ConfigError(f'--run_dir={run_dir!r} is a file, not a directory')
@@ -167,7 +168,8 @@ def check_run_dir(run_dir, identity):
         if value != identity.get(key)]
     if differences:
         raise errors.ConfigError(f'{run_dir} holds another run ({"; ".join(differences)}); its '
-                          f'checkpoints cannot be resumed by this command: give another --run_dir')
+                                 'checkpoints cannot be resumed by this command: give another '
+                                 '--run_dir')
     from common.run import checkpoint  # pylint: disable=import-outside-toplevel  (TensorFlow)
     try:
         checkpoint.first_readable(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR), quiet=True)
@@ -270,9 +272,9 @@ def _parse_flags(argv):
 
 
 def run(main_fn, takes_args=False):
-    """absl.app.run with bad flags, errors.ConfigError, errors.RunError and KeyboardInterrupt turned into
-    clean one-line exits. main_fn() gets the positional arguments if takes_args (else any is
-    an error) and may return an exit status."""
+    """absl.app.run with bad flags, errors.ConfigError, errors.RunError and KeyboardInterrupt
+    turned into clean one-line exits. main_fn() gets the positional arguments if takes_args
+    (else any is an error) and may return an exit status."""
 
     def wrapped(argv):
         # SIGTERM (e.g. from a job scheduler) ends a run as cleanly as Ctrl-C: checkpoint, stop.

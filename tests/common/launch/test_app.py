@@ -33,7 +33,8 @@ def test_a_gin_include_loop_or_too_deep_a_nest_is_one_line(tmp_path):
     for index in range(depth):
         (tmp_path / f'n{index}.gin').write_text(f"include '{tmp_path / f'n{index + 1}.gin'}'\n")
     (tmp_path / f'n{depth}.gin').write_text('')
-    with pytest.raises(errors.ConfigError, match=f'nest deeper than {gin_text.MAX_INCLUDE_DEPTH} files'):
+    deeper = f'nest deeper than {gin_text.MAX_INCLUDE_DEPTH} files'
+    with pytest.raises(errors.ConfigError, match=deeper):
         app.parse_gin([str(tmp_path / 'n0.gin')], [])
     # A nest within the limit, and the same file included twice side by side, parse.
     (tmp_path / 'shared.gin').write_text('')
