@@ -31,7 +31,7 @@ _UNKNOWN_PARAMETER = re.compile(r"Configurable '(\w+)' doesn't have a parameter 
 
 
 def configure(gin_files, gin_bindings):
-    """Parses and validates the config; raises ConfigError before anything starts."""
+    """Parses, resolves and validates the config; raises ConfigError before anything starts."""
     try:
         app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
     except errors.ConfigError as error:
@@ -45,7 +45,7 @@ def configure(gin_files, gin_bindings):
                                      f'{RENAMED[old]}') from None
         raise
     config = config_lib.from_gin()
-    return common_config.validate_sampled_run(config, pin_cpus=config.pin_cpus)
+    return common_config.resolve_sampled_run(config, pin_cpus=config.pin_cpus)
 
 
 def _sampling(config, make_pool):

@@ -4,6 +4,7 @@ process_setup.configure()
 # pylint: disable=wrong-import-position
 from common import evaluate
 from common.launch import app
+from common.launch import config as common_config
 from common.launch import entry
 from common.launch import memory_check as mem
 from common.run import devices
@@ -14,11 +15,9 @@ MOVED = config_lib.MOVED  # common.reproduce reads old runs' names through it
 
 
 def configure(gin_files, gin_bindings):
-    """Parses and validates the config; raises ConfigError before anything starts."""
+    """Parses, resolves and validates the config; raises ConfigError before anything starts."""
     app.parse_gin(gin_files, gin_bindings, renamed=config_lib.RENAMED)
-    config = config_lib.DQNConfig()
-    config.validate()
-    return config
+    return common_config.resolve(config_lib.DQNConfig())
 
 
 def load_policy(run_dir, greedy=False):

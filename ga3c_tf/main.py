@@ -13,13 +13,11 @@ from common.run import devices
 
 
 def configure(gin_files, gin_bindings):
-    """Parses and validates the config; raises ConfigError before anything starts."""
+    """Parses, resolves and validates the config; raises ConfigError before anything starts."""
     from common.launch import config as config_lib  # pylint: disable=import-outside-toplevel
     from ga3c_tf import config as ga3c_config  # pylint: disable=import-outside-toplevel
     app.parse_gin(gin_files, gin_bindings, renamed=config_lib.renamed_bindings('GA3CConfig'))
-    config = ga3c_config.GA3CConfig()
-    config.validate()
-    return config
+    return config_lib.resolve(ga3c_config.GA3CConfig())
 
 
 def train(config, run_dir):

@@ -15,9 +15,9 @@ RENAMED = {**config_lib.renamed_bindings('PAACConfig'),
 
 
 def configure(gin_files, gin_bindings):
-    """Parses and validates the config; raises ConfigError before anything starts."""
+    """Parses, resolves and validates the config; raises ConfigError before anything starts."""
     app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
-    return config_lib.validate_sampled_run(paac.PAACConfig())
+    return config_lib.resolve_sampled_run(paac.PAACConfig())
 
 
 def make_pool(env_config, num_envs, seed, num_workers, num_groups=1):

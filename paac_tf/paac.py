@@ -59,6 +59,17 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     # a common.launch.config.DistributeConfig; None until main.configure() sets the bindings' one.
     distribute: Any = None
 
+    def resolutions(self):
+        """RunConfig's, and num_workers 'auto': as many worker processes as this machine has
+        cores for that split ne and the sampler's groups (ne unchanged)."""
+        changes = super().resolutions()
+        if self.num_workers == config_lib.AUTO_WORKERS:
+            distribute = changes.get('distribute', self.distribute)
+            changes['num_workers'] = config_lib.resolve_num_workers(
+                self.owner, self.num_workers, self.num_envs,
+                config_lib.sampler_groups(self.sampler, distribute))
+        return changes
+
     def validate(self):
         """Raises ConfigError naming the first value of the wrong type or out of range."""
         super().validate()
@@ -66,9 +77,11 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         require = checks.require
         checks.require_positive_ints(self.owner, self, ('num_envs', 't_max'))
         self.require_choice('sampler', samplers.SAMPLERS)
-        self.num_workers = config_lib.resolve_num_workers(
-            self.owner, self.num_workers, self.num_envs,
-            config_lib.sampler_groups(self.sampler, self.distribute))
+        require(isinstance(self.num_workers, int) and not isinstance(self.num_workers, bool)
+                and self.num_workers > 0,
+                f'PAACConfig.num_workers must be a positive integer or '
+                f'{config_lib.AUTO_WORKERS!r} (set by common.launch.config.resolve), got '
+                f'{self.num_workers!r}')
         require(self.num_envs % self.num_workers == 0,
                 f'PAACConfig.num_envs={self.num_envs} must be divisible by '
                 f'num_workers={self.num_workers}')

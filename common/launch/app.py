@@ -201,15 +201,18 @@ def resolve_run_dir(paper, game, run_dir, invocation, runs_root='runs'):
     return path
 
 
-def prepare_run_dir(run_dir, invocation, identity=None):
+def prepare_run_dir(run_dir, invocation, identity=None, resolved=None):
     """Creates run_dir and records the invocation, the identity (once) and this session
-    (run_record); never overwrites what an earlier run wrote."""
+    (run_record, with the config values resolved for it: common.launch.config.resolved_record);
+    never overwrites what an earlier run wrote."""
     os.makedirs(run_dir, exist_ok=True)
     record_path = os.path.join(run_dir, RUN_FILE)
     if identity is not None:
         recorded = read_json(record_path) or dict(identity)
-        recorded.setdefault(run_record.SESSIONS, []).append(
-            run_record.session_record(PROJECT_ROOT))
+        session = run_record.session_record(PROJECT_ROOT)
+        if resolved:
+            session['resolved'] = resolved
+        recorded.setdefault(run_record.SESSIONS, []).append(session)
         file_writes.write_json(record_path, recorded)
     previous = read_invocation(run_dir)
     if previous is None:
@@ -226,9 +229,10 @@ def env_name(env_config):
     return getattr(env_config, 'game', None) or getattr(env_config, 'env_id', 'env')
 
 
-def start_run_dir(paper, env_config, **model):
+def start_run_dir(paper, env_config, resolved=None, **model):
     """Resolves, checks (check_run_dir), creates and records the run directory for this
-    command's flags; prints it. model: the settings the checkpoints depend on (network, ...)."""
+    command's flags; prints it. model: the settings the checkpoints depend on (network, ...);
+    resolved: the config values resolved for this session (prepare_run_dir)."""
     invocation = {'paper': paper, 'gin_files': FLAGS.gin_file, 'gin_bindings': FLAGS.gin_bindings}
     identity = run_identity(paper, env_config, **model)
     run_dir = resolve_run_dir(paper, env_name(env_config), FLAGS.run_dir, invocation)
@@ -240,7 +244,7 @@ def start_run_dir(paper, env_config, **model):
         raise errors.ConfigError(str(error)) from None
     if took_over:
         print(took_over)
-    prepare_run_dir(run_dir, invocation, identity)
+    prepare_run_dir(run_dir, invocation, identity, resolved)
     print(f'run directory: {run_dir}')
     return run_dir
 

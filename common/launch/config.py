@@ -47,14 +47,25 @@ class RunConfig:
     # XLA for every network call of acting, predicting and updating (common/learners/xla.py);
     # no paper's: off, which `python -m common.bench` measured faster on a CPU (BENCHMARKS.md).
     jit_compile: bool = False
+    # On a config that resolve() returned: field -> the value asked before it was resolved. A
+    # class attribute, not a field: gin cannot bind it and dataclasses.replace does not copy it.
+    asked = None
 
     @property
     def owner(self):
         """The name bindings use for this config, e.g. 'PAACConfig'."""
         return type(self).__name__
 
+    def resolutions(self):
+        """field -> value for each value the config leaves open, which resolve() sets once: an
+        unset distribute (one device). A paper's config adds its own ('auto' worker counts)."""
+        if getattr(self, 'distribute', False) is None:
+            return {'distribute': DistributeConfig()}
+        return {}
+
     def validate(self):
-        """Raises errors.ConfigError naming the first field of the wrong type or out of range."""
+        """Raises errors.ConfigError naming the first field of the wrong type or out of range;
+        changes nothing (resolve() sets what is left open first)."""
         owner = self.owner
         checks.require_field_types(owner, self)
         require_env_config(owner, self.env_config)
@@ -195,12 +206,31 @@ def require_cluster_split(owner, num_cluster_workers, **totals):
                        f'{num_cluster_workers} workers of the cluster')
 
 
-def validate_sampled_run(config, pin_cpus=False):
-    """What a run sampling from a pool checks before anything starts: config.distribute (one
-    device when unset), config.validate(), then the pool's settings for the sampler's groups."""
-    if config.distribute is None:
-        config.distribute = DistributeConfig()
-    config.validate()
+def resolve(config):
+    """The one place where a config's open values become values: a copy of config with
+    config.resolutions() set, its .asked holding what they were, validated (ConfigError naming
+    the first bad value). The config given is not changed; nothing changes the copy after."""
+    changes = config.resolutions()
+    resolved = dataclasses.replace(config, **changes)
+    resolved.asked = {name: getattr(config, name) for name in changes}
+    resolved.validate()
+    return resolved
+
+
+def resolved_record(config):
+    """What a run records of its resolution (run.json, each session): 'Owner.field' -> the value
+    asked and the value resolved, for every field resolve() set."""
+    def plain(value):
+        return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+    return {f'{config.owner}.{name}': {'asked': plain(asked),
+                                       'resolved': plain(getattr(config, name))}
+            for name, asked in sorted((config.asked or {}).items())}
+
+
+def resolve_sampled_run(config, pin_cpus=False):
+    """resolve() for a run sampling from a pool, then the pool's settings checked for the
+    sampler's groups, before anything starts."""
+    config = resolve(config)
     try:
         pools.validate_pool_config(config.env_config, config.num_envs, config.num_workers,
                                    num_groups=sampler_groups(config.sampler, config.distribute),

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 from absl import flags
 
 from common.launch import app
+from common.launch import config as config_lib
 from common.launch import memory_check
 from common.run import devices
 from common.run import errors
@@ -24,7 +25,8 @@ FLAGS = flags.FLAGS
 class Paper:
     """What a paper package hands the entry point.
 
-    configure(gin_files, gin_bindings) -> a validated config (errors.ConfigError otherwise);
+    configure(gin_files, gin_bindings) -> a resolved, validated config (common.launch.config.
+    resolve; errors.ConfigError otherwise);
     train(config, run_dir) -> env steps reached (resuming from run_dir's checkpoint);
     model_identity(config) -> what its checkpoints depend on beside the environment (run.json);
     prepare(config): process set-up before TensorFlow works (threads), optional;
@@ -68,8 +70,10 @@ def run(paper):
     # Before the run directory and any op: the devices (and the one line naming them).
     devices.start_run(paper.compute(config) if paper.compute else None,
                       getattr(config, 'distribute', None))
+    resolved = config_lib.resolved_record(config) if getattr(config, 'asked', None) else None
     with multi_worker.run_dir_of(found, lambda: app.start_run_dir(
-            paper.name, config.env_config, **paper.model_identity(config))) as (run_dir, _):
+            paper.name, config.env_config, resolved=resolved,
+            **paper.model_identity(config))) as (run_dir, _):
         paper.train(config, run_dir)
 
 

@@ -1,4 +1,6 @@
 """PAAC: the learner's tf.functions, the master loop, and learning on CartPole."""
+import json
+
 import numpy as np
 import pytest
 
@@ -8,6 +10,8 @@ import tensorflow as tf
 from common import evaluate
 from common.envs import gym as gym_envs
 from common.envs import pools
+from common.launch import app
+from common.launch import config as config_lib
 from common.learners import actor_critic
 from common.run import errors
 from common.units import on_policy
@@ -207,3 +211,34 @@ def test_the_alternating_sampler_needs_an_even_number_of_workers():
         _cartpole_config(num_envs=6, num_workers=3, sampler='alternating')
     with pytest.raises(errors.ConfigError, match="'round_robin'"):
         _cartpole_config(sampler='round_robin')
+
+
+def test_auto_workers_are_resolved_once_into_a_copy_that_records_what_was_asked(tmp_path):
+    """resolve() sets num_workers 'auto' and the unset distribute in a copy; validate() changes
+    nothing and refuses an unresolved 'auto'; run.json's session records asked and resolved."""
+    asked = paac.PAACConfig(env_config=gym_envs.GymConfig('CartPole-v1'), num_envs=6,
+                            num_workers='auto', t_max=5, total_steps=1000, network='mlp')
+    with pytest.raises(errors.ConfigError, match="num_workers must be a positive integer or "
+                                                 "'auto' .*got 'auto'"):
+        asked.validate()
+    resolved = config_lib.resolve(asked)
+    assert asked.num_workers == 'auto' and asked.distribute is None and asked.asked is None
+    expected = config_lib.resolve_num_workers('PAACConfig', 'auto', 6)
+    assert resolved.num_workers == expected and 6 % expected == 0
+    assert resolved.distribute == config_lib.DistributeConfig()
+    assert resolved.asked == {'distribute': None, 'num_workers': 'auto'}
+    resolved.validate()
+    assert resolved.num_workers == expected  # validating again changes nothing
+    record = config_lib.resolved_record(resolved)
+    assert record == {
+        'PAACConfig.distribute': {'asked': None,
+                                  'resolved': {'strategy': 'none', 'num_replicas': 1}},
+        'PAACConfig.num_workers': {'asked': 'auto', 'resolved': expected}}
+    run_dir = str(tmp_path / 'run')
+    app.prepare_run_dir(run_dir, {'paper': 'paac'}, {'paper': 'paac'}, record)
+    app.prepare_run_dir(run_dir, {'paper': 'paac'}, {'paper': 'paac'})
+    with open(f'{run_dir}/{app.RUN_FILE}') as f:
+        sessions = json.load(f)['sessions']
+    assert sessions[0]['resolved'] == record and 'resolved' not in sessions[1]
+    fixed = config_lib.resolve(paac.PAACConfig(**dict(vars(asked), num_workers=2)))
+    assert fixed.asked == {'distribute': None} and fixed.num_workers == 2
