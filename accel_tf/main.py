@@ -7,7 +7,6 @@ from common.launch import process_setup  # first: the process set-up before Tens
 process_setup.configure()
 # pylint: disable=wrong-import-position
 import dataclasses
-import re
 
 from accel_tf import async_units
 from accel_tf import config as config_lib
@@ -19,31 +18,17 @@ from common.launch import config as common_config
 from common.launch import entry
 from common.launch import memory_check as mem
 from common.run import devices
-from common.run import errors
 from common.scale import distribute
 from common.scale import multi_worker
 from common.units import on_policy
 
 RENAMED = {**common_config.renamed_bindings('AccelConfig'), **config_lib.RENAMED}
 MOVED = config_lib.MOVED  # common.tools.reproduce reads published runs' old names through it
-# gin's line for a binding of a parameter its configurable does not have.
-_UNKNOWN_PARAMETER = re.compile(r"Configurable '(\w+)' doesn't have a parameter named '(\w+)'")
 
 
 def configure(gin_files, gin_bindings):
     """Parses, resolves and validates the config; raises ConfigError before anything starts."""
-    try:
-        app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
-    except errors.ConfigError as error:
-        # A renamed binding in a file the given ones include (app.parse_gin looks for renamed
-        # bindings in the given files and bindings only) reaches gin, which only says the
-        # parameter is unknown: say what to bind instead.
-        found = _UNKNOWN_PARAMETER.search(str(error))
-        old = found and f'{found.group(1)}.{found.group(2)}'
-        if old in RENAMED:
-            raise errors.ConfigError(f'{old} (in a file the gin files include) is not a binding: '
-                                     f'{RENAMED[old]}') from None
-        raise
+    app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
     config = config_lib.from_gin()
     return common_config.resolve_sampled_run(config, pin_cpus=config.pin_cpus)
 

@@ -74,18 +74,20 @@ def parse_gin(gin_files, gin_bindings, renamed=None):
     """Parses gin files and bindings (after clearing any earlier config) into the global gin
     config, turning gin's exceptions into one-line ConfigErrors.
 
-    renamed: {binding name that no longer exists: what to do instead}; a file or binding that
-    still uses one is refused with that line (gin would only say it does not know the name).
+    renamed: {binding name that no longer exists: what to do instead}; a file (or a file it
+    includes) or binding that still uses one is refused with that line (gin would only say it
+    does not know the name).
     """
     gin.clear_config()
     _search_project_root_first()
     for path in gin_files:
         if not os.path.isfile(path):
             raise errors.ConfigError(f'gin file not found: {path!r}')
+    texts = [(f'--gin_bindings={binding!r}', binding) for binding in gin_bindings]
     for path in gin_files:
-        gin_text.check_includes(path, PROJECT_ROOT)
+        texts += gin_text.check_includes(path, PROJECT_ROOT)
     if renamed:
-        _refuse_renamed(gin_files, gin_bindings, renamed)
+        _refuse_renamed(texts, renamed)
     try:
         gin.parse_config_files_and_bindings(gin_files, gin_bindings, finalize_config=False)
     except (ValueError, SyntaxError, tokenize.TokenError, KeyError, TypeError) as error:
@@ -112,11 +114,8 @@ def parse_recorded_config(run_dir, obsolete=()):
         raise errors.ConfigError(f'{path}: {str(error).strip().splitlines()[0]}')
 
 
-def _refuse_renamed(gin_files, gin_bindings, renamed):
-    texts = [(f'--gin_bindings={binding!r}', binding) for binding in gin_bindings]
-    for path in gin_files:
-        with open(path) as f:
-            texts.append((path, f.read()))
+def _refuse_renamed(texts, renamed):
+    """texts: (where, gin text) of every binding and file read, included ones too."""
     for where, text in texts:
         for old, new in renamed.items():
             if re.search(rf'(?m)^\s*{re.escape(old)}\s*=', text):

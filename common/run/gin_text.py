@@ -93,7 +93,8 @@ def check_includes(path, project_root, chain=()):
     """ConfigError in one line, before gin parses anything, for a gin file that includes itself
     through others (gin would recurse until Python's limit) or includes deeper than
     MAX_INCLUDE_DEPTH; chain: the (name, real path) of the files that include path, outermost
-    first. Includes resolve as gin finds them: as given, else under project_root."""
+    first. Includes resolve as gin finds them: as given, else under project_root. Returns
+    [(name, text)] of path and every file it includes, in the order gin reads them."""
     chain = list(chain)
     resolved = path if os.path.isabs(path) or os.path.isfile(path) else os.path.join(
         project_root, path)
@@ -109,6 +110,8 @@ def check_includes(path, project_root, chain=()):
         with open(resolved) as f:
             text = f.read()
     except OSError:
-        return  # a missing include is gin's to name
+        return []  # a missing include is gin's to name
+    texts = []
     for included in _INCLUDE.findall(text):
-        check_includes(included, project_root, chain + [(path, key)])
+        texts += check_includes(included, project_root, chain + [(path, key)])
+    return texts + [(path, text)]

@@ -177,7 +177,7 @@ def test_an_old_binding_in_an_included_file_says_what_to_bind_instead(tmp_path):
     with pytest.raises(errors.ConfigError) as error:
         accel_main.configure([str(tmp_path / 'mine.gin')], [])
     assert str(error.value) == (
-        'AccelConfig.minibatches (in a file the gin files include) is not a binding: bind '
+        f'AccelConfig.minibatches ({old}) is not a binding: bind '
         'PPOConfig.minibatches instead (read by algorithm ppo, appo)')
 
 

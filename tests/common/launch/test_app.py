@@ -44,6 +44,22 @@ def test_a_gin_include_loop_or_too_deep_a_nest_is_one_line(tmp_path):
                    str(tmp_path / 'twice.gin')], [])
 
 
+
+def test_a_renamed_binding_in_an_included_file_is_named_with_its_file(tmp_path):
+    """gin alone would only say it knows no such configurable; the file that binds it is named,
+    however deep the include."""
+    inner = tmp_path / 'inner.gin'
+    inner.write_text('Old.x = 1\n')
+    middle = tmp_path / 'middle.gin'
+    middle.write_text(f"include '{inner}'\n")
+    outer = tmp_path / 'outer.gin'
+    outer.write_text(f"include '{middle}'\n")
+    with pytest.raises(errors.ConfigError) as raised:
+        app.parse_gin([str(outer)], [], renamed={'Old.x': 'bind New.x instead'})
+    assert str(raised.value) == f'Old.x ({inner}) is not a binding: bind New.x instead'
+    with pytest.raises(errors.ConfigError, match=r"Old.x \(--gin_bindings='Old.x = 2'\)"):
+        app.parse_gin([], ['Old.x = 2'], renamed={'Old.x': 'bind New.x instead'})
+
 def test_missing_gin_file_names_the_path(tmp_path):
     missing = str(tmp_path / 'nope.gin')
     with pytest.raises(errors.ConfigError, match='nope.gin'):
