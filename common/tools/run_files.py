@@ -1,7 +1,6 @@
 """Reading the common run format every paper writes (invocation.json, operative_config.gin,
 metrics.csv, eval.csv), for common.compare, common.tools.plots and common.results."""
 import csv
-import json
 import math
 import os
 import re
@@ -31,16 +30,9 @@ def number(text):
 
 def read_paper(run_dir):
     """The paper recorded in run_dir's invocation.json; ConfigError if it is not a run."""
-    path = os.path.join(run_dir, app.INVOCATION_FILE)
-    if not os.path.isfile(path):
+    invocation = app.read_json(os.path.join(run_dir, app.INVOCATION_FILE))
+    if invocation is None:
         raise errors.ConfigError(f'{run_dir!r} is not a run directory (no {app.INVOCATION_FILE})')
-    try:
-        with open(path) as f:
-            invocation = json.load(f)
-    except (OSError, ValueError) as error:
-        raise errors.ConfigError(f'{path}: not readable as JSON ({error})')
-    if not isinstance(invocation, dict):
-        raise errors.ConfigError(f'{path}: expected a JSON object, got {type(invocation).__name__}')
     return str(invocation.get('paper', '?'))
 
 

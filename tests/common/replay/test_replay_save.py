@@ -325,23 +325,6 @@ def test_a_prioritized_write_cut_short_is_never_saved_until_the_replay_is_cleare
     assert replay_files.read_meta(_saved(prioritized, tmp_path))['env_steps'] == 1000
 
 
-def test_the_write_guard_marks_a_write_begun_before_the_last_one_ended():
-    guard = replay_files.WriteGuard()
-    guard.begin()
-    guard.end()
-    guard.refuse_save('unused')  # whole: no error
-    guard.begin()
-    with pytest.raises(replay_files.ReplayFileError, match='half a step'):
-        guard.refuse_save('a save would hold half a step')
-    guard.begin()  # the one before never ended
-    guard.end()
-    assert guard.cut_short
-    with pytest.raises(replay_files.ReplayFileError, match='cut short'):
-        guard.refuse_save('x')
-    guard.reset()
-    guard.refuse_save('unused')
-
-
 def test_a_save_that_does_not_fit_is_skipped_and_the_previous_one_stays(small_disk, capsys):
     disk = small_disk('2m')
     small = _memory()

@@ -4,8 +4,6 @@ of child process starts with, the learners' GPUs, the compute line, the driver w
 refused mirrored config and the multi-worker collectives."""
 import multiprocessing
 import os
-import subprocess
-import sys
 import types
 
 import pytest
@@ -17,7 +15,6 @@ from common.run import devices
 from common.run import errors
 from common.run import processes
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 H100 = 'NVIDIA H100 80GB HBM3'
 
 
@@ -392,12 +389,3 @@ def test_bench_rows_whose_process_does_not_compute_hide_its_gpus_before_building
     with pytest.raises(Hidden):
         rows[row]({'seconds': 0.1, 'warmup_seconds': 0.1, 'num_envs': 4, 'num_workers': 2,
                    'game': 'pong'})
-
-
-def test_set_intra_op_threads_before_tensorflow_starts():
-    code = ('import common; from common.run import devices; import tensorflow as tf; '
-            'devices.set_intra_op_threads(1); tf.constant(1.0) + 1.0; '
-            'print(tf.config.threading.get_intra_op_parallelism_threads())')
-    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                            env=dict(os.environ, PYTHONPATH=ROOT), check=True)
-    assert result.stdout.strip().splitlines()[-1] == '1'
