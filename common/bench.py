@@ -305,4 +305,4 @@ def main():
 
 if __name__ == '__main__':
     _define_flags()
-    app.run(main)
+    app.execute(main)

@@ -183,4 +183,4 @@ def define_flags():
 
 if __name__ == '__main__':
     define_flags()
-    app.run(main, takes_args=True)
+    app.execute(main, takes_args=True)

@@ -280,4 +280,4 @@ def main():
 
 
 if __name__ == '__main__':
-    app.run(main)
+    app.execute(main)

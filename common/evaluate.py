@@ -148,12 +148,14 @@ def epsilon_greedy_policy(learner, epsilon, seed):
     return Policy(policy, learner.online, 'q_values')
 
 
-def actor_critic_policy(run_dir, make_config, make_learner, greedy=False, obsolete=()):
+def actor_critic_policy(run_dir, make_config, make_learner, greedy=False, obsolete=(),
+                        moved=None):
     """A paper's load_policy for an actor-critic learner with act/greedy_act: the run's
-    operative config (without the obsolete bindings) into make_config(), make_learner(config)'s
-    model from the newest readable checkpoint. Returns (env_config, policy_fn, env_steps)."""
+    operative config (without the obsolete bindings, moved names read as today's) into
+    make_config(), make_learner(config)'s model from the newest readable checkpoint. Returns
+    (env_config, policy_fn, env_steps)."""
     from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
-    app.parse_recorded_config(run_dir, obsolete)
+    app.parse_recorded_config(run_dir, obsolete, moved)
     config = make_config()
     learner = make_learner(config)
     env_steps = checkpoint_lib.restore_latest(run_dir, model=learner.model)
@@ -219,4 +221,4 @@ if __name__ == '__main__':
     flags.DEFINE_string('out', None, f'CSV to append the result to; default RUN_DIR/{EVAL_FILE}, '
                         f'or ./NAME-{EVAL_FILE} for a published result (docs/results/NAME is '
                         'not written to).')
-    app.run(main)
+    app.execute(main)

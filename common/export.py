@@ -115,4 +115,4 @@ def main():
 
 if __name__ == '__main__':
     flags.DEFINE_string('out', None, 'Directory to write the SavedModel to.')
-    app.run(main)
+    app.execute(main)

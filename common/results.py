@@ -185,4 +185,4 @@ def main(args):
 
 
 if __name__ == '__main__':
-    app.run(main, takes_args=True)
+    app.execute(main, takes_args=True)

@@ -134,4 +134,4 @@ def write_table(suite_dir, games, record, paper, heading, protocol):
 
 
 if __name__ == '__main__':
-    app.run(main)
+    app.execute(main)

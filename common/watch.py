@@ -271,4 +271,4 @@ if __name__ == '__main__':
                          'screen; image observations only.')
     flags.DEFINE_boolean('greedy', False, 'Act greedily instead of sampling from the policy.')
     flags.DEFINE_integer('seed', 12345, 'Seed of the environment.')
-    app.run(main)
+    app.execute(main)

@@ -27,23 +27,24 @@ def lower_thread_priority(increment):
 class ActorThread(threading.Thread):
     """One environment stepped one step per round; writes its state into a shared row."""
 
-    def __init__(self, index, runner, env, seed):
+    def __init__(self, index, fast_dqn, env, seed):
         super().__init__(name=f'dqn-actor-{index}', daemon=True)
         self.index = index
-        self.runner = runner
+        self.fast_dqn = fast_dqn
         self.env = env
         self.rng = np.random.default_rng([seed, index])
-        self.num_actions = runner.num_actions
-        self.staging = staging_lib.StagingBuffer(runner.staging_length, runner.replay.frame_shape,
-                                                runner.replay.observation_dtype)
+        self.num_actions = fast_dqn.num_actions
+        self.staging = staging_lib.StagingBuffer(fast_dqn.staging_length,
+                                                 fast_dqn.replay.frame_shape,
+                                                 fast_dqn.replay.observation_dtype)
         self.episode_start = True
         self.finished_episodes = []  # (score, length) since the last drain
         self.error = None
-        runner.observations[index] = env.reset()
+        fast_dqn.observations[index] = env.reset()
 
     def run(self):
-        lower_thread_priority(self.runner.acting_nice)
-        gate = self.runner.gate
+        lower_thread_priority(self.fast_dqn.acting_nice)
+        gate = self.fast_dqn.gate
         while gate.wait_for_round(self.index):
             try:
                 self.step()
@@ -55,19 +56,19 @@ class ActorThread(threading.Thread):
 
     def step(self):
         """One epsilon-greedy (or, while prepopulating, uniformly random) step."""
-        runner = self.runner
-        if self.index == 0 and runner.config.synchronized and not runner.random_actions:
+        fast_dqn = self.fast_dqn
+        if self.index == 0 and fast_dqn.config.synchronized and not fast_dqn.random_actions:
             # The round's one batched inference: actor 0 goes first, the others still wait.
-            runner.greedy_actions[:] = runner.act_fn(runner.observations).numpy()
-        observation = runner.observations[self.index]
-        if runner.random_actions or self.rng.random() < runner.epsilon:
+            fast_dqn.greedy_actions[:] = fast_dqn.act_fn(fast_dqn.observations).numpy()
+        observation = fast_dqn.observations[self.index]
+        if fast_dqn.random_actions or self.rng.random() < fast_dqn.epsilon:
             action = int(self.rng.integers(self.num_actions))
-        elif runner.config.synchronized:
-            action = int(runner.greedy_actions[self.index])
+        elif fast_dqn.config.synchronized:
+            action = int(fast_dqn.greedy_actions[self.index])
         else:
-            action = int(runner.act_fn(observation[None]).numpy()[0])
+            action = int(fast_dqn.act_fn(observation[None]).numpy()[0])
         next_observation, reward, terminal, done = self.env.step(action)
-        self.staging.add(runner.replay.newest_frame(observation), action, reward, terminal,
+        self.staging.add(fast_dqn.replay.newest_frame(observation), action, reward, terminal,
                          self.episode_start)
         self.episode_start = bool(done)
         if done:

@@ -11,7 +11,7 @@ synchronized. The main thread only orchestrates; actors and the trainer wait for
 for a fixed seed and W. All acting runs on the actor threads (actor 0 makes the batched inference at
 the start of a round), so that in the concurrent modes it can yield the CPU to the learner
 (acting_nice). The Q-learner is common/learners/q_learner.py; this module holds FastDQN (actors and
-trainer) and the unit the shared runner (common/run/runner.py) drives."""
+trainer) and the unit the run call (common/run/runner.py) drives."""
 
 import numpy as np
 import tensorflow as tf
@@ -78,7 +78,7 @@ class FastDQN:
         self.gate = rounds.RoundGate(num_samplers, chained=config.synchronized)
         self.actors = []
         self.trainer = None
-        self.minibatches = 0  # trained by this runner (any thread)
+        self.minibatches = 0  # trained by this FastDQN (any thread)
         self.steps_since_train = 0
         try:
             for index in range(num_samplers):
@@ -94,7 +94,7 @@ class FastDQN:
             raise
 
     def close(self):
-        """Stops and joins every thread this runner started, and closes the environments."""
+        """Stops and joins every thread this FastDQN started, and closes the environments."""
         self.stopping = True
         self.gate.close()
         if self.trainer is not None:
@@ -122,10 +122,10 @@ class FastDQN:
             actor.staging.flush_into(self.replay, actor.index)
 
     def flush_staged(self):
-        """Moves the steps still staged into replay, once the runner is closed (no actor steps):
+        """Moves the steps still staged into replay, once the FastDQN is closed (no actor steps):
         at a session's end, before replay is saved."""
         if any(actor.is_alive() for actor in self.actors):
-            raise RuntimeError('flush_staged while actor threads run; close the runner first')
+            raise RuntimeError('flush_staged while actor threads run; close the FastDQN first')
         self._flush()
 
     def prepopulate(self, num_steps):

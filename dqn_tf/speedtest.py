@@ -59,25 +59,25 @@ class Session:
     def __init__(self, config):
         self.config = config
         self.learner = dqn.build_learner(config)
-        self.runner = dqn.FastDQN(config, self.learner, seed=config.seed)
+        self.fast_dqn = dqn.FastDQN(config, self.learner, seed=config.seed)
         try:
-            self.runner.prepopulate(config.prepopulate_steps)
+            self.fast_dqn.prepopulate(config.prepopulate_steps)
             self._warm_up()
         except BaseException:
-            self.runner.close()
+            self.fast_dqn.close()
             raise
         self.step = 0
 
     def _warm_up(self, minibatches=30):
         """Traces the hot path's tf.functions and runs the first (slow, allocating) minibatches
         outside the timed region."""
-        runner = self.runner
+        fast_dqn = self.fast_dqn
         for _ in range(minibatches):
-            runner.train_minibatch()
-        runner.train_on_stack(runner.replay.sample_stacked(
+            fast_dqn.train_minibatch()
+        fast_dqn.train_on_stack(fast_dqn.replay.sample_stacked(
             self.config.minibatches_per_call, self.config.batch_size))
-        runner.act_fn(runner.observations).numpy()
-        runner.act_fn(runner.observations[:1]).numpy()
+        fast_dqn.act_fn(fast_dqn.observations).numpy()
+        fast_dqn.act_fn(fast_dqn.observations[:1]).numpy()
 
     def run(self, num_steps):
         """Trains num_steps steps in target periods; returns the wall seconds they took."""
@@ -86,8 +86,8 @@ class Session:
         end_step = self.step + num_steps
         while self.step < end_step:
             period = min(config.target_period, end_step - self.step)
-            self.step = self.runner.run_period(self.step, period)
-            self.runner.drain_episodes()
+            self.step = self.fast_dqn.run_period(self.step, period)
+            self.fast_dqn.drain_episodes()
         return time.perf_counter() - start
 
     def learner_only(self, num_steps):
@@ -95,12 +95,12 @@ class Session:
         own path (the next minibatch drawn from replay while the current one trains)."""
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as prefetcher:
             start = time.perf_counter()
-            trainer_lib.train_prefetched(self.runner, num_steps // self.config.train_period,
+            trainer_lib.train_prefetched(self.fast_dqn, num_steps // self.config.train_period,
                                          prefetcher)
             return time.perf_counter() - start
 
     def close(self):
-        self.runner.close()
+        self.fast_dqn.close()
 
     def __enter__(self):
         return self
@@ -205,4 +205,4 @@ if __name__ == '__main__':
     flags.DEFINE_string('json', None, 'Write {"rows": [...]} here.')
     flags.DEFINE_integer('repeats', 1, 'Rounds of the whole sequence; each row reports its '
                                        'median (steadier ratios on a noisy machine).')
-    app.run(main)
+    app.execute(main)

@@ -4,8 +4,8 @@ import concurrent.futures
 import threading
 
 
-def train_prefetched(runner, num_minibatches, prefetcher, stop=lambda: False):
-    """Trains num_minibatches on runner in calls of up to config.minibatches_per_call, drawing
+def train_prefetched(fast_dqn, num_minibatches, prefetcher, stop=lambda: False):
+    """Trains num_minibatches on fast_dqn in calls of up to config.minibatches_per_call, drawing
     the next call's minibatches on `prefetcher` (a one-thread executor) while the current call
     trains; returns early once stop() is true.
 
@@ -13,12 +13,12 @@ def train_prefetched(runner, num_minibatches, prefetcher, stop=lambda: False):
     the minibatches in order, so the order stays deterministic; the draw (numpy, cv2) runs while
     the update holds no GIL, which takes it off the learner's critical path.
     """
-    config = runner.config
+    config = fast_dqn.config
     group_sizes = [min(config.minibatches_per_call, num_minibatches - start)
                    for start in range(0, num_minibatches, config.minibatches_per_call)]
 
     def draw(group_size):
-        return runner.replay.sample_stacked(group_size, config.batch_size)
+        return fast_dqn.replay.sample_stacked(group_size, config.batch_size)
 
     next_group = prefetcher.submit(draw, group_sizes[0]) if group_sizes else None
     for index in range(len(group_sizes)):
@@ -27,15 +27,15 @@ def train_prefetched(runner, num_minibatches, prefetcher, stop=lambda: False):
             return
         if index + 1 < len(group_sizes):
             next_group = prefetcher.submit(draw, group_sizes[index + 1])
-        runner.train_on_stack(group)
+        fast_dqn.train_on_stack(group)
 
 
 class TrainerThread(threading.Thread):
     """The concurrent-training thread: trains a dispatched number of minibatches, then reports."""
 
-    def __init__(self, runner):
+    def __init__(self, fast_dqn):
         super().__init__(name='dqn-trainer', daemon=True)
-        self.runner = runner
+        self.fast_dqn = fast_dqn
         self._dispatched = threading.Event()
         self._finished = threading.Event()
         self._finished.set()
@@ -62,20 +62,20 @@ class TrainerThread(threading.Thread):
         self._dispatched.set()
         self._prefetcher.shutdown(wait=True)
 
-    def _train_dispatched(self, runner):
-        train_prefetched(runner, self._pending, self._prefetcher,
-                         stop=lambda: runner.stopping or self._pending <= 0)
+    def _train_dispatched(self, fast_dqn):
+        train_prefetched(fast_dqn, self._pending, self._prefetcher,
+                         stop=lambda: fast_dqn.stopping or self._pending <= 0)
         self._pending = 0
 
     def run(self):
-        runner = self.runner
+        fast_dqn = self.fast_dqn
         try:
             while True:
                 self._dispatched.wait()
                 self._dispatched.clear()
-                if runner.stopping:
+                if fast_dqn.stopping:
                     return
-                self._train_dispatched(runner)
+                self._train_dispatched(fast_dqn)
                 self._finished.set()
         except BaseException as error:  # handed to the main thread by wait()
             self.error = error

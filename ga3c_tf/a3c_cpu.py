@@ -1,5 +1,5 @@
 """The CPU A3C baseline GA3C is compared against (paper section 3.2, Table 2): every agent
-process holds its own model replica, plays t_max steps with it, computes the gradients of the
+process holds its own model replica, plays horizon steps with it, computes the gradients of the
 same eq. (5) loss itself and applies them lock-free (Hogwild) to parameters in shared memory with
 a shared RMSProp (Mnih et al. 2016's shared-statistics variant), then copies the parameters back.
 """
@@ -76,16 +76,16 @@ def _run_agent(index, config, shm_name, num_parameters, counters_name, num_slots
         schedule = config.learning_rate_schedule()
         env = config.env_config.make(seed)
         rng = np.random.default_rng(seed)
-        t_max = config.t_max
-        observations = np.zeros((t_max,) + tuple(config.env_config.observation_shape),
+        horizon = config.horizon
+        observations = np.zeros((horizon,) + tuple(config.env_config.observation_shape),
                                 config.env_config.observation_dtype)
-        actions = np.zeros(t_max, np.int32)
-        rewards = np.zeros(t_max, np.float32)
+        actions = np.zeros(horizon, np.int32)
+        rewards = np.zeros(horizon, np.float32)
         observation = env.reset()
         while not stop_event.is_set() and os.getppid() == parent_pid:
             pull()
             count, bootstrap = 0, 0.0
-            while count < t_max:
+            while count < horizon:
                 probabilities, _ = replica.predict(observation[None])
                 action = agent_lib.sample_action(probabilities.numpy()[0], rng.random())
                 observations[count] = observation

@@ -1,5 +1,5 @@
 """GA3C's agent process: plays its own environment, asks the predictors for every action, and
-sends t_max-step experience with its n-step returns to the training queue. No TensorFlow here.
+sends horizon-step experience with its n-step returns to the training queue. No TensorFlow here.
 
 Protocol (ga3c_tf/ipc.py): the agent writes its observation into its row of the shared observation
 array and puts its key (generation << 16 | slot) on the prediction pipe; a predictor writes the
@@ -55,7 +55,7 @@ class _Stopped(Exception):
 class _Agent:
     """One agent's environment, experience buffer and its ends of the queues."""
 
-    def __init__(self, key, requests, replies, observation_slot, env_config, seed, t_max,
+    def __init__(self, key, requests, replies, observation_slot, env_config, seed, horizon,
                  training_queue, episode_queue, stop_event, parent_pid, poll_seconds):
         self.key = key
         self.requests = requests
@@ -63,17 +63,17 @@ class _Agent:
         self.observation_slot = observation_slot
         self.env = env_config.make(seed)
         self.rng = np.random.default_rng(seed)
-        self.t_max = t_max
+        self.horizon = horizon
         self.training_queue = training_queue
         self.episode_queue = episode_queue
         self.stop_event = stop_event
         self.parent_pid = parent_pid
         self.poll_seconds = poll_seconds
-        shape = (t_max,) + tuple(env_config.observation_shape)
+        shape = (horizon,) + tuple(env_config.observation_shape)
         self.pending_observations = np.zeros(shape, env_config.observation_dtype)
-        self.pending_actions = np.zeros(t_max, np.int32)
-        self.pending_rewards = np.zeros(t_max, np.float32)
-        self.pending_versions = np.zeros(t_max, np.int64)
+        self.pending_actions = np.zeros(horizon, np.int32)
+        self.pending_rewards = np.zeros(horizon, np.float32)
+        self.pending_versions = np.zeros(horizon, np.int64)
         self.pending = 0
 
     def _check_running(self):
@@ -110,7 +110,7 @@ class _Agent:
         observation = self.env.reset()
         while True:
             probabilities, value, version = self.predict(observation)
-            if self.pending == self.t_max:
+            if self.pending == self.horizon:
                 self.flush(bootstrap_value=value)
             action = sample_action(probabilities, self.rng.random())
             index = self.pending
@@ -130,7 +130,7 @@ class _Agent:
 
 
 def run_agent(key, requests, replies, shm_name, observation_array_shape, observation_dtype,
-              env_config, seed, t_max, training_queue, episode_queue, stop_event,
+              env_config, seed, horizon, training_queue, episode_queue, stop_event,
               parent_pid, poll_seconds=0.1):
     """Entry point of an agent process; returns when stopped or once parent_pid is gone.
 
@@ -147,7 +147,7 @@ def run_agent(key, requests, replies, shm_name, observation_array_shape, observa
             raise _Stopped
         replies.attach()
         agent = _Agent(key, requests, replies, observations[split_key(key)[1]], env_config, seed,
-                       t_max, training_queue, episode_queue, stop_event, parent_pid,
+                       horizon, training_queue, episode_queue, stop_event, parent_pid,
                        poll_seconds)
         agent.run()
     except (_Stopped, EOFError, BrokenPipeError):

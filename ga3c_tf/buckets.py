@@ -43,10 +43,10 @@ def padded(array, size, value=0):
     return np.concatenate([array, padding])
 
 
-def largest_training_batch(min_batch_size, t_max):
-    """The most rows a merged training batch can hold: items (at most t_max steps each) are
+def largest_training_batch(min_batch_size, horizon):
+    """The most rows a merged training batch can hold: items (at most horizon steps each) are
     merged while fewer than min_batch_size rows are held (ga3c_tf/trainer.py)."""
-    return max(min_batch_size, 1) - 1 + t_max
+    return max(min_batch_size, 1) - 1 + horizon
 
 
 def pad_sequences(batch, sizes):

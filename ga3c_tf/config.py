@@ -34,7 +34,7 @@ class GA3CConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     dynamic_settings: bool = True        # anneal NP/NT/NA (DYNAMIC_SETTINGS)
     dynamic_initial_wait_seconds: float = 10.0
     dynamic_interval_seconds: float = 20.0
-    t_max: int = 5                       # TIME_MAX
+    horizon: int = 5                     # TIME_MAX (a sequence of at most horizon steps)
     gamma: float = 0.99                  # DISCOUNT
     prediction_queue_size: int = 100     # MAX_QUEUE_SIZE
     training_queue_size: int = 100       # MAX_QUEUE_SIZE
@@ -78,7 +78,7 @@ class GA3CConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
             self.require_choice(name, allowed)
         checks.require_positive_ints(self.owner, self, (
             'num_agents', 'num_predictors', 'num_trainers', 'max_agents', 'max_predictors',
-            'max_trainers', 't_max', 'prediction_queue_size', 'training_queue_size',
+            'max_trainers', 'horizon', 'prediction_queue_size', 'training_queue_size',
             'prediction_batch_size'))
         for name in ('agents', 'predictors', 'trainers'):
             value, bound = getattr(self, f'num_{name}'), getattr(self, f'max_{name}')

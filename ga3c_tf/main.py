@@ -11,12 +11,17 @@ from common.launch import entry
 from common.launch import memory_check as mem
 from common.run import devices
 
+# Bindings whose names changed, read as their names today (GA3C's TIME_MAX is the horizon, the
+# word every paper's config uses); common.tools.reproduce reads published runs through it.
+MOVED = {'GA3CConfig.t_max': 'GA3CConfig.horizon'}
+
 
 def configure(gin_files, gin_bindings):
     """Parses, resolves and validates the config; raises ConfigError before anything starts."""
     from common.launch import config as config_lib  # pylint: disable=import-outside-toplevel
     from ga3c_tf import config as ga3c_config  # pylint: disable=import-outside-toplevel
-    app.parse_gin(gin_files, gin_bindings, renamed=config_lib.renamed_bindings('GA3CConfig'))
+    app.parse_gin(gin_files, gin_bindings, renamed=config_lib.renamed_bindings('GA3CConfig'),
+                  moved=MOVED)
     return config_lib.resolve(ga3c_config.GA3CConfig())
 
 
@@ -36,7 +41,7 @@ def load_policy(run_dir, greedy=False):
     from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
     return evaluate.actor_critic_policy(
         run_dir, ga3c_config.GA3CConfig, learner_lib.build_learner, greedy,
-        obsolete=config_lib.renamed_bindings('GA3CConfig'))
+        obsolete=config_lib.renamed_bindings('GA3CConfig'), moved=MOVED)
 
 
 def memory(config):
@@ -51,8 +56,8 @@ def memory(config):
     knob = 'GA3CConfig.max_agents' if config.dynamic_settings else 'GA3CConfig.num_agents'
     return [mem.Need('the TensorFlow process', mem.TF_PROCESS_BYTES),
             mem.Need(f'{agents} agent processes',
-                     agents * (process + mem.EMULATOR_BYTES + (config.t_max + 1) * frame), knob),
-            mem.Need('the training queue', config.training_queue_size * config.t_max * frame,
+                     agents * (process + mem.EMULATOR_BYTES + (config.horizon + 1) * frame), knob),
+            mem.Need('the training queue', config.training_queue_size * config.horizon * frame,
                      'GA3CConfig.training_queue_size')]
 
 

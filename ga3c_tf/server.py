@@ -77,7 +77,7 @@ class GA3CServer:
         if self._pads:
             self._prediction_buckets = buckets.bucket_sizes(config.prediction_batch_size)
             self._training_buckets = buckets.bucket_sizes(buckets.largest_training_batch(
-                config.training_min_batch_size, config.t_max))
+                config.training_min_batch_size, config.horizon))
         self._signature = learner_lib.train_signature(config, padded=self._pads)
         self._closed = False
 
@@ -101,7 +101,7 @@ class GA3CServer:
             target=agent_lib.run_agent, name=f'GA3C-agent-{slot}', daemon=True,
             args=(agent_lib.make_key(generation, slot), requests, replies, self._shm.name,
                   self._observation_array_shape, self._observation_dtype, config.env_config,
-                  next(self._seeds), config.t_max, self.training_queue,
+                  next(self._seeds), config.horizon, self.training_queue,
                   self.episode_queue, stop_event, os.getpid(), AGENT_POLL_SECONDS))
         self.agents[slot] = _AgentHandle(process, stop_event)
         processes.start_process(process)

@@ -21,11 +21,11 @@ def paac_rate(settings, sampler='synchronized', extra=()):
     with pools.make_pool(config.env_config, config.num_envs, seed=0,
                          num_workers=config.num_workers,
                          num_groups=samplers.num_groups(sampler)) as pool:
-        runner = on_policy.OnPolicyUnit(samplers.make_sampler(sampler, pool, config.t_max),
-                                          learner)
-        rate = timing.rate(runner.iterate, config.steps_per_update, settings['seconds'],
+        unit = on_policy.OnPolicyUnit(samplers.make_sampler(sampler, pool, config.horizon),
+                                      learner)
+        rate = timing.rate(unit.iterate, config.steps_per_update, settings['seconds'],
                            settings['warmup_seconds'])
-        phases = runner.take_phase_seconds()
+        phases = unit.take_phase_seconds()
     total = sum(phases.values())
     print('  paac time shares (overlapped phases with the alternating sampler): ' + ', '.join(
         f'{name} {seconds / total:.0%}' for name, seconds in phases.items()))

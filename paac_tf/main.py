@@ -10,13 +10,16 @@ from common.launch import entry
 from common.launch import memory_check as mem
 from paac_tf import paac
 
+# Bindings whose names changed, read as their names today (the paper's tmax is the horizon, the
+# word every paper's config uses); common.tools.reproduce reads published runs through it.
+MOVED = {'PAACConfig.t_max': 'PAACConfig.horizon'}
 RENAMED = {**config_lib.renamed_bindings('PAACConfig'),
            'PAACConfig.alternating_halves': "bind PAACConfig.sampler = 'alternating' instead"}
 
 
 def configure(gin_files, gin_bindings):
     """Parses, resolves and validates the config; raises ConfigError before anything starts."""
-    app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
+    app.parse_gin(gin_files, gin_bindings, renamed=RENAMED, moved=MOVED)
     return config_lib.resolve_sampled_run(paac.PAACConfig())
 
 
@@ -28,7 +31,7 @@ def make_pool(env_config, num_envs, seed, num_workers, num_groups=1):
 def load_policy(run_dir, greedy=False):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
     return evaluate.actor_critic_policy(run_dir, paac.PAACConfig, paac.build_learner, greedy,
-                                        obsolete=RENAMED)
+                                        obsolete=RENAMED, moved=MOVED)
 
 
 def train(config, run_dir):
@@ -38,14 +41,14 @@ def train(config, run_dir):
 
 def memory(config):
     """What a PAAC run holds (common/launch/memory_check.py): the learner's process, nw workers, ne
-    emulators with their observations, and the (t_max + 1) x ne rollout."""
+    emulators with their observations, and the (horizon + 1) x ne rollout."""
     frame = mem.observation_bytes(config.env_config)
     return [mem.Need('the TensorFlow process', mem.TF_PROCESS_BYTES),
             mem.Need(f'{config.num_workers} worker processes',
                      config.num_workers * mem.WORKER_PROCESS_BYTES, 'PAACConfig.num_workers'),
             mem.Need(f'{config.num_envs:,} emulators',
                      config.num_envs * (mem.EMULATOR_BYTES + 2 * frame), 'PAACConfig.num_envs'),
-            mem.Need('the rollout', (config.t_max + 1) * config.num_envs * frame,
+            mem.Need('the rollout', (config.horizon + 1) * config.num_envs * frame,
                      'PAACConfig.num_envs')]
 
 

@@ -1,7 +1,8 @@
 """PAAC (Clemente et al. 2017, Algorithm 1): ne environments stepped by nw worker processes, one
-batched policy/value forward per time step, one update on the ne * t_max batch every t_max steps.
+batched policy/value forward per time step, one update on the ne * horizon batch every horizon
+(the paper's tmax) steps.
 
-PAAC is a composition of shared pieces: the on-policy runner (common/units/on_policy.py) drives a
+PAAC is a composition of shared pieces: the on-policy unit (common/units/on_policy.py) drives a
 sampler (common/units/samplers.py) over a pool of worker processes and the actor-critic learner
 (common/learners/actor_critic.py). What is PAAC's own is its config (section 5.1 and the authors'
 code)."""
@@ -34,7 +35,7 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     # nw worker processes stepping ne/nw environments each; 'auto': as many as this machine has
     # cores for (common.launch.config.resolve_num_workers), ne unchanged
     num_workers: Union[int, str] = 8
-    t_max: int = 5
+    horizon: int = 5                   # tmax (section 5.1)
     total_steps: int = 115_000_000     # Nmax, in agent steps (x4 frames)
     # 'synchronized': all ne step, then one forward (Algorithm 1); 'alternating': Stooke &
     # Abbeel's schedule over two groups of workers, the same actions' distribution and data.
@@ -51,7 +52,7 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     # The loss as the authors' code computes it (alfredvc/paac policy_v_network.py):
     # loss_scale * (mean actor objective + value_loss_coef * mean (R - V)^2). Equations (10)-(11)
     # print the plain means (loss_scale 1, value_loss_coef 1); the code's 5 restores the sum over
-    # the t_max = 5 steps that alpha was tuned for.
+    # the horizon = 5 steps that alpha was tuned for.
     loss_scale: float = 5.0
     value_loss_coef: float = 0.25
     clip_norm: float = 40.0            # global-norm gradient clipping; 0 disables
@@ -75,7 +76,7 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
         super().validate()
         self.validate_rmsprop()
         require = checks.require
-        checks.require_positive_ints(self.owner, self, ('num_envs', 't_max'))
+        checks.require_positive_ints(self.owner, self, ('num_envs', 'horizon'))
         self.require_choice('sampler', samplers.SAMPLERS)
         require(isinstance(self.num_workers, int) and not isinstance(self.num_workers, bool)
                 and self.num_workers > 0,
@@ -108,7 +109,7 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
 
     @property
     def steps_per_update(self):
-        return self.num_envs * self.t_max
+        return self.num_envs * self.horizon
 
     @property
     def initial_learning_rate(self):
@@ -135,7 +136,7 @@ def build_learner(config, strategy=None):
         scale=config.loss_scale)
     spec = actor_critic.observation_spec(config.env_config)
     return actor_critic.ActorCriticLearner(model, optimizer, settings, spec, seed=config.seed,
-                                           horizon=config.t_max, jit_compile=config.jit_compile)
+                                           horizon=config.horizon, jit_compile=config.jit_compile)
 
 
 def train(config, run_dir, make_pool):
@@ -154,4 +155,4 @@ def train(config, run_dir, make_pool):
                                num_workers=config.num_workers // machines,
                                num_groups=config_lib.sampler_groups(config.sampler,
                                                                     config.distribute)),
-        config.sampler, config.t_max, config.num_envs, strategy)
+        config.sampler, config.horizon, config.num_envs, strategy)

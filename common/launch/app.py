@@ -25,7 +25,7 @@ from common.run import run_record
 
 def define_flags():
     """Defines the flags every command takes (--gin_file, --gin_bindings, --run_dir, --verbose)
-    in absl's registry, once; run() calls it, so importing this module defines nothing (a
+    in absl's registry, once; execute() calls it, so importing this module defines nothing (a
     library user's script keeps those names for its own flags)."""
     if 'gin_file' in flags.FLAGS:
         return
@@ -70,13 +70,14 @@ def _search_project_root_first():
         prefixes.insert(0, PROJECT_ROOT)
 
 
-def parse_gin(gin_files, gin_bindings, renamed=None):
+def parse_gin(gin_files, gin_bindings, renamed=None, moved=None):
     """Parses gin files and bindings (after clearing any earlier config) into the global gin
     config, turning gin's exceptions into one-line ConfigErrors.
 
     renamed: {binding name that no longer exists: what to do instead}; a file (or a file it
     includes) or binding that still uses one is refused with that line (gin would only say it
-    does not know the name).
+    does not know the name). moved: {old binding name: its name today}; a file or binding that
+    uses an old name is read as the new one, with a warning line.
     """
     gin.clear_config()
     _search_project_root_first()
@@ -88,23 +89,32 @@ def parse_gin(gin_files, gin_bindings, renamed=None):
         texts += gin_text.check_includes(path, PROJECT_ROOT)
     if renamed:
         _refuse_renamed(texts, renamed)
+    moved = moved or {}
+    for where, text in texts:
+        for old, new in moved.items():
+            if gin_text.binds(text, old):
+                print(f'warning: {old} ({where}) is read as {new}, its name now',
+                      file=sys.stderr)
+    read_bindings = [gin_text.read_moved(binding, moved) for binding in gin_bindings]
     try:
-        gin.parse_config_files_and_bindings(gin_files, gin_bindings, finalize_config=False)
+        with gin_text.files_read_moved(moved):
+            gin.parse_config_files_and_bindings(gin_files, read_bindings, finalize_config=False)
     except (ValueError, SyntaxError, tokenize.TokenError, KeyError, TypeError) as error:
         detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise errors.ConfigError(f'bad gin config {list(gin_files) + list(gin_bindings)}: {detail}')
 
 
-def parse_recorded_config(run_dir, obsolete=()):
-    """Parses a run's operative_config.gin (to rebuild its model for evaluation), leaving out
-    bindings that no longer exist: those named in obsolete (a paper's renamed bindings) and
-    those of configurables this version does not have. A run from an older version stays
-    evaluable; what it trained with is in the file as it was."""
+def parse_recorded_config(run_dir, obsolete=(), moved=None):
+    """Parses a run's operative_config.gin (to rebuild its model for evaluation), reading moved
+    names ({old: new}) as their names today and leaving out bindings that no longer exist: those
+    named in obsolete (a paper's renamed bindings) and those of configurables this version does
+    not have. A run from an older version stays evaluable; what it trained with is in the file
+    as it was."""
     path = os.path.join(run_dir, OPERATIVE_CONFIG_FILE)
     if not os.path.isfile(path):
         raise errors.ConfigError(f'{run_dir!r} has no {OPERATIVE_CONFIG_FILE}')
     with open(path) as f:
-        lines = f.read().splitlines()
+        lines = gin_text.read_moved(f.read(), moved or {}).splitlines()
     kept = [line for line in lines if not any(
         re.match(rf'\s*{re.escape(name)}\s*=', line) for name in obsolete)]
     gin.clear_config()
@@ -118,7 +128,7 @@ def _refuse_renamed(texts, renamed):
     """texts: (where, gin text) of every binding and file read, included ones too."""
     for where, text in texts:
         for old, new in renamed.items():
-            if re.search(rf'(?m)^\s*{re.escape(old)}\s*=', text):
+            if gin_text.binds(text, old):
                 raise errors.ConfigError(f'{old} ({where}) is not a binding: {new}')
 
 
@@ -274,7 +284,7 @@ def _parse_flags(argv):
         fail(str(error))
 
 
-def run(main_fn, takes_args=False):
+def execute(main_fn, takes_args=False):
     """absl.app.run with bad flags, errors.ConfigError, errors.RunError and KeyboardInterrupt
     turned into clean one-line exits. main_fn() gets the positional arguments if takes_args
     (else any is an error) and may return an exit status."""

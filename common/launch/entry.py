@@ -46,7 +46,7 @@ class Paper:
     memory: Optional[Callable] = None
 
 
-def run(paper):
+def launch(paper):
     """configure -> prepare -> cluster -> devices -> run directory -> train, for the flags
     given."""
     config = paper.configure(FLAGS.gin_file, FLAGS.gin_bindings)
@@ -78,8 +78,8 @@ def run(paper):
 
 
 def main(paper):
-    """The entry point: run(paper) under app.run (flags, one-line errors, Ctrl-C)."""
+    """The entry point: launch(paper) under app.execute (flags, one-line errors, Ctrl-C)."""
     cluster.define_flags()
     session_stop.define_flags()
     memory_check.define_flags()
-    app.run(lambda: run(paper))
+    app.execute(lambda: launch(paper))

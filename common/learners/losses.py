@@ -48,8 +48,8 @@ def sequence_returns(rewards, sequence_ends, end_values, gamma):
 
     The sequences are laid out as the rows of [num_sequences, longest] (zeros after each one's
     end) and n_step_returns scans their steps, all rows at once: as many sequential steps as
-    the longest sequence (GA3C's t_max, 5), not one per element of the batch, each element
-    computed by the same operations as a scan over the flat batch."""
+    the longest sequence (GA3C's horizon, its TIME_MAX of 5), not one per element of the batch,
+    each element computed by the same operations as a scan over the flat batch."""
     rewards = tf.convert_to_tensor(rewards)
     ends = tf.cast(sequence_ends, rewards.dtype)
     bootstrapped = rewards + gamma * ends * tf.cast(end_values, rewards.dtype)

@@ -196,7 +196,7 @@ class EnvStepSchedule:
     """A learning-rate schedule over the run's environment steps rather than its updates: the
     optimizer calls it with its update count, which it ignores, and the loop sets the steps
     (set_schedule_steps) before each update, so a run resumed with another batch (num_envs,
-    t_max) continues the schedule where it was. The steps are not checkpointed: the loop sets
+    horizon) continues the schedule where it was. The steps are not checkpointed: the loop sets
     them from its own counters."""
 
     def __init__(self, schedule):

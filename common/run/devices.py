@@ -1,4 +1,4 @@
-"""Which devices a run's processes compute on, set once per run (entry.run -> start_run) and per
+"""Which devices a run's processes compute on, set once per run (entry.launch -> start_run) and per
 child process (child_setup), before TensorFlow makes its devices.
 
 TensorFlow's default breaks every design with more than one TensorFlow process per GPU: each

@@ -1,5 +1,5 @@
 """The two ways a run ends in one line (a bad config before anything starts, or a run that
-cannot go on), and the one-line causes of file errors; app.run turns each into its exit."""
+cannot go on), and the one-line causes of file errors; app.execute turns each into its exit."""
 import re
 
 

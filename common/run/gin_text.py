@@ -1,8 +1,13 @@
-"""Reading gin text: the bindings a run trained with, by name, and the includes of a gin file."""
+"""Reading gin text: the bindings a run trained with, by name, the includes of a gin file, and
+bindings under names that have moved read as their names today."""
 import ast
+import contextlib
 import dataclasses
+import io
 import os
 import re
+
+import gin
 
 from common.run import errors
 
@@ -115,3 +120,36 @@ def check_includes(path, project_root, chain=()):
     for included in _INCLUDE.findall(text):
         texts += check_includes(included, project_root, chain + [(path, key)])
     return texts + [(path, text)]
+
+
+def binds(text, name):
+    """Whether gin text binds name (at the start of a line, as gin reads it)."""
+    return re.search(rf'(?m)^\s*{re.escape(name)}\s*=', text) is not None
+
+
+def read_moved(text, moved):
+    """text with each binding of an old name in moved ({old: new}) made a binding of new."""
+    for old, new in moved.items():
+        text = re.sub(rf'(?m)^(\s*){re.escape(old)}(\s*=)', rf'\g<1>{new}\g<2>', text)
+    return text
+
+
+@contextlib.contextmanager
+def files_read_moved(moved):
+    """While open, gin reads every config file (included ones too) through read_moved: a file
+    that binds a moved name keeps working. gin's API only appends file readers; its list is
+    replaced in place and put back."""
+    readers = gin.config._FILE_READERS  # pylint: disable=protected-access
+    saved = list(readers)
+
+    def read(path):
+        with open(path) as f:
+            text = io.StringIO(read_moved(f.read(), moved))
+        text.name = path  # what gin's errors name
+        return text
+
+    readers[:] = [(read, os.path.isfile)] + [pair for pair in saved if pair[0] is not open]
+    try:
+        yield
+    finally:
+        readers[:] = saved

@@ -164,7 +164,7 @@ class RunLogger:
             total = f'/{format_count(session_end)}' + (f' (run {format_count(end)})' if end
                                                        else '')
             end = session_end
-        # A run's last interval can pass its end (whole rounds or t_max batches): ETA 0 then.
+        # A run's last interval can pass its end (whole rounds or horizon batches): ETA 0 then.
         eta = max(end - steps, 0) / rate if end and rate > 0 else float('nan')
         score = row['score_mean_100']
         score_text = 'n/a' if score is None else f'{score:.1f}'

@@ -1,4 +1,4 @@
-"""A run's operative configs (what gin actually built): written once a session's runner is
+"""A run's operative configs (what gin actually built): written once a session's unit is
 built, and read back on resume so a changed preset cannot change the run's environment."""
 import datetime
 import os

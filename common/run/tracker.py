@@ -119,7 +119,7 @@ class RunTracker:
         return self.env_steps >= self.total_steps or self.stop_reason is not None
 
     def check_session_stop(self):
-        """Ends the session (done) if its --stop_at_* point is reached; the runner asks at
+        """Ends the session (done) if its --stop_at_* point is reached; the run call asks at
         boundaries, where a checkpoint may be taken."""
         if self.session_stop is not None and self.stop_reason is None:
             self.stop_reason = self.session_stop.reason(

@@ -24,7 +24,7 @@ from common.run import errors
 from common.scale import cluster as cluster_lib
 from common.scale.cluster import STRATEGIES
 
-# What the collectives of a multi-worker run raise once a peer worker is gone (its heartbeats
+# What the collectives of a multi-worker run raise once a peer machine is gone (its heartbeats
 # stopped, its channel closed, the group aborted).
 PEER_FAILURES = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
                  tf.errors.CancelledError, tf.errors.AbortedError)
@@ -82,8 +82,9 @@ def strategy_of(distribute_config):
     strategy = make_strategy(distribute_config.strategy, distribute_config.num_replicas)
     devices = ', '.join(strategy.extended.worker_devices)
     if distribute_config.strategy == 'multi_worker':
-        workers, index = worker_count_and_index(strategy)
-        print(f'multi_worker: worker {index} of {workers}, replicas on {devices}', flush=True)
+        num_machines, index = worker_count_and_index(strategy)
+        print(f'multi_worker: machine {index} of {num_machines}, replicas on {devices}',
+              flush=True)
     else:
         print(f'{distribute_config.strategy}: {distribute_config.num_replicas} replicas on '
               f'{devices}', flush=True)

@@ -54,7 +54,7 @@ def _die_with_parent():
 def train(paper, gin_files, gin_bindings, run_dir, steps, tag):
     """Trains run_dir to steps env steps with paper's entry point in a process of its own (its
     own session, so a Ctrl-C reaches it once, through here), each output line prefixed with tag;
-    returns its exit status. KeyboardInterrupt (app.run's Ctrl-C or SIGTERM) is passed to the
+    returns its exit status. KeyboardInterrupt (app.execute's Ctrl-C or SIGTERM) is passed to the
     child, which saves a checkpoint, and raised again once it has ended."""
     command = [sys.executable, '-m', f'{paper}{registry.SUFFIX}.main']
     command += [f'--gin_file={path}' for path in gin_files]

@@ -1,11 +1,13 @@
-"""Asynchronous sampler-learner units, each in its own process, updating one central parameter
-store (Stooke & Abbeel 2018, section 5.1: every unit computes its gradient locally, applies the
-update rule to the central parameters under per-chunk locks and goes on sampling with the result;
-the optimizer statistics are central too, as in Mnih et al. 2016). A3C and APPO are this with
-different units. The main process only counts, logs and checkpoints.
+"""Asynchronous actor-learners (Mnih et al. 2016's word), each in its own learner process,
+updating one central parameter store (Stooke & Abbeel 2018, section 5.1: every actor-learner
+computes its gradient locally, applies the update rule to the central parameters under per-chunk
+locks and goes on sampling with the result; the optimizer statistics are central too, as in Mnih
+et al. 2016). A3C and APPO are this with different actor-learners. The main process only counts,
+logs and checkpoints, as the run call's unit (AsyncUnit).
 
-A unit comes from open_unit(config, store, seed, index), a picklable callable returning a context
-manager (it owns the unit's environment pool) whose value has iterate() -> (env_steps, episodes,
+An actor-learner comes from open_actor_learner(config, store, seed, index), a picklable callable
+returning a context manager (it owns the actor-learner's environment pool) whose value has
+iterate() -> (env_steps, episodes,
 stats): one sampling-and-update round, episodes as (score, length) pairs, stats a dict of floats
 holding at least 'updates' (central updates applied) and 'policy_lag'.
 """
@@ -29,7 +31,7 @@ from common.units import parameter_store
 
 POLL_SECONDS = 0.5
 REPORT_WAIT_SECONDS = 0.1
-JOIN_SECONDS = 30.0  # one iteration of a PPO unit on a busy CPU takes seconds
+JOIN_SECONDS = 30.0  # one iteration of a PPO actor-learner on a busy CPU takes seconds
 TERMINATE_SECONDS = 10.0  # then SIGTERM: the learner closes its pool and exits, or is killed
 
 
@@ -48,9 +50,9 @@ def assign_flat(variables, flat):
         start += size
 
 
-def _learner_main(index, open_unit, config, handle, seed, reports, stop_event, parent_pid,
+def _learner_main(index, open_actor_learner, config, handle, seed, reports, stop_event, parent_pid,
                   segment_prefix, gpu_memory_limit_mb=None):
-    """A learner process: runs its unit until stop_event; a failure is reported in one line
+    """A learner process: runs its actor-learner until stop_event; a failure is reported in one line
     (then exit status 1) for the main process to end the run with. Its shared memory (its
     pool's) is named under segment_prefix, for the main process to remove if it dies. It sees
     the GPU LearnerProcesses gave it, bounded to gpu_memory_limit_mb where it shares it."""
@@ -62,9 +64,9 @@ def _learner_main(index, open_unit, config, handle, seed, reports, stop_event, p
     devices.limit_gpu_memory(gpu_memory_limit_mb)  # before any op
     store = parameter_store.ParameterStore.attach(handle)
     try:
-        with open_unit(config, store, seed, index) as unit:
+        with open_actor_learner(config, store, seed, index) as actor_learner:
             while not stop_event.is_set():
-                reports.put((index,) + tuple(unit.iterate()))
+                reports.put((index,) + tuple(actor_learner.iterate()))
     except Exception as error:  # pylint: disable=broad-except
         lines = str(error).strip().splitlines()
         reports.put((index, None, f'{type(error).__name__}: {lines[0] if lines else ""}', None))
@@ -76,16 +78,16 @@ def _learner_main(index, open_unit, config, handle, seed, reports, stop_event, p
 
 
 class LearnerProcesses:
-    """num_learners processes running open_unit's units on the store of handle; close() (or
-    leaving the with block) stops and ends them all. A learner that fails or dies ends the run
-    (on_death 'stop'), or is left out with a message while others remain ('continue'; the
-    store frees the locks it held: common/units/parameter_store.py). The shared memory a learner
-    created is removed here once it has exited: a SIGKILLed learner removes nothing. Learner i
-    computes on GPU i where there are as many GPUs as learners (section 4.3: a learner per
-    device), else GPUs are shared, shared_gpu_memory_mb each (devices.learner_gpus); on the CPU
-    on a machine without GPUs."""
+    """num_learners processes running open_actor_learner's actor-learners on the store of
+    handle; close() (or leaving the with block) stops and ends them all. A learner that fails or
+    dies ends the run (on_death 'stop'), or is left out with a message while others remain
+    ('continue'; the store frees the locks it held: common/units/parameter_store.py). The
+    shared memory a learner created is removed here once it has exited: a SIGKILLed learner
+    removes nothing. Learner i computes on GPU i where there are as many GPUs as learners
+    (section 4.3: a learner per device), else GPUs are shared, shared_gpu_memory_mb each
+    (devices.learner_gpus); on the CPU on a machine without GPUs."""
 
-    def __init__(self, open_unit, config, handle, num_learners, seed, on_death='stop',
+    def __init__(self, open_actor_learner, config, handle, num_learners, seed, on_death='stop',
                  shared_gpu_memory_mb=devices.SHARED_GPU_MEMORY_MB):
         if on_death not in ON_LEARNER_DEATH:
             raise ValueError(f'on_death={on_death!r}; allowed: {", ".join(ON_LEARNER_DEATH)}')
@@ -105,7 +107,7 @@ class LearnerProcesses:
                 # Not daemonic: each learner starts its own environment worker processes.
                 process = context.Process(
                     target=_learner_main, name=f'learner-{index}', daemon=False,
-                    args=(index, open_unit, config, handle, seed + 1_000_003 * index,
+                    args=(index, open_actor_learner, config, handle, seed + 1_000_003 * index,
                           self.reports, self.stop_event, os.getpid(), self._prefixes[-1],
                           gpus[index].memory_limit_mb))
                 processes.start_process(process, gpus=gpus[index].visible)
@@ -238,12 +240,13 @@ class _Session:
                 self.store.close()
 
 
-def train(config, run_dir, model, open_unit, num_learners, num_chunks, slot_initial_values,
+def train(config, run_dir, model, open_actor_learner, num_learners, num_chunks, slot_initial_values,
           stat_names, on_learner_death='stop',
           shared_gpu_memory_mb=devices.SHARED_GPU_MEMORY_MB):
-    """Runs num_learners units of open_unit on a central store of model's parameters (and the
-    slots of slot_initial_values) until config.total_steps (RunConfig fields), logging the mean
-    of each of stat_names over the units' reports, resuming from run_dir's checkpoint.
+    """Runs num_learners actor-learners of open_actor_learner on a central store of model's
+    parameters (and the slots of slot_initial_values) until config.total_steps (RunConfig
+    fields), logging the mean of each of stat_names over the actor-learners' reports, resuming
+    from run_dir's checkpoint.
     on_learner_death, shared_gpu_memory_mb: LearnerProcesses'. This process needs no GPU: its
     entry point hides them (devices.Placement with learners)."""
     variables = model.trainable_variables
@@ -256,7 +259,7 @@ def train(config, run_dir, model, open_unit, num_learners, num_chunks, slot_init
         store = create_store(variables, state, num_chunks)
         try:
             # A resumed run continues with fresh environments, seeded apart from the first.
-            learners = LearnerProcesses(open_unit, config, store.handle, num_learners,
+            learners = LearnerProcesses(open_actor_learner, config, store.handle, num_learners,
                                         seed=config.seed + tracker.env_steps,
                                         on_death=on_learner_death,
                                         shared_gpu_memory_mb=shared_gpu_memory_mb)

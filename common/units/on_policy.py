@@ -19,7 +19,7 @@ PHASE_COLUMNS = ('env_share', 'act_share', 'learn_share')
 
 class OnPolicyUnit(runner.Unit):
     """iterate() is one rollout of every environment by the sampler, then one call of the
-    learner's train_on_rollout (PAAC's Algorithm 1, lines 4-11 then 12-19); as the runner's
+    learner's train_on_rollout (PAAC's Algorithm 1, lines 4-11 then 12-19); as the run call's
     unit, rows show where the time went (env, act, learn shares) and the update statistics."""
 
     def __init__(self, sampler, learner, steps_per_update=None):

@@ -106,7 +106,7 @@ def test_two_workers_write_one_run_directory_and_resume_from_the_chief(tmp_path)
     outputs = _finish(workers)
     for worker, (_, stderr) in zip(workers, outputs):
         assert worker.returncode == 0, stderr[-3000:]
-    assert 'multi_worker: worker 0 of 2' in outputs[0][0], outputs[0][0]
+    assert 'multi_worker: machine 0 of 2' in outputs[0][0], outputs[0][0]
     assert 'the chief (localhost:' in outputs[1][0] and 'writes the run directory' in \
         outputs[1][0], outputs[1][0]
     run_dir = tmp_path / 'run'
@@ -123,7 +123,7 @@ def test_two_workers_write_one_run_directory_and_resume_from_the_chief(tmp_path)
     for worker, (_, stderr) in zip(workers, outputs):
         assert worker.returncode == 0, stderr[-3000:]
     assert 'at step 320' in outputs[0][0], outputs[0][0]
-    assert "worker 1 of 2: starting at step 320 with the chief's parameters" in outputs[1][0], \
+    assert "machine 1 of 2: starting at step 320 with the chief's parameters" in outputs[1][0], \
         outputs[1][0]
     rows = _metrics(tmp_path)
     assert int(rows[-1]['env_steps']) == 640 and int(rows[-1]['updates']) == 20
@@ -170,7 +170,7 @@ def test_a_killed_worker_ends_the_chiefs_run_with_a_checkpoint_and_one_line(tmp_
     assert workers[0].returncode == 1, stderr[-3000:]
     error_lines = [line for line in stderr.splitlines() if line.startswith('error:')]
     assert len(error_lines) == 1, stderr[-3000:]
-    assert 'a peer worker of this multi-worker run is gone' in error_lines[0], error_lines[0]
+    assert 'a peer machine of this multi-worker run is gone' in error_lines[0], error_lines[0]
     assert 'saved' in error_lines[0] and 'rerun the same command' in error_lines[0], error_lines[0]
     assert any(name.endswith('.index') for name in os.listdir(tmp_path / 'run' / 'checkpoints'))
     assert process_tree.wait_for(lambda: not process_tree.alive(trees[0] + trees[1]), 10)

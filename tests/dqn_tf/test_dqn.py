@@ -126,16 +126,16 @@ def test_train_steps_on_a_stack_equals_one_train_step_per_minibatch():
 def test_train_prefetched_groups_minibatches_into_calls(minibatches_per_call, expected_calls):
     config = _cartpole_config(minibatches_per_call=minibatches_per_call)
     learner = dqn.build_learner(config)
-    with dqn.FastDQN(config, learner, seed=0) as runner:
-        runner.prepopulate(200)
+    with dqn.FastDQN(config, learner, seed=0) as fast_dqn:
+        fast_dqn.prepopulate(200)
         calls = []
-        train_on_stack = runner.train_on_stack
-        runner.train_on_stack = lambda group: (calls.append(len(group.actions)),
+        train_on_stack = fast_dqn.train_on_stack
+        fast_dqn.train_on_stack = lambda group: (calls.append(len(group.actions)),
                                                train_on_stack(group))
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as prefetcher:
-            trainer_lib.train_prefetched(runner, 7, prefetcher)
+            trainer_lib.train_prefetched(fast_dqn, 7, prefetcher)
         assert len(calls) == expected_calls and sum(calls) == 7
-        assert runner.minibatches == 7 and int(learner.optimizer.iterations.numpy()) == 7
+        assert fast_dqn.minibatches == 7 and int(learner.optimizer.iterations.numpy()) == 7
     assert learner.train_steps.experimental_get_tracing_count() == 1
 
 
@@ -152,16 +152,16 @@ def test_modes_train_c_over_f_minibatches_per_period_and_act_with_the_right_netw
     config = _cartpole_config(concurrent=concurrent, synchronized=synchronized, num_samplers=4,
                               target_period=200)
     learner = dqn.build_learner(config)
-    with dqn.FastDQN(config, learner, seed=0) as runner:
-        runner.prepopulate(200)
-        assert len(runner.replay) == 200 and runner.minibatches == 0
-        assert runner.act_fn is (learner.target_greedy if concurrent else learner.online_greedy)
-        step = runner.run_period(0, 200)
-        assert step == 200 and runner.minibatches == 200 // 4
+    with dqn.FastDQN(config, learner, seed=0) as fast_dqn:
+        fast_dqn.prepopulate(200)
+        assert len(fast_dqn.replay) == 200 and fast_dqn.minibatches == 0
+        assert fast_dqn.act_fn is (learner.target_greedy if concurrent else learner.online_greedy)
+        step = fast_dqn.run_period(0, 200)
+        assert step == 200 and fast_dqn.minibatches == 200 // 4
         # Concurrent training holds a period's steps back until the threads synchronize.
-        assert len(runner.replay) == (200 if concurrent else 400)
-        runner.run_period(step, 200)
-        assert runner.minibatches == 100 and len(runner.replay) == (400 if concurrent else 600)
+        assert len(fast_dqn.replay) == (200 if concurrent else 400)
+        fast_dqn.run_period(step, 200)
+        assert fast_dqn.minibatches == 100 and len(fast_dqn.replay) == (400 if concurrent else 600)
     assert not [thread for thread in threading.enumerate() if thread.name.startswith('dqn-')]
     assert learner.train_step.experimental_get_tracing_count() == 1
 
@@ -171,12 +171,12 @@ def test_replayed_transitions_follow_cartpole_dynamics(concurrent, synchronized)
     """s' of every sampled non-terminal transition is CartPole's Euler step from s under a."""
     config = _cartpole_config(concurrent=concurrent, synchronized=synchronized)
     learner = dqn.build_learner(config)
-    with dqn.FastDQN(config, learner, seed=0) as runner:
-        runner.prepopulate(200)
+    with dqn.FastDQN(config, learner, seed=0) as fast_dqn:
+        fast_dqn.prepopulate(200)
         step = 0
         for _ in range(3):
-            step = runner.run_period(step, 200)
-        batch = runner.replay.sample(1000)
+            step = fast_dqn.run_period(step, 200)
+        batch = fast_dqn.replay.sample(1000)
     alive = batch.terminals == 0
     assert 0.8 < alive.mean() < 1.0
     observations, next_observations = batch.observations[alive], batch.next_observations[alive]
@@ -195,11 +195,11 @@ def _weights_after_training(concurrent, synchronized, seed):
     config = _cartpole_config(concurrent=concurrent, synchronized=synchronized, num_samplers=4,
                               seed=seed, total_steps=3000, target_period=400)
     learner = dqn.build_learner(config)
-    with dqn.FastDQN(config, learner, seed=seed) as runner:
-        runner.prepopulate(config.prepopulate_steps)
+    with dqn.FastDQN(config, learner, seed=seed) as fast_dqn:
+        fast_dqn.prepopulate(config.prepopulate_steps)
         step = 0
         while step < config.total_steps:
-            step = runner.run_period(step, config.target_period)
+            step = fast_dqn.run_period(step, config.target_period)
     return [variable.numpy() for variable in learner.online.variables]
 
 
@@ -244,9 +244,9 @@ def test_a_failing_actor_stops_the_run_and_every_thread(monkeypatch):
     monkeypatch.setattr(gym_envs.GymConfig, 'make', lambda self, seed: _FailingEnv(150))
     learner = dqn.build_learner(config)
     with pytest.raises(RuntimeError, match='failed') as raised:
-        with dqn.FastDQN(config, learner, seed=0) as runner:
-            runner.prepopulate(200)
-            runner.run_period(0, 200)
+        with dqn.FastDQN(config, learner, seed=0) as fast_dqn:
+            fast_dqn.prepopulate(200)
+            fast_dqn.run_period(0, 200)
     assert 'emulator crashed' in repr(raised.value.__cause__)
     assert not [thread for thread in threading.enumerate() if thread.name.startswith('dqn-')]
 
@@ -274,13 +274,13 @@ def test_actors_yield_the_cpu_to_the_learner_only_when_it_trains_concurrently(co
     config = _cartpole_config(concurrent=concurrent, acting_nice=7)
     learner = dqn.build_learner(config)
     own = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    with dqn.FastDQN(config, learner, seed=0) as runner:
-        runner.prepopulate(200)  # every actor has run by now
-        runner.run_period(0, 200)
-        actors = {os.getpriority(os.PRIO_PROCESS, actor.native_id) for actor in runner.actors}
+    with dqn.FastDQN(config, learner, seed=0) as fast_dqn:
+        fast_dqn.prepopulate(200)  # every actor has run by now
+        fast_dqn.run_period(0, 200)
+        actors = {os.getpriority(os.PRIO_PROCESS, actor.native_id) for actor in fast_dqn.actors}
         assert actors == {min(19, own + 7) if concurrent else own}
         if concurrent:
-            assert os.getpriority(os.PRIO_PROCESS, runner.trainer.native_id) == own
+            assert os.getpriority(os.PRIO_PROCESS, fast_dqn.trainer.native_id) == own
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == own
 
 
@@ -316,11 +316,11 @@ def test_dqn_learns_cartpole():
     learner = dqn.build_learner(config)
     greedy = evaluate.epsilon_greedy_policy(learner, 0.0, seed=0)
     scores = []
-    with dqn.FastDQN(config, learner, seed=config.seed) as runner:
-        runner.prepopulate(config.prepopulate_steps)
+    with dqn.FastDQN(config, learner, seed=config.seed) as fast_dqn:
+        fast_dqn.prepopulate(config.prepopulate_steps)
         step = 0
         while step < config.total_steps and max(scores, default=0) < 400:
-            step = runner.run_period(step, config.target_period)
+            step = fast_dqn.run_period(step, config.target_period)
             if step >= 5000 and step % 1000 == 0:
                 scores.append(evaluate.run_episodes(
                     gym_envs.GymConfig('CartPole-v1'), greedy, 20, seed=step).mean())

@@ -51,7 +51,7 @@ def test_bucket_sizes_are_powers_of_two_then_the_largest():
         buckets.bucket_of(6, (1, 2, 4, 5))
     with pytest.raises(ValueError, match='largest=0'):
         buckets.bucket_sizes(0)
-    # Items of at most t_max = 5 merged while fewer than 32 rows: 31 + 5.
+    # Items of at most horizon = 5 merged while fewer than 32 rows: 31 + 5.
     assert buckets.largest_training_batch(32, 5) == 36
     assert buckets.largest_training_batch(0, 5) == 5  # one item per batch
 
@@ -153,7 +153,7 @@ def test_predictions_are_made_on_bucket_shapes_and_handed_back_without_the_paddi
 def test_a_padded_server_trains_on_bucket_shapes(monkeypatch, trainer_input, process_tree):
     """An agent's experience through the padding batcher and the padded update: every update
     is on a bucket's shape, the samples counted are the real ones."""
-    config = _config(pad_batches='always', training_min_batch_size=7, t_max=5,
+    config = _config(pad_batches='always', training_min_batch_size=7, horizon=5,
                      trainer_input=trainer_input)
     learner = learner_lib.build_learner(config)
     shapes, counted = [], []

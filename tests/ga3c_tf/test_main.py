@@ -53,7 +53,7 @@ def test_presets_hold_the_original_code_and_paper_values():
     original = ga3c_main.configure([os.path.join(root, 'gin/ga3c/original_code.gin')],
                                    ["AtariConfig.game = 'pong'"])
     assert (original.num_agents, original.num_predictors, original.num_trainers) == (32, 2, 2)
-    assert (original.t_max, original.gamma, original.prediction_batch_size) == (5, 0.99, 128)
+    assert (original.horizon, original.gamma, original.prediction_batch_size) == (5, 0.99, 128)
     assert (original.prediction_queue_size, original.training_queue_size) == (100, 100)
     assert (original.learning_rate, original.final_learning_rate) == (3e-4, 3e-4)
     assert (original.entropy_coef, original.log_epsilon, original.clip_norm) == (0.01, 1e-6, 0)

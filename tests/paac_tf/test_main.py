@@ -42,7 +42,7 @@ def _flags(bindings, gin_file='gin/paac/paper.gin'):
 
 def test_presets_parse_and_hold_the_papers_values():
     config = paac_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/paac/pong.gin')], [])
-    assert (config.num_envs, config.num_workers, config.t_max) == (32, 8, 5)
+    assert (config.num_envs, config.num_workers, config.horizon) == (32, 8, 5)
     assert config.learning_rate == pytest.approx(0.0007 * 32)
     assert (config.entropy_coef, config.clip_norm, config.gamma) == (0.01, 40.0, 0.99)
     assert (config.rmsprop_decay, config.rmsprop_epsilon) == (0.99, 0.1)
@@ -60,9 +60,17 @@ def test_presets_parse_and_hold_the_papers_values():
     assert (config.env_config.resize, original.env_config.resize) == ('area', 'nearest')
 
 
+def test_the_papers_old_name_t_max_is_read_as_horizon():
+    """PAACConfig.t_max, the paper's tmax, became horizon (the word every config uses); a user's
+    binding of the old name keeps working."""
+    config = paac_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/paac/pong.gin')],
+                                 ['PAACConfig.t_max = 7'])
+    assert config.horizon == 7
+
+
 @pytest.mark.parametrize('binding, named', [
     ('PAACConfig.num_envs = 0', 'num_envs'),
-    ('PAACConfig.t_max = 0', 't_max'),
+    ('PAACConfig.horizon = 0', 'horizon'),
     ("AtariConfig.game = 'pongg'", 'pongg'),
     ('PAACConfig.num_envz = 3', 'num_envz'),
     ('RMSProp.epsilon = 0.5', 'bind PAACConfig.rmsprop_epsilon instead'),
@@ -176,7 +184,7 @@ def test_pong_runs_through_worker_processes_and_leaves_nothing_behind(tmp_path, 
             [sys.executable, '-m', 'paac_tf.main'] + _flags(
                 ["AtariConfig.game = 'pong'", 'PAACConfig.num_envs = 4',
                  'PAACConfig.num_workers = 2', 'PAACConfig.total_steps = 60',
-                 'PAACConfig.t_max = 5']) + ['--run_dir=run'],
+                 'PAACConfig.horizon = 5']) + ['--run_dir=run'],
             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
         workers = set()
         deadline = time.monotonic() + 240

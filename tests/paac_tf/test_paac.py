@@ -21,7 +21,7 @@ from paac_tf import paac
 
 def _cartpole_config(**overrides):
     values = dict(env_config=gym_envs.GymConfig('CartPole-v1'), num_envs=4, num_workers=1,
-                  t_max=5, total_steps=10_000, network='mlp', learning_rate=0.01,
+                  horizon=5, total_steps=10_000, network='mlp', learning_rate=0.01,
                   clip_norm=40.0, seed=3)
     values.update(overrides)
     config = paac.PAACConfig(**values)
@@ -87,14 +87,14 @@ def _original_code_update(model, observations, actions, rewards, terminals, lear
     numpy, loss = 5 * (mean(-(log(pi(a) + 1e-30) * A + beta * H)) + mean(0.25 * (R - V)^2)),
     global-norm clipping, then TF1 RMSProp from mean squares of ones, epsilon 0.1 inside the
     sqrt. Returns the weights after the update."""
-    t_max, num_envs = actions.shape
-    _, bootstrap = model(observations[t_max])
-    returns = np.zeros((t_max, num_envs), np.float32)
+    horizon, num_envs = actions.shape
+    _, bootstrap = model(observations[horizon])
+    returns = np.zeros((horizon, num_envs), np.float32)
     running = bootstrap.numpy()
-    for step in reversed(range(t_max)):
+    for step in reversed(range(horizon)):
         running = rewards[step] + gamma * running * (1.0 - terminals[step])
         returns[step] = running
-    flat_observations = observations[:t_max].reshape((-1,) + observations.shape[2:])
+    flat_observations = observations[:horizon].reshape((-1,) + observations.shape[2:])
     flat_returns, flat_actions = returns.reshape(-1), actions.reshape(-1)
     variables = model.trainable_variables
     with tf.GradientTape() as tape:
@@ -123,7 +123,7 @@ def test_one_update_moves_the_weights_as_the_original_codes_update_does(clip_nor
     """The cause of the flat Pong curves (issue: no paper learned Atari): the printed means
     (loss scale 1, critic coefficient 1) gave the policy 5x smaller steps than the code that
     produced the paper's scores. The defaults must reproduce that code's update exactly."""
-    config = _cartpole_config(num_envs=3, t_max=4, learning_rate=0.05, entropy_coef=0.02,
+    config = _cartpole_config(num_envs=3, horizon=4, learning_rate=0.05, entropy_coef=0.02,
                               gamma=0.9, clip_norm=clip_norm, total_steps=10**9)
     learner = paac.build_learner(config)
     rng = np.random.default_rng(7)
@@ -162,7 +162,7 @@ def test_iterate_collects_a_rollout_updates_once_and_carries_the_last_observatio
     config = _cartpole_config()
     learner = paac.build_learner(config)
     with pools.SerialPool(config.env_config, config.num_envs, seed=0) as pool:
-        sampler = samplers.make_sampler('synchronized', pool, config.t_max)
+        sampler = samplers.make_sampler('synchronized', pool, config.horizon)
         runner = on_policy.OnPolicyUnit(sampler, learner)
         runner.iterate()
         rollout = runner.sampler.rollout
@@ -179,8 +179,8 @@ def test_iterate_collects_a_rollout_updates_once_and_carries_the_last_observatio
 def test_invalid_values_are_named():
     with pytest.raises(errors.ConfigError, match='num_envs'):
         _cartpole_config(num_envs=0)
-    with pytest.raises(errors.ConfigError, match='t_max'):
-        _cartpole_config(t_max=-1)
+    with pytest.raises(errors.ConfigError, match='horizon'):
+        _cartpole_config(horizon=-1)
     with pytest.raises(errors.ConfigError, match='divisible'):
         _cartpole_config(num_envs=6, num_workers=4)
     with pytest.raises(errors.ConfigError, match="'resnet'"):
@@ -189,7 +189,7 @@ def test_invalid_values_are_named():
 
 def test_paac_learns_cartpole(tmp_path):
     """Mean return >= 400 over 20 evaluation episodes within a fixed step budget."""
-    config = _cartpole_config(num_envs=16, num_workers=1, t_max=5, total_steps=150_000,
+    config = _cartpole_config(num_envs=16, num_workers=1, horizon=5, total_steps=150_000,
                               learning_rate=0.1, entropy_coef=0.01, value_loss_coef=0.5,
                               clip_norm=3.0, log_every_seconds=30.0, seed=1)
 
@@ -217,7 +217,7 @@ def test_auto_workers_are_resolved_once_into_a_copy_that_records_what_was_asked(
     """resolve() sets num_workers 'auto' and the unset distribute in a copy; validate() changes
     nothing and refuses an unresolved 'auto'; run.json's session records asked and resolved."""
     asked = paac.PAACConfig(env_config=gym_envs.GymConfig('CartPole-v1'), num_envs=6,
-                            num_workers='auto', t_max=5, total_steps=1000, network='mlp')
+                            num_workers='auto', horizon=5, total_steps=1000, network='mlp')
     with pytest.raises(errors.ConfigError, match="num_workers must be a positive integer or "
                                                  "'auto' .*got 'auto'"):
         asked.validate()

@@ -60,6 +60,27 @@ def test_a_renamed_binding_in_an_included_file_is_named_with_its_file(tmp_path):
     with pytest.raises(errors.ConfigError, match=r"Old.x \(--gin_bindings='Old.x = 2'\)"):
         app.parse_gin([], ['Old.x = 2'], renamed={'Old.x': 'bind New.x instead'})
 
+def test_a_moved_binding_is_read_as_its_new_name_with_a_warning(tmp_path, capsys):
+    """An old name keeps working, in a file, a file it includes and a binding; the warning
+    names where it was; a run records the new name."""
+    inner = tmp_path / 'inner.gin'
+    inner.write_text('_toy.old_size = 3\n')
+    outer = tmp_path / 'outer.gin'
+    outer.write_text(f"include '{inner}'\n")
+    moved = {'_toy.old_size': '_toy.size'}
+    try:
+        app.parse_gin([str(outer)], [], moved=moved)
+        assert _toy() == (3, 'a')
+        assert f'_toy.old_size ({inner}) is read as _toy.size' in capsys.readouterr().err
+        app.parse_gin([], ['_toy.old_size = 4'], moved=moved)
+        assert _toy() == (4, 'a')
+        assert '_toy.size = 4' in gin.operative_config_str()
+    finally:
+        gin.clear_config()
+    with pytest.raises(errors.ConfigError, match='old_size'):
+        app.parse_gin([], ['_toy.old_size = 4'])
+
+
 def test_missing_gin_file_names_the_path(tmp_path):
     missing = str(tmp_path / 'nope.gin')
     with pytest.raises(errors.ConfigError, match='nope.gin'):
@@ -135,7 +156,7 @@ def main():
             f.write('saved')
         raise
 
-app.run(main)
+app.execute(main)
 """
 
 
@@ -254,7 +275,7 @@ def main():
     except KeyboardInterrupt as interrupt:
         raise SystemError('__array__ returned a result with an exception set') from interrupt
 
-app.run(main)
+app.execute(main)
 """
 
 

@@ -13,22 +13,22 @@ from common.learners import optim
 SPEC = tf.TensorSpec((None, 4), tf.float32)
 
 
-def _learner(t_max=3, seed=0, **settings):
+def _learner(horizon=3, seed=0, **settings):
     model = networks.make_actor_critic(3, (4,), np.float32, network='mlp',
                                        torso_kwargs={'hidden_sizes': (8,)})
     values = dict(gamma=0.9, entropy_coef=0.01, value_loss_coef=0.5)
     values.update(settings)
     return actor_critic.ActorCriticLearner(
         model, optim.RMSProp(0.01), actor_critic.LossSettings(**values), SPEC, seed=seed,
-        horizon=t_max)
+        horizon=horizon)
 
 
-def _rollout(seed, t_max=3, num_envs=2):
+def _rollout(seed, horizon=3, num_envs=2):
     rng = np.random.default_rng(seed)
-    return (rng.normal(size=(t_max + 1, num_envs, 4)).astype(np.float32),
-            rng.integers(0, 3, size=(t_max, num_envs)).astype(np.int32),
-            rng.normal(size=(t_max, num_envs)).astype(np.float32),
-            np.float32(rng.random((t_max, num_envs)) < 0.3))
+    return (rng.normal(size=(horizon + 1, num_envs, 4)).astype(np.float32),
+            rng.integers(0, 3, size=(horizon, num_envs)).astype(np.int32),
+            rng.normal(size=(horizon, num_envs)).astype(np.float32),
+            np.float32(rng.random((horizon, num_envs)) < 0.3))
 
 
 def test_rollout_targets_are_n_step_returns_or_gae_as_tf_agents_computes_them():

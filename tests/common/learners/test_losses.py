@@ -124,7 +124,7 @@ def test_sequence_returns_equal_the_flat_scan_bit_for_bit(lengths, open_tail):
 
 
 def test_sequence_returns_scan_as_many_steps_as_the_longest_sequence(monkeypatch):
-    """GA3C's batch of 8 agents' sequences (t_max 5): n_step_returns scans 5 steps of 9 rows
+    """GA3C's batch of 8 agents' sequences (horizon 5): n_step_returns scans 5 steps of 9 rows
     (8 sequences and the empty one after the last end), not 34 steps of one."""
     shapes = []
     n_step_returns = losses.n_step_returns

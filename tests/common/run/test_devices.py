@@ -342,13 +342,13 @@ def test_the_entry_point_sets_the_devices_up_before_the_run_directory(monkeypatc
     paper = entry.Paper('probe', lambda files, bindings: config,
                         lambda config_, run_dir: trained.append(run_dir), lambda config_: {},
                         compute=lambda config_: devices.Placement(learners=2))
-    entry.run(paper)
+    entry.launch(paper)
     assert fake.hidden_calls == [([], 'GPU')] and trained == [str(tmp_path)]
     assert capsys.readouterr().out.startswith('compute: 2 learner processes sharing GPU:0')
     config.distribute = DistributeConfig('mirrored', 2)
     fake.visible = list(fake.gpus)  # a main process that computes sees its GPU
     with pytest.raises(errors.ConfigError, match='num_replicas=2'):
-        entry.run(entry.Paper('probe', lambda files, bindings: config, trained.append,
+        entry.launch(entry.Paper('probe', lambda files, bindings: config, trained.append,
                               lambda config_: {}))
     assert len(started) == 1 and len(trained) == 1
 

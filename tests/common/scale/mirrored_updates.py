@@ -95,7 +95,7 @@ def _dqn(importance_weighted=False, jit_compile=False):
 def _paac():
     return paac.build_learner(paac.PAACConfig(
         env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', num_envs=N, num_workers=2,
-        t_max=T, learning_rate=0.01, total_steps=1000))
+        horizon=T, learning_rate=0.01, total_steps=1000))
 
 
 def _compare(name, build, model_of, train_of, split_axes, signature, data_of, gather=False):

@@ -1,6 +1,6 @@
 """The asynchronous learners' plumbing: flat parameter vectors round-trip through a model's
-variables, a learner process that does not stop in time is ended with its unit closed (its
-environment pool would otherwise be left to the orphan watchdogs), and the main process removes
+variables, a learner process that does not stop in time is ended with its actor-learner closed
+(its environment pool would otherwise be left to the orphan watchdogs), and the main process removes
 the shared memory of a learner that died."""
 import os
 import subprocess
@@ -27,14 +27,15 @@ def test_flat_values_and_assign_flat_round_trip():
     np.testing.assert_array_equal(variables[2].numpy(), [[14, 16], [18, 20]])
 
 
-# Spawned learners import open_unit by name (not from __main__), so it lives in a module.
-SLOW_UNIT_MODULE = textwrap.dedent('''
+# Spawned learners import open_actor_learner by name (not from __main__), so it lives in a module.
+SLOW_ACTOR_LEARNER_MODULE = textwrap.dedent('''
     import os
     import time
 
 
-    class SlowUnit:
-        """A unit whose second round takes far longer than the main process waits for it."""
+    class SlowActorLearner:
+        """An actor-learner whose second round takes far longer than the main process waits
+        for it."""
 
         def __init__(self):
             self.reported = False
@@ -43,7 +44,7 @@ SLOW_UNIT_MODULE = textwrap.dedent('''
             return self
 
         def __exit__(self, *exc_info):
-            with open(os.environ['SLOW_UNIT_MARKER'], 'w') as marker:
+            with open(os.environ['SLOW_ACTOR_LEARNER_MARKER'], 'w') as marker:
                 marker.write('closed')
 
         def iterate(self):
@@ -53,8 +54,8 @@ SLOW_UNIT_MODULE = textwrap.dedent('''
             return 1, [], {'updates': 0.0, 'policy_lag': 0.0}
 
 
-    def open_slow_unit(config, store, seed, index):
-        return SlowUnit()
+    def open_slow_actor_learner(config, store, seed, index):
+        return SlowActorLearner()
 ''')
 
 SLOW_LEARNER_SCRIPT = textwrap.dedent('''
@@ -62,12 +63,12 @@ SLOW_LEARNER_SCRIPT = textwrap.dedent('''
 
     from common.units import async_learners
     from common.units import parameter_store
-    from slow_unit import open_slow_unit
+    from slow_actor_learner import open_slow_actor_learner
 
     async_learners.JOIN_SECONDS = 1.0
     store = parameter_store.ParameterStore.create(4)
     try:
-        learners = async_learners.LearnerProcesses(open_slow_unit, None, store.handle,
+        learners = async_learners.LearnerProcesses(open_slow_actor_learner, None, store.handle,
                                                    num_learners=1, seed=0)
         reports = []
         while not reports:
@@ -81,15 +82,15 @@ SLOW_LEARNER_SCRIPT = textwrap.dedent('''
 ''')
 
 
-def test_a_learner_slow_to_stop_is_ended_and_closes_its_unit(tmp_path):
-    (tmp_path / 'slow_unit.py').write_text(SLOW_UNIT_MODULE)
+def test_a_learner_slow_to_stop_is_ended_and_closes_its_actor_learner(tmp_path):
+    (tmp_path / 'slow_actor_learner.py').write_text(SLOW_ACTOR_LEARNER_MODULE)
     script = tmp_path / 'slow_learner.py'
     script.write_text(SLOW_LEARNER_SCRIPT)
-    marker = tmp_path / 'unit_closed'
+    marker = tmp_path / 'actor_learner_closed'
     result = subprocess.run(
         [sys.executable, str(script)], cwd=REPO, capture_output=True, text=True, timeout=120,
         env=dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, str(tmp_path)]),
-                 SLOW_UNIT_MARKER=str(marker)))
+                 SLOW_ACTOR_LEARNER_MARKER=str(marker)))
     assert result.returncode == 0, result.stderr[-2000:]
     assert marker.read_text() == 'closed'
     assert 'exit code 1' in result.stdout, result.stdout  # SIGTERM -> sys.exit(1), not -15
@@ -97,12 +98,12 @@ def test_a_learner_slow_to_stop_is_ended_and_closes_its_unit(tmp_path):
     assert seconds < 30, result.stdout  # ended after JOIN_SECONDS, not after the 60 s round
 
 
-DYING_UNIT_MODULE = textwrap.dedent('''
+DYING_ACTOR_LEARNER_MODULE = textwrap.dedent('''
     import os
     import time
 
 
-    class Unit:
+    class ActorLearner:
         """Learner 1 dies (SIGKILL-like: no report) on its third round; learner 0 goes on."""
 
         def __init__(self, index):
@@ -123,8 +124,8 @@ DYING_UNIT_MODULE = textwrap.dedent('''
             return 1, [], {'updates': 1.0, 'policy_lag': 0.0}
 
 
-    def open_unit(config, store, seed, index):
-        return Unit(index)
+    def open_actor_learner(config, store, seed, index):
+        return ActorLearner(index)
 ''')
 
 DYING_LEARNER_SCRIPT = textwrap.dedent('''
@@ -134,11 +135,11 @@ DYING_LEARNER_SCRIPT = textwrap.dedent('''
     from common.units import async_learners
     from common.units import parameter_store
     from common.run import processes
-    from dying_unit import open_unit
+    from dying_actor_learner import open_actor_learner
 
     store = parameter_store.ParameterStore.create(4)
     try:
-        with async_learners.LearnerProcesses(open_unit, None, store.handle, num_learners=2,
+        with async_learners.LearnerProcesses(open_actor_learner, None, store.handle, num_learners=2,
                                              seed=0, on_death=sys.argv[1]) as learners:
             after_loss = 0  # learner 0's reports once learner 1 is left out
             deadline = time.monotonic() + 150  # the learners' start-up (TensorFlow's import)
@@ -158,7 +159,7 @@ DYING_LEARNER_SCRIPT = textwrap.dedent('''
 
 
 def _run_dying_learners(tmp_path, on_death):
-    (tmp_path / 'dying_unit.py').write_text(DYING_UNIT_MODULE)
+    (tmp_path / 'dying_actor_learner.py').write_text(DYING_ACTOR_LEARNER_MODULE)
     script = tmp_path / 'dying_learners.py'
     script.write_text(DYING_LEARNER_SCRIPT)
     result = subprocess.run(
@@ -179,9 +180,9 @@ def test_a_dead_learner_stops_the_run_or_is_left_out_as_configured(tmp_path):
     assert 'reports after the loss 20' in going_on, going_on  # learner 0 went on
 
 
-# A unit holding an environment pool (a shared-memory segment its learner creates); learner 1
-# writes the segment's name down, then dies by SIGKILL, which removes nothing.
-POOL_UNIT_MODULE = textwrap.dedent('''
+# An actor-learner holding an environment pool (a shared-memory segment its learner creates);
+# learner 1 writes the segment's name down, then dies by SIGKILL, which removes nothing.
+POOL_ACTOR_LEARNER_MODULE = textwrap.dedent('''
     import os
     import signal
     import time
@@ -189,7 +190,7 @@ POOL_UNIT_MODULE = textwrap.dedent('''
     from common.envs import GymConfig, ProcessPool
 
 
-    class Unit:
+    class ActorLearner:
         def __init__(self, index):
             self.index = index
             self.rounds = 0
@@ -212,8 +213,8 @@ POOL_UNIT_MODULE = textwrap.dedent('''
             return 1, [], {'updates': 1.0, 'policy_lag': 0.0}
 
 
-    def open_unit(config, store, seed, index):
-        return Unit(index)
+    def open_actor_learner(config, store, seed, index):
+        return ActorLearner(index)
 ''')
 
 KILLED_LEARNER_SCRIPT = textwrap.dedent('''
@@ -222,11 +223,11 @@ KILLED_LEARNER_SCRIPT = textwrap.dedent('''
 
     from common.units import async_learners
     from common.units import parameter_store
-    from pool_unit import open_unit
+    from pool_actor_learner import open_actor_learner
 
     store = parameter_store.ParameterStore.create(4)
     try:
-        with async_learners.LearnerProcesses(open_unit, None, store.handle, num_learners=2,
+        with async_learners.LearnerProcesses(open_actor_learner, None, store.handle, num_learners=2,
                                              seed=0, on_death='continue') as learners:
             after_loss = 0  # learner 0's reports once learner 1 is left out
             deadline = time.monotonic() + 60
@@ -247,7 +248,7 @@ def test_a_killed_learners_segment_is_removed_while_the_others_go_on(tmp_path, p
     would only at the end of the run, with a warning. With on_learner_death 'continue' that
     end can be days away: the main process removes it as soon as the learner is gone."""
     shm_before = process_tree.shm_entries()
-    (tmp_path / 'pool_unit.py').write_text(POOL_UNIT_MODULE)
+    (tmp_path / 'pool_actor_learner.py').write_text(POOL_ACTOR_LEARNER_MODULE)
     script = tmp_path / 'killed_learner.py'
     script.write_text(KILLED_LEARNER_SCRIPT)
     result = subprocess.run(
