@@ -1,8 +1,8 @@
 """The accelerated methods' algorithms (Stooke & Abbeel 2018), one row each: what the rest of
 accel_tf/ decides by. Data only; the code each value selects is in the tables keyed by it:
-main.TRAINERS (loop), learners.BUILDERS, async_units.UNITS and main.POLICIES (update),
-config.SECTIONS (sections). tests/accel_tf/test_algorithms.py fails if a row names a value
-one of them lacks, or if an algorithm has no preset gin/accel/<name>_pong.gin.
+kinds.LOOPS (loop: trainer, devices), kinds.UPDATES (update: learner builder, actor-learner,
+policy for evaluation), config.SECTIONS (sections). tests/accel_tf/test_algorithms.py fails if
+a row names a value one of them lacks, or if an algorithm has no preset gin/accel/<name>_pong.gin.
 
 Adding an algorithm: a row here, its learner (a builder for a new update kind), a cited preset
 and its tests (docs/papers/accelerated_methods.md, "Add an algorithm").
@@ -10,7 +10,7 @@ and its tests (docs/papers/accelerated_methods.md, "Add an algorithm").
 import dataclasses
 from typing import Optional, Tuple
 
-# How a run is driven: the on-policy runner over the sampler (section 4), the off-policy runner
+# How a run is driven: the on-policy unit over the sampler (section 4), the off-policy phases
 # over replay (sections 5.2-5.3), or learner processes on one central store (section 5.1).
 LOOPS = ('on_policy', 'q_values', 'asynchronous')
 # What one update does: the n-step or GAE actor-critic gradient, PPO's clipped objective in

@@ -16,7 +16,7 @@ environments, over the bench's worker count (one per CPU by default):
       1 / (1 / env + 1 / learn);
   accel/a3c, accel/appo: 2 learner processes on one central store (gin/accel/a3c_pong.gin,
       appo_pong.gin), the bench's environments split between them, each over the bench's worker
-      count; APPO's horizon keeps each unit's batch at 2,048;
+      count; APPO's horizon keeps each actor-learner's batch at 2,048;
   accel/dqn_512, accel/cat_dqn_2048, accel/rainbow_512: the Q-value family's large-batch
       training (sample, then update from replay) with gin/accel/{dqn,cat_dqn,rainbow}_pong.gin
       at Appendix A.3's rate for the batch, the horizon set so each phase holds training
@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 
-from accel_tf import async_units
+from accel_tf import kinds
 from accel_tf import learners
 from accel_tf import main as accel_main
 from accel_tf import q_family
@@ -74,7 +74,7 @@ def sampling_rate(settings, sampler):
     where each time step's wall time went (phase_ms): waiting on the simulators ('env'), in the
     policy ('act'), the rest ('other': copies into the rollout, episode bookkeeping)."""
     config = configure_row(settings, 'a2c_pong', sampler)
-    learner = learners.build_learner(config)
+    learner = kinds.build_learner(config)
     with learners.open_pool(config, seed=0) as pool:
         sampler_object = samplers.make_sampler(sampler, pool, config.horizon)
 
@@ -94,11 +94,11 @@ def sampling_rate(settings, sampler):
 def training_rate(settings, preset, extra=()):
     """Environment steps per second of full training with a preset (sample, then update)."""
     config = configure_row(settings, preset, 'synchronized', extra)
-    learner = learners.build_learner(config, distribute.strategy_of(config.distribute))
+    learner = kinds.build_learner(config, distribute.strategy_of(config.distribute))
     with learners.open_pool(config, seed=0) as pool:
-        runner = on_policy.OnPolicyUnit(
+        unit = on_policy.OnPolicyUnit(
             samplers.make_sampler(config.sampler, pool, config.horizon), learner)
-        return timing.rate(runner.iterate, config.steps_per_update, settings['seconds'],
+        return timing.rate(unit.iterate, config.steps_per_update, settings['seconds'],
                            settings['warmup_seconds'])
 
 
@@ -118,7 +118,7 @@ def learning_only_rate(settings, preset, extra=()):
     """Environment steps per second of the optimization phase alone: train_on_rollout called
     again and again on one rollout of real frames (the parameters move; the work does not)."""
     config = configure_row(settings, preset, 'synchronized', extra)
-    learner = learners.build_learner(config)
+    learner = kinds.build_learner(config)
     with learners.open_pool(config, seed=0) as pool:
         sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
         sampler.collect(lambda observations: learner.act(observations).numpy())
@@ -153,10 +153,10 @@ def q_training_rate(settings, preset, batch_size, extra=()):
     with learners.open_pool(config, seed=0) as pool:
         sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
         with q_family.make_phases(config, sampler, learner, q_family.make_replay(config, seed=0),
-                                  seed=0) as runner:
-            while len(runner.memory) < min_replay_steps:
-                runner.iterate(0)
-            return timing.rate(lambda: runner.iterate(0), config.steps_per_update,
+                                  seed=0) as phases:
+            while len(phases.memory) < min_replay_steps:
+                phases.iterate(0)
+            return timing.rate(lambda: phases.iterate(0), config.steps_per_update,
                                settings['seconds'], settings['warmup_seconds'])
 
 
@@ -164,17 +164,17 @@ def async_rate(settings, preset, extra=()):
     """Environment steps per second of ASYNC_LEARNERS learner processes (the bench's
     environments split between them, each over the bench's worker count) on one central store,
     counted from their reports once each has reported twice (traced) and warmed up."""
-    unit_settings = dict(settings, num_envs=settings['num_envs'] // ASYNC_LEARNERS)
-    config = configure_row(unit_settings, preset, 'synchronized',
+    learner_settings = dict(settings, num_envs=settings['num_envs'] // ASYNC_LEARNERS)
+    config = configure_row(learner_settings, preset, 'synchronized',
                         [f'AccelConfig.num_learners = {ASYNC_LEARNERS}'] + list(extra))
     devices.hide_gpus_here()  # as a run's main process: only the learners compute
-    variables = learners.build_learner(config).model.trainable_variables
+    variables = kinds.build_learner(config).model.trainable_variables
     size = sum(int(np.prod(variable.shape)) for variable in variables)
-    state = async_learners.CentralState(size, async_units.slot_initial_values(config))
+    state = async_learners.CentralState(size, kinds.slot_initial_values(config))
     store = async_learners.create_store(variables, state, config.async_learners.num_chunks)
     counted = {'steps': 0, 'reports': 0}
     try:
-        with async_learners.LearnerProcesses(async_units.open_unit, config, store.handle,
+        with async_learners.LearnerProcesses(kinds.open_actor_learner, config, store.handle,
                                              ASYNC_LEARNERS, seed=0) as processes:
             def poll():
                 for _, steps, _, _ in processes.take_reports(wait_seconds=0.01):

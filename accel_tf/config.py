@@ -59,8 +59,8 @@ RENAMED = _renamed()
 @dataclasses.dataclass
 class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     """One run of an algorithm of accel_tf/algorithms.py on the synchronized or alternating
-    sampler (section 4.1); for A3C and APPO, every field but num_learners describes one learner
-    unit. The section fields are set by from_gin() (or given when built in Python): the
+    sampler (section 4.1); for A3C and APPO, every field but num_learners describes one
+    actor-learner. The section fields are set by from_gin() (or given when built in Python): the
     sections the algorithm's row names, None for the others."""
     env_config: Any = None              # @AtariConfig() or @GymConfig()
     algorithm: str = 'a2c'              # a name in accel_tf/algorithms.py
@@ -84,7 +84,7 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     adam_beta1: float = 0.9
     adam_beta2: float = 0.999
     adam_epsilon: float = 1e-5
-    # Learner processes on one central store, each a sampler-learner unit (section 5.1): more
+    # Learner processes on one central store, each iterating an actor-learner (section 5.1): more
     # than 1 only for the asynchronous algorithms (A3C, APPO); the others train one learner.
     num_learners: int = 1
     # The sections (accel_tf/sections.py, accel_tf/q_config.py); not gin bindings.

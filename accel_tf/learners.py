@@ -1,6 +1,6 @@
-"""The learner of each update kind (accel_tf/algorithms.py UPDATES), built from an AccelConfig
-(the network, the optimizer with the (scaled, optionally annealed) learning rate, and the
-update), and the environment pool its sampler steps."""
+"""The learner builder of each update kind (accel_tf/algorithms.py UPDATES; accel_tf/kinds.py
+selects one by the row), from an AccelConfig (the network, the optimizer with the (scaled,
+optionally annealed) learning rate, and the update), and the environment pool its sampler steps."""
 import tensorflow as tf
 
 from accel_tf import ppo
@@ -68,7 +68,7 @@ def build_ppo_learner(config):
 
 def build_q_learner(config):
     """The Q-value family's QLearner (AccelConfig with q_values): network, variants,
-    optimizer; build_learner puts it under a strategy's scope (every minibatch then split
+    optimizer; kinds.build_learner puts it under a strategy's scope (every minibatch then split
     over its replicas)."""
     q_values = config.q_values
     env_config = config.env_config
@@ -90,17 +90,3 @@ def build_q_learner(config):
                          tf.as_dtype(env_config.observation_dtype))
     return q_learner.QLearner(make_network, num_actions, optimizer, settings, spec,
                               name='accel_q_learner', jit_compile=config.jit_compile)
-
-
-# Update kind of accel_tf/algorithms.py -> the builder of its learner.
-BUILDERS = {'actor_critic': build_actor_critic_learner, 'ppo': build_ppo_learner,
-            'q_learning': build_q_learner}
-
-
-def build_learner(config, strategy=None):
-    """The learner of config's algorithm (its row's update kind), with config's network and
-    optimizer, under strategy's scope if given (its updates then run on every replica)."""
-    if strategy is not None:
-        with strategy.scope():
-            return build_learner(config)
-    return BUILDERS[config.row.update](config)

@@ -17,6 +17,7 @@ from absl import flags
 import tensorflow as tf
 
 from accel_tf import bench_rows
+from accel_tf import kinds
 from accel_tf import learners
 from common.scale import cluster
 from common.scale import distribute
@@ -32,11 +33,11 @@ flags.DEFINE_string('settings', '{}', "The bench's settings as JSON.")
 FLAGS = flags.FLAGS
 
 
-def _timed_updates(runner, count, steps_per_update):
+def _timed_updates(unit, count, steps_per_update):
     chunks = []
     for _ in range(count):
         start = time.perf_counter()
-        runner.iterate()
+        unit.iterate()
         chunks.append((steps_per_update, time.perf_counter() - start))
     return chunks
 
@@ -47,23 +48,23 @@ def _worker(settings):
                                       ["DistributeConfig.strategy = 'multi_worker'"])
     config.validate_cluster(len(FLAGS.cluster))
     strategy = distribute.strategy_of(config.distribute)
-    learner = learners.build_learner(config, strategy)
+    learner = kinds.build_learner(config, strategy)
     distribute.broadcast_from_chief(strategy, learner.model.variables)
     share = multi_worker.MachineShare.of(strategy)
     local = dataclasses.replace(config, num_workers=config.num_workers // share.num_machines)
     with learners.open_pool(local, seed=share.env_seed(0, local.num_envs)) as pool:
-        runner = on_policy.OnPolicyUnit(
+        unit = on_policy.OnPolicyUnit(
             samplers.make_sampler(config.sampler, pool, config.horizon), learner)
-        _timed_updates(runner, TRACING_UPDATES, 0)
-        probe = _timed_updates(runner, PROBE_UPDATES, 0)
+        _timed_updates(unit, TRACING_UPDATES, 0)
+        probe = _timed_updates(unit, PROBE_UPDATES, 0)
         seconds_per_update = sum(seconds for _, seconds in probe) / PROBE_UPDATES
         with strategy.scope():
             counts = tf.Variable([settings['warmup_seconds'] / seconds_per_update,
                                   settings['seconds'] / seconds_per_update], dtype=tf.float64)
         distribute.broadcast_from_chief(strategy, [counts])  # the chief's counts for both
         warmup, measured = (max(1, int(round(value))) for value in counts.numpy())
-        _timed_updates(runner, warmup, 0)
-        chunks = _timed_updates(runner, measured, config.steps_per_update)
+        _timed_updates(unit, warmup, 0)
+        chunks = _timed_updates(unit, measured, config.steps_per_update)
     return timing.measurement(chunks)
 
 

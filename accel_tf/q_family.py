@@ -3,7 +3,6 @@ sections 2 and 5): the shared off-policy phases over the sampler's worker proces
 organized by simulator (prioritized for Rainbow), and the shared Q-learner. Synchronous:
 sampling and optimization alternate; asynchronous (QValueConfig.asynchronous): a trainer thread
 optimizes while the sampler samples, at the same replay ratio."""
-from accel_tf import learners
 from common import evaluate
 from common.replay import prioritized_replay
 from common.replay import replay as replay_lib

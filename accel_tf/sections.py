@@ -1,6 +1,6 @@
 """The config sections of the accelerated methods that only some algorithms read (their rows in
 accel_tf/algorithms.py name them): the actor-critic loss, PPO's optimization phase, the
-asynchronous learner processes and APPO's unit. The Q-value family's is QValueConfig
+asynchronous learner processes and APPO's actor-learner. The Q-value family's is QValueConfig
 (accel_tf/q_config.py). AccelConfig holds what every algorithm reads; gin/accel/*.gin set and
 cite the values.
 
@@ -135,8 +135,8 @@ class AsyncLearnersConfig(Section):
 @gin.configurable
 @dataclasses.dataclass
 class APPOConfig(Section):
-    """APPO's unit (section 4.2, Appendix B): local Adam steps between synchronizations with
-    the store, sampling steps between pulls of the central parameters."""
+    """APPO's actor-learner (section 4.2, Appendix B): local Adam steps between synchronizations
+    with the store, sampling steps between pulls of the central parameters."""
     FIELD = 'appo'
     local_steps_per_sync: int = 1       # local Adam steps per synchronization (App. B)
     pull_every_steps: int = 64          # sampling steps between pulls (section 4.2)
@@ -149,6 +149,6 @@ class APPOConfig(Section):
                        f'APPOConfig.local_steps_per_sync={self.local_steps_per_sync} must divide '
                        f'the gradient steps per batch, epochs * minibatches = {steps}')
         checks.require(config.sampler == 'synchronized',
-                       f"AccelConfig.sampler={config.sampler!r} is not built for APPO (its unit "
-                       f"records every environment's log-probability at each step); allowed: "
-                       f"'synchronized'")
+                       f"AccelConfig.sampler={config.sampler!r} is not built for APPO (its "
+                       f"actor-learner records every environment's log-probability at each "
+                       f"step); allowed: 'synchronized'")

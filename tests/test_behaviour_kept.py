@@ -87,8 +87,8 @@ LARGER_RATE = ['AccelConfig.learning_rate = 0.05']
 
 def accel_a2c_update(rollout):
     """The accelerated methods' A2C learner (gin/accel/a2c_pong.gin) on a rollout."""
-    from accel_tf import learners  # pylint: disable=import-outside-toplevel
-    learner = learners.build_learner(_accel_config('a2c_pong', LARGER_RATE))
+    from accel_tf import kinds  # pylint: disable=import-outside-toplevel
+    learner = kinds.build_learner(_accel_config('a2c_pong', LARGER_RATE))
     before = _values(learner.model.trainable_variables)
     learner.train_on_rollout(*rollout)
     return before, _values(learner.model.trainable_variables)
@@ -108,8 +108,8 @@ ANNEALING_OFF = ['AccelConfig.anneal_learning_rate = False', 'PPOConfig.anneal_r
 
 def accel_ppo_update(rollout):
     """One PPO optimization phase (gin/accel/ppo_pong.gin: 4 epochs x 4 minibatches)."""
-    from accel_tf import learners  # pylint: disable=import-outside-toplevel
-    learner = learners.build_learner(_accel_config('ppo_pong', PPO_RATE + ANNEALING_OFF))
+    from accel_tf import kinds  # pylint: disable=import-outside-toplevel
+    learner = kinds.build_learner(_accel_config('ppo_pong', PPO_RATE + ANNEALING_OFF))
     before = _values(learner.model.trainable_variables)
     learner.train_on_rollout(*rollout)
     return before, _values(learner.model.trainable_variables)
@@ -117,8 +117,8 @@ def accel_ppo_update(rollout):
 
 class _PlaybackSampler:
     """A sampler that plays back a fixed rollout's observations, rewards and terminals and
-    records the policy's actions, as the real sampler does: what an asynchronous unit
-    collects from, without environments."""
+    records the policy's actions, as the real sampler does: what an actor-learner collects
+    from, without environments."""
 
     def __init__(self, rollout):
         from common.units import samplers  # pylint: disable=import-outside-toplevel
@@ -135,25 +135,24 @@ class _PlaybackSampler:
         return []
 
 
-def _async_unit_update(preset, rollout, bindings=()):
-    """One iteration of A3C's or APPO's unit on a central store holding the model's initial
-    weights. The rollout's actions are the unit's own samples (its learner's seeded generator,
-    as in a run); the fixed batch's actions are not used."""
+def _actor_learner_update(preset, rollout, bindings=()):
+    """One iteration of A3C's or APPO's actor-learner on a central store holding the model's
+    initial weights. The rollout's actions are the actor-learner's own samples (its learner's
+    seeded generator, as in a run); the fixed batch's actions are not used."""
     # pylint: disable=import-outside-toplevel
-    from accel_tf import async_units
-    from accel_tf import learners
+    from accel_tf import kinds
     from common.units import async_learners
     config = _accel_config(preset, bindings)
-    learner = learners.build_learner(config)
+    learner = kinds.build_learner(config)
     variables = learner.model.trainable_variables
     before = _values(variables)
     size = sum(int(np.prod(variable.shape)) for variable in variables)
-    state = async_learners.CentralState(size, async_units.slot_initial_values(config))
+    state = async_learners.CentralState(size, kinds.slot_initial_values(config))
     store = async_learners.create_store(variables, state, config.async_learners.num_chunks)
     try:
-        unit = async_units.unit_class(config)(config, learner, _PlaybackSampler(rollout),
-                                              store, seed=SEED)
-        unit.iterate()
+        actor_learner = kinds.actor_learner_class(config)(
+            config, learner, _PlaybackSampler(rollout), store, seed=SEED)
+        actor_learner.iterate()
         after = np.array(store.pull())
     finally:
         store.close()
@@ -162,15 +161,15 @@ def _async_unit_update(preset, rollout, bindings=()):
 
 
 def accel_a3c_update(rollout):
-    """A3C's unit (gin/accel/a3c_pong.gin): its gradient applied to the central store by
-    RMSProp with the central mean squares."""
-    return _async_unit_update('a3c_pong', rollout, LARGER_RATE)
+    """A3C's actor-learner (gin/accel/a3c_pong.gin): its gradient applied to the central store
+    by RMSProp with the central mean squares."""
+    return _actor_learner_update('a3c_pong', rollout, LARGER_RATE)
 
 
 def accel_appo_update(rollout):
-    """APPO's unit (gin/accel/appo_pong.gin): one PPO phase of local Adam steps, synchronized
-    with the central store after each (local_steps_per_sync 1)."""
-    return _async_unit_update('appo_pong', rollout, PPO_RATE)
+    """APPO's actor-learner (gin/accel/appo_pong.gin): one PPO phase of local Adam steps,
+    synchronized with the central store after each (local_steps_per_sync 1)."""
+    return _actor_learner_update('appo_pong', rollout, PPO_RATE)
 
 
 def ga3c_update(sequences):

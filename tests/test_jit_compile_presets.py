@@ -30,8 +30,8 @@ def _learner(preset, jit_compile):
     if paper == 'ga3c':
         from ga3c_tf import learner, main
         return learner.build_learner(main.configure([gin_file], bindings))
-    from accel_tf import learners, main
-    return learners.build_learner(main.configure([gin_file], bindings))
+    from accel_tf import kinds, main
+    return kinds.build_learner(main.configure([gin_file], bindings))
 
 
 @pytest.mark.parametrize('preset', sorted(PRESETS))

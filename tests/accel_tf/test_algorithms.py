@@ -1,7 +1,8 @@
 """The algorithm table (accel_tf/algorithms.py) against the code it selects: every row's loop
 kind has a trainer, its update kind a learner builder, a policy for evaluation and (if
-asynchronous) a unit using the row's optimizer, every section it names exists, and every
-algorithm has a preset gin/accel/<name>_pong.gin that configures it and builds its learner.
+asynchronous) an actor-learner using the row's optimizer (accel_tf/kinds.py), every section it
+names exists, and every algorithm has a preset gin/accel/<name>_pong.gin that configures it and
+builds its learner.
 Also: nothing in accel_tf/ decides by comparing the algorithm's name, every field of every
 section is type-checked, and the bindings of the flat AccelConfig say what to bind instead."""
 import ast
@@ -14,10 +15,10 @@ import typing
 import gin
 import pytest
 
+from accel_tf import actor_learners
 from accel_tf import algorithms
-from accel_tf import async_units
 from accel_tf import config as config_lib
-from accel_tf import learners
+from accel_tf import kinds
 from accel_tf import main as accel_main
 from common.launch import app
 from common.launch import config as common_config
@@ -30,7 +31,8 @@ UPDATE_SECTIONS = {'actor_critic': ('ActorCriticConfig',),
                    'q_learning': ('QValueConfig',)}
 LOOP_SECTIONS = {'on_policy': (), 'q_values': ('QValueConfig',),
                  'asynchronous': ('AsyncLearnersConfig',)}
-UNIT_SECTIONS = {async_units.A3CUnit: (), async_units.APPOUnit: ('PPOConfig', 'APPOConfig')}
+ACTOR_LEARNER_SECTIONS = {actor_learners.A3CActorLearner: (),
+                          actor_learners.APPOActorLearner: ('PPOConfig', 'APPOConfig')}
 CARTPOLE = ['AccelConfig.env_config = @GymConfig()', "GymConfig.env_id = 'CartPole-v1'",
             "AccelConfig.network = 'mlp'", "AccelConfig.torso_kwargs = {'hidden_sizes': (16,)}"]
 
@@ -48,12 +50,11 @@ def missing_pieces(row):
             missing.append(f'{row.name}: {what}')
 
     need(row.loop in algorithms.LOOPS, f'loop {row.loop!r} is not in algorithms.LOOPS')
-    need(row.loop in accel_main.TRAINERS, f'loop {row.loop!r} has no trainer in main.TRAINERS')
+    need(row.loop in kinds.LOOPS, f'loop {row.loop!r} has no trainer in kinds.LOOPS')
     need(row.update in algorithms.UPDATES, f'update {row.update!r} is not in algorithms.UPDATES')
-    need(row.update in learners.BUILDERS,
-         f'update {row.update!r} has no learner builder in learners.BUILDERS')
-    need(row.update in accel_main.POLICIES,
-         f'update {row.update!r} has no policy for evaluation in main.POLICIES')
+    update = kinds.UPDATES.get(row.update)
+    need(update is not None, f'update {row.update!r} has no learner builder and no policy for '
+         'evaluation: no entry in kinds.UPDATES')
     for section in row.sections:
         need(section in config_lib.SECTIONS, f'section {section!r} is not in config.SECTIONS')
     need(row.update in UPDATE_SECTIONS, f'update {row.update!r}: say in UPDATE_SECTIONS (this '
@@ -70,14 +71,16 @@ def missing_pieces(row):
     need(not row.categorical or 'QValueConfig' in row.sections,
          'categorical without QValueConfig (num_atoms)')
     if row.loop == 'asynchronous':
-        unit = async_units.UNITS.get(row.update)
-        need(unit is not None, f'update {row.update!r} has no unit in async_units.UNITS')
-        if unit is not None:
-            need(unit.OPTIMIZER == row.optimizer,
-                 f'its unit updates the store with {unit.OPTIMIZER!r}, the row forces '
-                 f'{row.optimizer!r}')
-            for section in UNIT_SECTIONS.get(unit, ()):
-                need(section in row.sections, f'its unit reads {section}, the row does not')
+        actor_learner = update.actor_learner if update else None
+        need(actor_learner is not None,
+             f'update {row.update!r} has no actor-learner in kinds.UPDATES')
+        if actor_learner is not None:
+            need(actor_learner.OPTIMIZER == row.optimizer,
+                 f'its actor-learner updates the store with {actor_learner.OPTIMIZER!r}, the row '
+                 f'forces {row.optimizer!r}')
+            for section in ACTOR_LEARNER_SECTIONS.get(actor_learner, ()):
+                need(section in row.sections,
+                     f'its actor-learner reads {section}, the row does not')
     need(os.path.isfile(_preset(row.name)), f'no preset gin/accel/{row.name}_pong.gin')
     return missing
 
@@ -85,8 +88,8 @@ def missing_pieces(row):
 def test_every_row_has_every_piece_it_names():
     assert [line for row in algorithms.ROWS for line in missing_pieces(row)] == []
     assert len(algorithms.NAMES) == len(algorithms.ROWS)  # no name twice
-    assert set(accel_main.TRAINERS) == set(algorithms.LOOPS)
-    assert set(learners.BUILDERS) == set(algorithms.UPDATES) == set(accel_main.POLICIES)
+    assert set(kinds.LOOPS) == set(algorithms.LOOPS)
+    assert set(kinds.UPDATES) == set(algorithms.UPDATES)
     # Every section is read by some algorithm and lives in the AccelConfig field it names.
     fields = {field.name for field in dataclasses.fields(config_lib.AccelConfig)}
     for name, cls in config_lib.SECTIONS.items():
@@ -96,16 +99,16 @@ def test_every_row_has_every_piece_it_names():
 
 def test_a_row_missing_a_piece_is_named():
     """What the test above says of a new row added without its code, section and preset."""
-    row = algorithms.Algorithm('vtrace', loop='actor_learner', update='vtrace',
+    row = algorithms.Algorithm('vtrace', loop='learner_queue', update='vtrace',
                                sections=('VTraceConfig',))
     missing = missing_pieces(row)
-    for piece in ("loop 'actor_learner' has no trainer", "update 'vtrace' has no learner builder",
-                  "update 'vtrace' has no policy", "section 'VTraceConfig' is not in",
-                  'no preset gin/accel/vtrace_pong.gin'):
+    for piece in ("loop 'learner_queue' has no trainer", "update 'vtrace' has no learner builder",
+                  'no policy for evaluation: no entry in kinds.UPDATES',
+                  "section 'VTraceConfig' is not in", 'no preset gin/accel/vtrace_pong.gin'):
         assert any(piece in line for line in missing), (piece, missing)
     async_row = dataclasses.replace(algorithms.BY_NAME['a3c'], optimizer='adam')
     assert missing_pieces(async_row) == [
-        "a3c: its unit updates the store with 'rmsprop', the row forces 'adam'"]
+        "a3c: its actor-learner updates the store with 'rmsprop', the row forces 'adam'"]
 
 
 @pytest.mark.parametrize('name', algorithms.NAMES)
@@ -116,7 +119,7 @@ def test_every_algorithm_s_preset_configures_it_and_builds_its_learner(name):
         algorithms.BY_NAME[name].sections
     gin.clear_config()
     small = accel_main.configure([_preset(name)], CARTPOLE)
-    learner = learners.build_learner(small)
+    learner = kinds.build_learner(small)
     assert learner.optimizer is not None
 
 
@@ -143,7 +146,7 @@ def test_nothing_decides_by_the_algorithm_s_name_but_its_row():
                       for node in ast.walk(tree) if _decides_by_name(node)]
     assert offenders == []
     assert _decides_by_name(ast.parse("config.algorithm in ('ppo', 'appo')").body[0].value)
-    assert _decides_by_name(ast.parse("UNITS[config.algorithm]").body[0].value)
+    assert _decides_by_name(ast.parse("UPDATES[config.algorithm]").body[0].value)
 
 
 def _wrong_value(annotation):

@@ -1,6 +1,6 @@
 """A3C and APPO: learner processes on the central store (section 5.1), end to end through
 `python -m accel_tf.main` (run directory, policy lag, resume, evaluation, Ctrl-C, a dead
-learner) and the A3C unit's update against RMSProp by hand."""
+learner) and the A3C actor-learner's update against RMSProp by hand."""
 import os
 import signal
 import subprocess
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import common  # noqa: F401
-from accel_tf import async_units
+from accel_tf import actor_learners
 from accel_tf import config as config_lib
-from accel_tf import learners
+from accel_tf import kinds
 from accel_tf import sections
 from common.envs import gym as gym_envs
 from common.envs import pools
@@ -122,7 +122,7 @@ def test_ctrl_c_or_a_dead_learner_ends_the_run_with_a_checkpoint(tmp_path, stop,
     assert not process_tree.leaked_shm(shm_before)
 
 
-def test_a3c_unit_applies_rmsprop_with_the_central_mean_squares():
+def test_a3c_actor_learner_applies_rmsprop_with_the_central_mean_squares():
     config = config_lib.AccelConfig(
         env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', algorithm='a3c',
         num_workers=1, envs_per_worker=3, horizon=4, optimizer='rmsprop', learning_rate=0.01,
@@ -131,7 +131,7 @@ def test_a3c_unit_applies_rmsprop_with_the_central_mean_squares():
         actor_critic=sections.ActorCriticConfig(clip_norm=0.0),
         async_learners=sections.AsyncLearnersConfig())
     config.validate()
-    learner = learners.build_learner(config)
+    learner = kinds.build_learner(config)
     variables = learner.model.trainable_variables
     size = sum(int(np.prod(variable.shape)) for variable in variables)
     store = parameter_store.ParameterStore.create(size, ('mean_square',), num_chunks=3)
@@ -140,11 +140,11 @@ def test_a3c_unit_applies_rmsprop_with_the_central_mean_squares():
         store.parameters[:] = start
         store.slots['mean_square'][:] = 1.0
         with pools.SerialPool(config.env_config, config.num_envs, seed=1) as pool:
-            unit = async_units.A3CUnit(config, learner, samplers.make_sampler(
+            actor_learner = actor_learners.A3CActorLearner(config, learner, samplers.make_sampler(
                 'synchronized', pool, config.horizon), store, seed=1)
             np.testing.assert_array_equal(async_learners.flat_values(variables), start)
-            steps, _, stats = unit.iterate()
-        rollout = unit.sampler.rollout
+            steps, _, stats = actor_learner.iterate()
+        rollout = actor_learner.sampler.rollout
         async_learners.assign_flat(variables, start)  # the gradient at the pulled parameters
         gradient, _ = learner.flat_rollout_gradients(rollout.observations, rollout.actions,
                                                      rollout.rewards, rollout.terminals)
@@ -153,18 +153,20 @@ def test_a3c_unit_applies_rmsprop_with_the_central_mean_squares():
         expected = start - 0.01 * gradient / np.sqrt(mean_square + 0.1)
         np.testing.assert_allclose(store.slots['mean_square'], mean_square, rtol=1e-5)
         np.testing.assert_allclose(store.parameters, expected, rtol=1e-5, atol=1e-7)
-        np.testing.assert_array_equal(unit.local, store.parameters)  # in sync after the update
+        # In sync after the update.
+        np.testing.assert_array_equal(actor_learner.local, store.parameters)
         assert steps == 12 and stats['updates'] == 1 and stats['policy_lag'] == 0
         assert store.updates == 1
     finally:
         store.close()
 
 
-def test_appo_unit_keeps_its_batch_on_the_device_and_copies_one_vector_per_minibatch(
+def test_appo_actor_learner_keeps_its_batch_on_the_device_and_copies_one_vector_per_minibatch(
         monkeypatch):
-    """APPO's unit hands the batch sampled_rollout_targets made (device tensors) to every
-    minibatch call as it is, with the picked rows of a fresh permutation each epoch; each call
-    returns one vector (gradient and statistics), and the unit's statistics are their means."""
+    """APPO's actor-learner hands the batch sampled_rollout_targets made (device tensors) to
+    every minibatch call as it is, with the picked rows of a fresh permutation each epoch; each
+    call returns one vector (gradient and statistics), and the actor-learner's statistics are
+    their means."""
     from accel_tf import ppo
     config = config_lib.AccelConfig(
         env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', algorithm='appo',
@@ -173,7 +175,7 @@ def test_appo_unit_keeps_its_batch_on_the_device_and_copies_one_vector_per_minib
         ppo=sections.PPOConfig(epochs=2, minibatches=3), appo=sections.APPOConfig(),
         async_learners=sections.AsyncLearnersConfig())
     config.validate()
-    learner = learners.build_learner(config)
+    learner = kinds.build_learner(config)
     variables = learner.model.trainable_variables
     size = sum(int(np.prod(variable.shape)) for variable in variables)
     targets, calls = [], []
@@ -195,9 +197,9 @@ def test_appo_unit_keeps_its_batch_on_the_device_and_copies_one_vector_per_minib
     try:
         store.parameters[:] = async_learners.flat_values(variables)
         with pools.SerialPool(config.env_config, config.num_envs, seed=1) as pool:
-            unit = async_units.APPOUnit(config, learner, samplers.make_sampler(
+            actor_learner = actor_learners.APPOActorLearner(config, learner, samplers.make_sampler(
                 'synchronized', pool, config.horizon), store, seed=1)
-            steps, _, stats = unit.iterate()
+            steps, _, stats = actor_learner.iterate()
         assert steps == 12 and len(targets) == 1 and len(calls) == 2 * 3
         for args, result in calls:
             assert all(arg is target for arg, target in zip(args[:5], targets[0]))
@@ -207,7 +209,7 @@ def test_appo_unit_keeps_its_batch_on_the_device_and_copies_one_vector_per_minib
             picked = np.concatenate([args[5] for args, _ in calls[3 * epoch:3 * epoch + 3]])
             assert sorted(picked.tolist()) == list(range(12))
         for position, name in enumerate(ppo.MINIBATCH_STATS):
-            if name in async_units.APPO_STATS:
+            if name in actor_learners.APPO_STATS:
                 by_hand = np.mean([float(result.numpy()[size + position]) for _, result in calls])
                 assert stats[name] == pytest.approx(by_hand, rel=1e-6)
         assert stats['updates'] == 6 and store.updates == 6

@@ -26,8 +26,7 @@ import pytest
 
 import common  # noqa: F401
 from accel_tf import config as config_lib
-from accel_tf import learners
-from accel_tf import main as accel_main
+from accel_tf import kinds
 from accel_tf import sections
 from common.envs import gym as gym_envs
 from common.envs import pools
@@ -43,8 +42,9 @@ PPO = dict(algorithm='ppo', envs_per_worker=16, horizon=16, total_steps=100_000,
                                                    value_loss_coef=0.25, clip_norm=1.0),
            ppo=sections.PPOConfig(epochs=4, minibatches=4, ratio_clip=0.2))
 
-# Two learner processes, each with its own worker process (process pools: the units' pools are
-# opened in the learner processes); A3C's units of 16 environments as the paper's.
+# Two learner processes, each with its own worker process (process pools: the actor-learners'
+# pools are opened in the learner processes); A3C's actor-learners of 16 environments as the
+# paper's.
 A3C = dict(algorithm='a3c', num_learners=2, envs_per_worker=16, horizon=5, total_steps=250_000,
            optimizer='rmsprop', learning_rate=2e-3, rmsprop_epsilon=1e-3,
            rmsprop_epsilon_inside_sqrt=False, rmsprop_initial_mean_square=0.0,
@@ -68,9 +68,9 @@ def test_learns_cartpole(tmp_path, settings, kept_checkpoint_scores):
         env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', num_workers=1,
         learning_rate_scaling='none', log_every_seconds=60.0, **settings)
     config.validate()
-    accel_main.train(config, str(tmp_path), make_pool=lambda config, seed: pools.SerialPool(
+    kinds.train(config, str(tmp_path), make_pool=lambda config, seed: pools.SerialPool(
         config.env_config, config.num_envs, seed=seed))
-    scores = kept_checkpoint_scores(learners.build_learner(config), config.env_config,
+    scores = kept_checkpoint_scores(kinds.build_learner(config), config.env_config,
                                     tmp_path)
     print(f"{settings['algorithm']} CartPole: mean over 20 episodes by checkpoint step {scores}")
     assert len(scores) == (3 if 'num_learners' in settings else 1), scores

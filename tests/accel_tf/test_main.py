@@ -8,7 +8,7 @@ import sys
 import gin
 import pytest
 
-from accel_tf import learners
+from accel_tf import kinds
 from accel_tf import main as accel_main
 from common.launch import app
 from common.learners import optim
@@ -57,7 +57,7 @@ def test_a2c_preset_holds_the_papers_values():
     scaled = accel_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/accel/a2c_pong.gin')],
                                   ['AccelConfig.envs_per_worker = 256'])
     assert scaled.scaled_learning_rate == pytest.approx(7e-4 * (512 / 16) ** 0.5)  # ~4e-3
-    assert isinstance(learners.build_learner(config).optimizer, optim.RMSProp)
+    assert isinstance(kinds.build_learner(config).optimizer, optim.RMSProp)
 
 
 def test_ppo_presets_hold_the_papers_values():
@@ -68,7 +68,7 @@ def test_ppo_presets_hold_the_papers_values():
     assert (config.learning_rate, phase.ratio_clip, loss.gae_lambda) == (2.5e-4, 0.1, 0.95)
     assert config.anneal_learning_rate and phase.anneal_ratio_clip
     assert config.scaled_learning_rate == 2.5e-4 and loss.clip_norm == 0.0
-    assert isinstance(learners.build_learner(config).optimizer, optim.Adam)
+    assert isinstance(kinds.build_learner(config).optimizer, optim.Adam)
     gin.clear_config()
     scaled = _preset('ppo_scaled_pong')
     assert (scaled.num_envs, scaled.horizon, scaled.steps_per_update) == (128, 16, 2048)
@@ -319,13 +319,13 @@ def test_learning_only_row_times_updates_on_one_collected_rollout(monkeypatch):
                 'num_workers': 2}
     gin.clear_config()
     learner = {}
-    real_build = bench_rows.learners.build_learner
+    real_build = bench_rows.kinds.build_learner
 
     def remember(config):
         learner['object'] = real_build(config)
         return learner['object']
 
-    monkeypatch.setattr(bench_rows.learners, 'build_learner', remember)
+    monkeypatch.setattr(bench_rows.kinds, 'build_learner', remember)
     result = bench_rows.ROWS['accel/a2c/learn'](settings)
     assert result['steps_per_sec'] > 0
     assert set(calls) == {4 * 5}  # one call trains on a 4-environment x horizon 5 rollout

@@ -10,7 +10,7 @@ import tensorflow as tf
 from tf_agents.utils import value_ops
 
 from accel_tf import config as config_lib
-from accel_tf import learners
+from accel_tf import kinds
 from accel_tf import ppo
 from accel_tf import sections
 from common.envs import gym as gym_envs
@@ -45,7 +45,7 @@ def _rollout(seed=0):
 
 def test_targets_are_tf_agents_gae_and_the_sampling_log_probabilities():
     config = _config()
-    learner = learners.build_learner(config)
+    learner = kinds.build_learner(config)
     assert isinstance(learner, ppo.PPOLearner)
     observations, actions, rewards, terminals = _rollout()
     flat_observations, flat_actions, old_log_probs, advantages, returns = \
@@ -67,7 +67,7 @@ def test_targets_are_tf_agents_gae_and_the_sampling_log_probabilities():
 
 
 def test_one_call_takes_epochs_times_minibatches_steps_and_traces_once():
-    learner = learners.build_learner(_config())
+    learner = kinds.build_learner(_config())
     for seed in range(2):
         stats = learner.train_on_rollout(*_rollout(seed))
     assert int(learner.optimizer.iterations.numpy()) == 2 * 3 * 2
@@ -79,14 +79,14 @@ def test_one_call_takes_epochs_times_minibatches_steps_and_traces_once():
 
 def test_first_minibatch_step_has_ratio_one_and_later_steps_move_the_policy():
     """The first gradient step sees the sampling policy itself (ratio 1, KL 0)."""
-    learner = learners.build_learner(_config(epochs=1, minibatches=1, learning_rate=0.05))
+    learner = kinds.build_learner(_config(epochs=1, minibatches=1, learning_rate=0.05))
     learner.train_on_rollout(*_rollout())
     first = learner.update_means.take()
     assert first['approx_kl'] == pytest.approx(0.0, abs=1e-6)
     assert first['clip_fraction'] == 0.0
     learner.train_on_rollout(*_rollout())  # new rollout: the old policy is the updated one
     assert learner.update_means.take()['approx_kl'] == pytest.approx(0.0, abs=1e-6)
-    several = learners.build_learner(_config(epochs=8, minibatches=1, learning_rate=0.05))
+    several = kinds.build_learner(_config(epochs=8, minibatches=1, learning_rate=0.05))
     several.train_on_rollout(*_rollout())
     assert several.update_means.take()['approx_kl'] != pytest.approx(0.0, abs=1e-6)
 
@@ -98,7 +98,7 @@ def test_ratio_clip_and_learning_rate_anneal_together_by_environment_steps():
     batch = HORIZON * NUM_ENVS
     config = _config(total_steps=batch * 2, anneal_learning_rate=True,
                      anneal_ratio_clip=True, epochs=1, minibatches=2)
-    learner = learners.build_learner(config)
+    learner = kinds.build_learner(config)
     clips, rates = [], []
     for env_steps in (0, batch):
         learner.set_env_steps(env_steps)
@@ -115,7 +115,7 @@ def test_ratio_clip_and_learning_rate_anneal_together_by_environment_steps():
 
 
 def test_minibatches_cover_the_batch_once_per_epoch(monkeypatch):
-    learner = learners.build_learner(_config(epochs=2, minibatches=3))
+    learner = kinds.build_learner(_config(epochs=2, minibatches=3))
     seen = []
     original = learner.minibatch_step
 
@@ -141,8 +141,8 @@ def test_normalized_advantages_are_the_minibatchs_standardized_by_hand():
     """normalize_advantages (baselines ppo2/model.py): the minibatch's advantages to mean 0 and
     standard deviation 1 (+ 1e-8) before the clipped objective, the same gradient as passing
     them standardized with the option off."""
-    normalized = learners.build_learner(_config(normalize_advantages=True))
-    plain = learners.build_learner(_config())
+    normalized = kinds.build_learner(_config(normalize_advantages=True))
+    plain = kinds.build_learner(_config())
     plain.model.set_weights(normalized.model.get_weights())
     data = normalized.rollout_targets(*_rollout())
     advantages = data[3].numpy()
@@ -253,7 +253,7 @@ def test_appo_minibatch_gradients_gather_on_the_device_what_indexing_the_batch_g
     assert data[0].dtype == tf.int32  # packed frames
     picked = np.array([7, 2, 11, 0], np.int32)
     flat = learner.flat_minibatch_gradients(*data, picked).numpy()
-    # The minibatch as the APPO unit indexed it on the host before.
+    # The minibatch as the APPO actor-learner indexed it on the host before.
     frames = observations[:-1].reshape((-1,) + frame_shape)[picked]
     rest = [tensor.numpy()[picked] for tensor in data[1:]]
     assert rest[1].tolist() == log_probs.reshape(-1)[picked].tolist()

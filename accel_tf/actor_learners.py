@@ -1,35 +1,36 @@
-"""A3C's and APPO's sampler-learner units (Stooke & Abbeel 2018, sections 4.2 and 5.1), each
-running in its own learner process (common/units/async_learners.py) on the central parameter store.
+"""A3C's and APPO's actor-learners (Stooke & Abbeel 2018, sections 4.2 and 5.1; Mnih et al.
+2016's word): what one learner process of an asynchronous run iterates
+(common/units/async_learners.py), sampling with its own simulators and updating the central
+parameter store.
 
-A3C: a 16-environment A2C unit; after each rollout it computes its clipped gradient locally,
-then, chunk by chunk under the chunk's lock, applies RMSProp with the central mean squares to the
-central parameters and takes the result as its own ("after this sequence, the local parameters
-are in sync with the central values").
-APPO: an 8-environment PPO unit; it pulls fresh central parameters every pull_every_steps
-sampling steps, records each action's log-probability as it samples, then takes the PPO update
-sequence as local Adam steps, synchronizing with the store every local_steps_per_sync of them
-(Appendix B).
+A3C: a 16-environment A2C actor-learner; after each rollout it computes its clipped gradient
+locally, then, chunk by chunk under the chunk's lock, applies RMSProp with the central mean squares
+to the central parameters and takes the result as its own ("after this sequence, the local
+parameters are in sync with the central values").
+APPO: an 8-environment PPO actor-learner; it pulls fresh central parameters every
+pull_every_steps sampling steps, records each action's log-probability as it samples, then takes
+the PPO update sequence as local Adam steps, synchronizing with the store every
+local_steps_per_sync of them (Appendix B).
+
+Each class says the store's optimizer (OPTIMIZER), the statistics it reports (STATS) and its
+central statistics' initial values (slot_initial_values); iterate() runs one rollout and its
+updates and returns (environment steps, episodes ended, statistics).
 """
-import contextlib
-import dataclasses
-
 import numpy as np
 
 from accel_tf import async_adam
-from accel_tf import learners
 from accel_tf import ppo
 from common.units import async_learners
 from common.units import parameter_store
-from common.units import samplers
 
-# The statistics each unit reports per round, logged as interval means.
+# The statistics each actor-learner reports per round, logged as interval means.
 A3C_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate',
              'policy_lag')
 APPO_STATS = A3C_STATS + ('clip_fraction', 'approx_kl')
 
 
-class A3CUnit:
-    """One A2C sampler-learner unit updating the store with RMSProp's central statistics."""
+class A3CActorLearner:
+    """One A2C actor-learner updating the store with RMSProp's central statistics."""
     OPTIMIZER = 'rmsprop'
     STATS = A3C_STATS
 
@@ -38,7 +39,7 @@ class A3CUnit:
         return {'mean_square': config.rmsprop_initial_mean_square}
 
     def __init__(self, config, learner, sampler, store, seed):
-        del seed  # the learner's generator, seeded per unit, is all A3C draws from
+        del seed  # the learner's generator, seeded per actor-learner, is all A3C draws from
         self.config = config
         self.learner = learner
         self.sampler = sampler
@@ -67,7 +68,7 @@ class A3CUnit:
             local[chunk] = parameters
 
         count = self.store.apply(update)
-        lag = count - 1 - self.synced_at  # others' updates since this unit's parameters
+        lag = count - 1 - self.synced_at  # others' updates since this actor-learner's parameters
         self.synced_at = count
         async_learners.assign_flat(self.variables, local)
         stats = {name: float(value) for name, value in stats.items()}
@@ -75,8 +76,8 @@ class A3CUnit:
         return rollout.actions.size, episodes, stats
 
 
-class APPOUnit:
-    """One PPO sampler-learner unit taking local Adam steps, synchronized with the store every
+class APPOActorLearner:
+    """One PPO actor-learner taking local Adam steps, synchronized with the store every
     local_steps_per_sync of them by Appendix B's rule."""
     OPTIMIZER = 'adam'
     STATS = APPO_STATS
@@ -153,39 +154,3 @@ class APPOUnit:
                      learning_rate=self.adam.learning_rate)
         return batch, episodes, stats
 
-
-# Update kind of accel_tf/algorithms.py -> its asynchronous unit; a unit's OPTIMIZER is the one
-# the rows of its update kind force (tests/accel_tf/test_algorithms.py).
-UNITS = {'actor_critic': A3CUnit, 'ppo': APPOUnit}
-
-
-def unit_class(config):
-    """The unit of config's algorithm."""
-    return UNITS[config.row.update]
-
-
-@contextlib.contextmanager
-def open_unit(config, store, seed, index):
-    """config's unit in learner process index: its own learner, pool and sampler."""
-    del index  # the seed already tells the units apart
-    # The unit's seed for its action sampling; its initial parameters are the store's.
-    learner = learners.build_learner(dataclasses.replace(config, seed=seed))
-    with learners.open_pool(config, seed) as pool:
-        sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
-        yield unit_class(config)(config, learner, sampler, store, seed)
-
-
-def slot_initial_values(config):
-    """The central optimizer statistics and where they start."""
-    return unit_class(config).slot_initial_values(config)
-
-
-def train(config, run_dir):
-    """Runs config.num_learners units of config's asynchronous algorithm until total_steps."""
-    model = learners.build_learner(config).model
-    settings = config.async_learners
-    return async_learners.train(config, run_dir, model, open_unit, config.num_learners,
-                                settings.num_chunks, slot_initial_values(config),
-                                unit_class(config).STATS,
-                                on_learner_death=settings.on_learner_death,
-                                shared_gpu_memory_mb=settings.shared_gpu_memory_mb)
