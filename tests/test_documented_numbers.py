@@ -100,6 +100,12 @@ CLAIMS = [
         *_eval_at('paac-breakout', 10_000_000))),
     ('3.0 +- 2.1 at 10M steps', lambda: '{0:.1f} +- {1:.1f} at 10M steps'.format(
         *_eval_at('ga3c-breakout', 10_000_000))),
+    ('past human at 1.51M steps, 150 at 6.53M, best 166.9 at 8.43M, 92.0 +- 69.2 at 10M steps',
+     lambda: 'past human at {0} steps, 150 at {1}, best {2:.1f} at {3}, {4:.1f} +- {5:.1f} at '
+     '10M steps'.format(_reach('accel-ppo-breakout', 31.8, 2)[0],
+                        _reach('accel-ppo-breakout', 150, 2)[0], _best('accel-ppo-breakout')[0],
+                        _m(_best('accel-ppo-breakout')[1], 2),
+                        *_eval_at('accel-ppo-breakout', 10_000_000))),
 ]
 
 
@@ -127,6 +133,12 @@ RESULTS_CLAIMS = [
      'over 30 episodes (best 7), {2:.1f}% of the human-normalized range'.format(
          *_eval_at('ga3c-breakout', 10_000_000),
          100 * (_eval_at('ga3c-breakout', 10_000_000)[0] - 1.7) / (31.8 - 1.7))),
+    ('passed the human score (31.8) at 1.51M steps, 100 at 4.99M and 150 at 6.53M; best 166.9 at '
+     '8.43M steps', lambda: 'passed the human score (31.8) at {0} steps, 100 at {1} and 150 at '
+     '{2}; best {3:.1f} at {4} steps'.format(
+         _reach('accel-ppo-breakout', 31.8, 2)[0], _reach('accel-ppo-breakout', 100, 2)[0],
+         _reach('accel-ppo-breakout', 150, 2)[0], _best('accel-ppo-breakout')[0],
+         _m(_best('accel-ppo-breakout')[1], 2))),
 ]
 
 
