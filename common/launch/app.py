@@ -6,7 +6,6 @@ ends the program with one line naming it and nothing already in a run directory 
 import datetime
 import json
 import os
-import re
 import signal
 import sys
 import tokenize
@@ -115,8 +114,7 @@ def parse_recorded_config(run_dir, obsolete=(), moved=None):
         raise errors.ConfigError(f'{run_dir!r} has no {OPERATIVE_CONFIG_FILE}')
     with open(path) as f:
         lines = gin_text.read_moved(f.read(), moved or {}).splitlines()
-    kept = [line for line in lines if not any(
-        re.match(rf'\s*{re.escape(name)}\s*=', line) for name in obsolete)]
+    kept = [line for line in lines if not any(gin_text.binds(line, name) for name in obsolete)]
     gin.clear_config()
     try:
         gin.parse_config('\n'.join(kept), skip_unknown=True)

@@ -138,7 +138,10 @@ def read_moved(text, moved):
 def files_read_moved(moved):
     """While open, gin reads every config file (included ones too) through read_moved: a file
     that binds a moved name keeps working. gin's API only appends file readers; its list is
-    replaced in place and put back."""
+    replaced in place and put back. With nothing moved, gin reads as it always does."""
+    if not moved:
+        yield
+        return
     readers = gin.config._FILE_READERS  # pylint: disable=protected-access
     saved = list(readers)
 

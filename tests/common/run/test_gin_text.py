@@ -1,5 +1,7 @@
 """common/run/gin_text.py: bindings under moved names read as their names today, in text and in
 every file gin reads (included ones too), and gin's file readers put back afterwards."""
+import tokenize
+
 import gin
 import pytest
 
@@ -45,7 +47,7 @@ def test_the_file_readers_are_put_back_when_parsing_fails(tmp_path):
     bad.write_text('_moved_toy.t_max = (\n')
     readers = list(gin.config._FILE_READERS)  # pylint: disable=protected-access
     gin.clear_config()
-    with pytest.raises(Exception):
+    with pytest.raises(tokenize.TokenError):
         with gin_text.files_read_moved(MOVED):
             gin.parse_config_files_and_bindings([str(bad)], [])
     gin.clear_config()
