@@ -1,6 +1,5 @@
 """Fast DQN's actor threads: each owns one environment and takes one step per round (the
 paper's "samplers"; here "sampler" is the object that fills a rollout, common/units/samplers.py)."""
-import os
 import sys
 import threading
 
@@ -8,20 +7,14 @@ from absl import logging
 import numpy as np
 
 from common.replay import staging as staging_lib
+from common.run import processes
 
 
 def lower_thread_priority(increment):
-    """Makes the calling thread `increment` nicer, up to 19 (Linux, where niceness is per thread;
-    raising it needs no privileges). Elsewhere, or if the kernel refuses, it changes nothing."""
-    if increment <= 0 or not sys.platform.startswith('linux'):
-        return
-    thread_id = threading.get_native_id()
-    try:
-        niceness = os.getpriority(os.PRIO_PROCESS, thread_id)
-        os.setpriority(os.PRIO_PROCESS, thread_id, min(19, niceness + increment))
-    except OSError as error:
-        logging.warning('could not lower the priority of %s: %s',
-                        threading.current_thread().name, error)
+    """Makes the calling thread `increment` nicer (Linux); elsewhere it changes nothing."""
+    warning = processes.lower_priority(threading.get_native_id(), increment)
+    if warning and sys.platform.startswith('linux'):
+        logging.warning('%s (%s)', warning, threading.current_thread().name)
 
 
 class ActorThread(threading.Thread):
@@ -57,9 +50,12 @@ class ActorThread(threading.Thread):
     def step(self):
         """One epsilon-greedy (or, while prepopulating, uniformly random) step."""
         fast_dqn = self.fast_dqn
-        if self.index == 0 and fast_dqn.config.synchronized and not fast_dqn.random_actions:
-            # The round's one batched inference: actor 0 goes first, the others still wait.
-            fast_dqn.greedy_actions[:] = fast_dqn.act_fn(fast_dqn.observations).numpy()
+        if self.index == 0 and fast_dqn.config.synchronized:
+            if not fast_dqn.random_actions:
+                # The round's one batched inference: actor 0 goes first, the others still wait.
+                fast_dqn.greedy_actions[:] = fast_dqn.act_fn(fast_dqn.observations).numpy()
+            if fast_dqn.gate.order == 'led':
+                fast_dqn.gate.lead_done()
         observation = fast_dqn.observations[self.index]
         if fast_dqn.random_actions or self.rng.random() < fast_dqn.epsilon:
             action = int(self.rng.integers(self.num_actions))

@@ -18,6 +18,7 @@ from common.envs import gym as gym_envs  # noqa: F401
 MODES = {(False, False): 'standard', (True, False): 'concurrent',
          (False, True): 'synchronized', (True, True): 'both'}
 MODE_SWITCHES = {name: switches for switches, name in MODES.items()}
+SAMPLER_ENVS = ('thread', 'process')  # where the samplers' environments step
 
 
 @gin.configurable
@@ -26,6 +27,12 @@ class DQNConfig(config_lib.RunConfig):
     """Every fast-DQN knob; defaults are the paper's (Table 5, sec. 5); gin/dqn/*.gin cites them."""
     env_config: Any = None             # @AtariConfig() or @GymConfig()
     num_samplers: int = 8              # W sampler threads (the paper's word)
+    # Where each sampler thread's environment steps: 'thread', in the thread itself (ale_py holds
+    # the GIL while it emulates, so the W threads emulate one at a time); 'process', in a worker
+    # process of its own that the thread waits on with the GIL released, so the W emulate side by
+    # side, as the authors' threads did through atari-py's ctypes calls (which release the GIL).
+    # Same environments, seeds and transitions either way (docs/papers/fast_dqn.md).
+    sampler_envs: str = 'thread'
     concurrent: bool = True            # act with the target network, train on a thread
     synchronized: bool = True          # one batched inference for the W actors' states
     total_steps: int = 50_000_000      # training timesteps (x4 frames), after prepopulation
@@ -105,6 +112,7 @@ class DQNConfig(config_lib.RunConfig):
                 f'DQNConfig.prepopulate_steps={self.prepopulate_steps} must be >= '
                 f'batch_size={self.batch_size}')
         self.require_choice('network', networks.NETWORK_NAMES)
+        self.require_choice('sampler_envs', SAMPLER_ENVS)
         self.require_positive(('learning_rate', 'rmsprop_epsilon', 'huber_delta'))
         require(self.tf_intra_op_threads is None or self.tf_intra_op_threads >= 0,
                 f'DQNConfig.tf_intra_op_threads must be None or an int >= 0, '

@@ -1,26 +1,32 @@
 """Fast DQN (Daley & Amato 2021): Nature DQN with concurrent training and synchronized execution.
 
-Four execution modes, each with W actor threads that own one environment apiece: standard      every
-actor computes its own action with the online network; one minibatch is trained in the main thread
-every F steps; concurrent    actions come from the target network, so a trainer thread trains the
-C/F minibatches of a target period while the actors collect its C steps; the new steps wait in
-per-actor staging buffers until the period ends (section 3); synchronized  the W actors step, then
-one batched inference gives all W actions (sec. 4); both          Algorithm 1: concurrent and
-synchronized. The main thread only orchestrates; actors and the trainer wait for it
-(rounds.RoundGate, the trainer's events), so the order of minibatches and of replay writes is fixed
-for a fixed seed and W. All acting runs on the actor threads (actor 0 makes the batched inference at
-the start of a round), so that in the concurrent modes it can yield the CPU to the learner
-(acting_nice). The Q-learner is common/learners/q_learner.py; this module holds FastDQN (actors and
-trainer) and the unit the run call (common/run/runner.py) drives."""
+W actor threads own one environment apiece (stepped in the thread, or in a worker process of its
+own: DQNConfig.sampler_envs). Four execution modes:
+- standard: every actor computes its own action with the online network; the main thread trains
+  one minibatch every F steps.
+- concurrent: actions come from the target network, so a trainer thread trains the C/F minibatches
+  of a target period while the actors collect its C steps; the new steps wait in per-actor
+  staging buffers until the period ends (section 3).
+- synchronized: the W actors step, then one batched inference gives all W actions (section 4).
+- both: Algorithm 1, concurrent and synchronized.
+The main thread only orchestrates; actors and the trainer wait for it (rounds.RoundGate, the
+trainer's events), so the order of minibatches and of replay writes is fixed for a fixed seed and
+W. All acting runs on the actor threads (actor 0 makes the batched inference at the start of a
+round), so that in the concurrent modes it can yield the CPU to the learner (acting_nice). The
+Q-learner is common/learners/q_learner.py; this module holds FastDQN (actors and trainer) and the
+unit the run call (common/run/runner.py) drives."""
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 
 from common import evaluate
+from common.envs import pooled_env
 from common.learners import networks
 from common.learners import q_learner
 from common.replay import replay as replay_lib
 from common.replay import replay_files
+from common.run import processes
 from common.run import runner
 from common.run import tracker as tracker_lib
 from dqn_tf import actors
@@ -50,6 +56,16 @@ def build_learner(config):
                               name='dqn_learner', jit_compile=config.jit_compile)
 
 
+def _round_order(config):
+    """How the W actors take a round (rounds.RoundGate): synchronized in-process actors only
+    emulate once actor 0 has the batched actions, one at a time anyway under the GIL, so they hand
+    on; in worker processes they emulate side by side, so actor 0 leads and the rest start
+    together; unsynchronized actors make their own inference, which overlaps, so all start."""
+    if not config.synchronized:
+        return 'broadcast'
+    return 'chained' if config.sampler_envs == 'thread' else 'led'
+
+
 class FastDQN:
     """Algorithm 1's main thread over W actors (and a trainer thread when concurrent)."""
 
@@ -73,17 +89,15 @@ class FastDQN:
         self.epsilon = 1.0
         self.random_actions = False
         self.stopping = False
-        # Synchronized actors only emulate (actor 0 first makes the batched inference), so
-        # they hand on one by one; the others' own inference overlaps, so they start together.
-        self.gate = rounds.RoundGate(num_samplers, chained=config.synchronized)
+        self.gate = rounds.RoundGate(num_samplers, order=_round_order(config))
         self.actors = []
         self.trainer = None
+        self.pool = None  # the samplers' worker processes (sampler_envs='process')
         self.minibatches = 0  # trained by this FastDQN (any thread)
         self.steps_since_train = 0
         try:
-            for index in range(num_samplers):
-                self.actors.append(actors.ActorThread(
-                    index, self, env_config.make(seed * 1009 + index), seed))
+            for index, env in enumerate(self._make_envs(seed)):
+                self.actors.append(actors.ActorThread(index, self, env, seed))
             for actor in self.actors:
                 actor.start()
             if config.concurrent:
@@ -92,6 +106,21 @@ class FastDQN:
         except BaseException:
             self.close()
             raise
+
+    def _make_envs(self, seed):
+        """The W samplers' environments (sampler i's seeded seed * 1009 + i), in-process or each in
+        a worker process (sampler_envs); workers act at the actor threads' lower priority."""
+        config = self.config
+        if config.sampler_envs == 'thread':
+            return [config.env_config.make(seed * 1009 + index)
+                    for index in range(config.num_samplers)]
+        self.pool, envs = pooled_env.pooled_envs(config.env_config, config.num_samplers,
+                                                 seed=seed * 1009)
+        for pid in self.pool.pids:
+            warning = processes.lower_priority(pid, self.acting_nice)
+            if warning:
+                logging.warning('%s', warning)
+        return envs
 
     def close(self):
         """Stops and joins every thread this FastDQN started, and closes the environments."""
@@ -104,6 +133,8 @@ class FastDQN:
                 thread.join()
         for actor in self.actors:
             actor.env.close()
+        if self.pool is not None:
+            self.pool.close()
 
     def __enter__(self):
         return self
@@ -113,9 +144,10 @@ class FastDQN:
 
     def _round(self):
         """Every actor takes one step; returns when all have."""
-        self.gate.run_round(self.actors, lambda: [
-            (actor.name, actor.error) for actor in self.actors
-            if actor.error is not None])
+        # A dead worker process first: the other actors then only see its pool closed.
+        self.gate.run_round(self.actors, lambda: sorted(
+            [(actor.name, actor.error) for actor in self.actors if actor.error is not None],
+            key=lambda failure: not isinstance(failure[1], processes.WorkerDiedError)))
 
     def _flush(self):
         for actor in self.actors:

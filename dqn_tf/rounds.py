@@ -8,6 +8,9 @@ per actor where waking all W at once has them contend for the GIL. Broadcast wak
 once and the last to finish wakes the main thread: for actors that also run their own inference,
 which releases the GIL and so overlaps the others' emulation. Raw locks, not Barriers or
 Conditions: the actors share the cores with the learner here, and every wake-up costs it.
+Led: actor 0 goes first and wakes the others once it has the round's batched actions, and the
+last to finish wakes the main thread: synchronized actors whose environments step in processes
+(DQNConfig.sampler_envs), where the W emulations do run side by side.
 """
 import _thread
 
@@ -18,12 +21,18 @@ class ActorFailed(processes.WorkerDiedError):
     """A actor thread raised during its step; the cause is chained."""
 
 
+ORDERS = ('chained', 'broadcast', 'led')
+
+
 class RoundGate:
     """One go-lock per actor (held while it must wait) and one done-lock for the main thread."""
 
-    def __init__(self, num_samplers, chained=True):
+    def __init__(self, num_samplers, order='chained'):
+        if order not in ORDERS:
+            raise ValueError(f'order={order!r}; allowed: {", ".join(ORDERS)}')
         self.num_samplers = num_samplers
-        self.chained = chained
+        self.order = order
+        self.chained = order == 'chained'
         self._go = [_thread.allocate_lock() for _ in range(num_samplers)]
         for lock in self._go:
             lock.acquire()
@@ -42,8 +51,12 @@ class RoundGate:
     def finish(self, index, failed=False):
         """Called by actor `index` after its step (or its failure). Chained: wakes the next
         actor, or the main thread after the last one or a failure (the rest of that round is
-        not taken). Broadcast: the last actor to finish wakes the main thread."""
+        not taken). Broadcast and led: the last actor to finish wakes the main thread (led: a
+        failing actor 0 wakes it at once, the others not having started)."""
         if not self.chained:
+            if failed and index == 0 and self.order == 'led':
+                self._done.release()
+                return
             with self._count_lock:
                 self._finished += 1
                 last = self._finished == self.num_samplers
@@ -56,6 +69,11 @@ class RoundGate:
         else:
             _wake(self._go[index + 1])
 
+    def lead_done(self):
+        """Led order: actor 0 has the round's actions; the other actors start their steps."""
+        for lock in self._go[1:]:
+            _wake(lock)
+
     # Main-thread side.
     def run_round(self, threads, errors):
         """Runs one round; returns when every actor has taken its step.
@@ -64,7 +82,7 @@ class RoundGate:
         (name, exception) pairs of failed actors, raised here as ActorFailed.
         """
         self._finished = 0
-        for lock in (self._go[:1] if self.chained else self._go):
+        for lock in (self._go if self.order == 'broadcast' else self._go[:1]):
             lock.release()
         while not self._done.acquire(timeout=1.0):
             if not all(thread.is_alive() for thread in threads):

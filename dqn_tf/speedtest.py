@@ -6,7 +6,11 @@ another in this one invocation, after an untimed prepopulation and tracing warm-
 gives each runtime, its speedup over standard DQN with 1 thread (the paper's Table 3) and its
 ratio to the learner-only bound (per round, then the median): the time the steps/F minibatches
 take alone (replay draws prefetched as the trainer thread does), which no mode can beat on a
-machine where the update dominates. Timings are only comparable within one invocation.
+machine where the update dominates. With --sampler_envs=thread,process each row runs with the
+samplers' environments in their threads and in worker processes (DQNConfig.sampler_envs). With
+--sampler_only the table is the samplers' rounds alone: random actions, no inference and no
+training, each W and place of the environments (the env-only rate the W threads reach).
+Timings are only comparable within one invocation.
 """
 from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
@@ -35,9 +39,9 @@ SPEEDTEST_EPSILON = 0.1  # "we fix epsilon_t = 0.1 for the entirety of this shor
 
 
 def speedtest_config(mode, num_samplers, game='pong', target_period=10_000, prepopulate_steps=1000,
-                     replay_capacity=100_000, seed=0, jit_compile=False):
+                     replay_capacity=100_000, seed=0, jit_compile=False, sampler_envs='thread'):
     """The paper's Pong config in one mode, with epsilon fixed at 0.1 and evaluation off;
-    jit_compile: the networks' calls XLA-compiled."""
+    jit_compile: the networks' calls XLA-compiled; sampler_envs: DQNConfig.sampler_envs."""
     concurrent, synchronized = config_lib.MODE_SWITCHES[mode]
     bindings = [f"AtariConfig.game = '{game}'",
                 f'DQNConfig.num_samplers = {num_samplers}',
@@ -49,20 +53,22 @@ def speedtest_config(mode, num_samplers, game='pong', target_period=10_000, prep
                 f'DQNConfig.initial_epsilon = {SPEEDTEST_EPSILON}',
                 f'DQNConfig.final_epsilon = {SPEEDTEST_EPSILON}',
                 'DQNConfig.eval_every_steps = 0',
-                f'DQNConfig.seed = {seed}', f'DQNConfig.jit_compile = {jit_compile}']
+                f'DQNConfig.seed = {seed}', f'DQNConfig.jit_compile = {jit_compile}',
+                f"DQNConfig.sampler_envs = '{sampler_envs}'"]
     return dqn_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/dqn/pong.gin')], bindings)
 
 
 class Session:
     """One configuration built, prepopulated and traced; run(steps) times training steps."""
 
-    def __init__(self, config):
+    def __init__(self, config, warm_up=True):
         self.config = config
         self.learner = dqn.build_learner(config)
         self.fast_dqn = dqn.FastDQN(config, self.learner, seed=config.seed)
         try:
             self.fast_dqn.prepopulate(config.prepopulate_steps)
-            self._warm_up()
+            if warm_up:
+                self._warm_up()
         except BaseException:
             self.fast_dqn.close()
             raise
@@ -90,6 +96,13 @@ class Session:
             self.fast_dqn.drain_episodes()
         return time.perf_counter() - start
 
+    def sampler_only(self, num_steps):
+        """Seconds that num_steps uniformly random steps take in rounds of the W samplers (their
+        replay writes included): no inference and no training."""
+        start = time.perf_counter()
+        self.fast_dqn.prepopulate(num_steps)
+        return time.perf_counter() - start
+
     def learner_only(self, num_steps):
         """Seconds that num_steps/F minibatches take on their own, through the trainer thread's
         own path (the next minibatch drawn from replay while the current one trains)."""
@@ -110,53 +123,67 @@ class Session:
 
 
 def run_speedtest(steps, modes, samplers_by_mode, game='pong', target_period=10_000,
-                  prepopulate_steps=1000, stream=sys.stdout, repeats=1):
-    """Measures every (mode, samplers) and the learner-only bound; returns the table's rows.
+                  prepopulate_steps=1000, stream=sys.stdout, repeats=1, sampler_envs=('thread',),
+                  sampler_only=False):
+    """Measures every (mode, samplers, sampler_envs) and the learner-only bound (or, with
+    sampler_only, the samplers' rounds alone); returns the table's rows.
 
     With repeats > 1 the whole sequence runs that many rounds, one after another, and each row
     gets the median of its rounds: the machine's drift over minutes then touches every row alike.
     """
-    keys = [(mode, num_samplers) for mode in modes for num_samplers in samplers_by_mode[mode]]
-    seconds = {key: [] for key in keys + [('learner-only', 0)]}
+    keys = [(mode, num_samplers, where) for mode in modes
+            for num_samplers in samplers_by_mode[mode] for where in sampler_envs]
+    learner_key = ('learner-only', 0, '-')
+    seconds = {key: [] for key in keys + ([] if sampler_only else [learner_key])}
     for round_index in range(repeats):
         prefix = f'round {round_index + 1}/{repeats} ' if repeats > 1 else ''
-        for mode, num_samplers in keys:
-            config = speedtest_config(mode, num_samplers, game, target_period, prepopulate_steps)
-            with Session(config) as session:
-                if (mode, num_samplers) == keys[0]:
+        for key in keys:
+            mode, num_samplers, where = key
+            config = speedtest_config(mode, num_samplers, game, target_period, prepopulate_steps,
+                                      sampler_envs=where)
+            with Session(config, warm_up=not sampler_only) as session:
+                if key == keys[0] and not sampler_only:
                     learner = session.learner_only(steps)
-                    seconds[('learner-only', 0)].append(learner)
+                    seconds[learner_key].append(learner)
                     print(f'{prefix}learner-only: {learner:.2f} s', file=stream, flush=True)
-                elapsed = session.run(steps)
-            seconds[(mode, num_samplers)].append(elapsed)
-            print(f'{prefix}{mode:<13} W={num_samplers}: {elapsed:.2f} s', file=stream,
-                  flush=True)
-    rows = [{'mode': mode, 'samplers': num_samplers, 'seconds': float(np.median(values)),
-             'round_seconds': values}
-            for (mode, num_samplers), values in seconds.items()]
-    baseline = next((row['seconds'] for row in rows
-                     if row['mode'] == 'standard' and row['samplers'] == 1), None)
-    learner_rounds = seconds[('learner-only', 0)]
+                elapsed = session.sampler_only(steps) if sampler_only else session.run(steps)
+            seconds[key].append(elapsed)
+            print(f'{prefix}{mode:<13} W={num_samplers} envs in {where}: {elapsed:.2f} s',
+                  file=stream, flush=True)
+    rows = [{'mode': 'sampler-only' if sampler_only else mode, 'samplers': num_samplers,
+             'sampler_envs': where, 'seconds': float(np.median(values)), 'round_seconds': values}
+            for (mode, num_samplers, where), values in seconds.items()]
+    # The baseline: standard DQN with 1 thread (the paper's Table 3), or the first sampler row.
+    baseline = rows[0]['seconds'] if sampler_only else next(
+        (row['seconds'] for row in rows if row['mode'] == 'standard' and row['samplers'] == 1
+         and row['sampler_envs'] == sampler_envs[0]), None)
     for row in rows:
         row['speedup'] = baseline / row['seconds'] if baseline else None
+        if sampler_only:
+            continue
         # Against the learner-only time of the same round, then the median: the machine's drift
         # between rounds cancels, where a ratio of the two medians would keep it.
         row['vs_learner'] = float(np.median([
-            elapsed / learner for elapsed, learner in zip(row['round_seconds'], learner_rounds)]))
+            elapsed / learner
+            for elapsed, learner in zip(row['round_seconds'], seconds[learner_key])]))
     return rows
 
 
 def format_table(rows, steps, repeats=1):
     rounds = f', median of {repeats} rounds' if repeats > 1 else ''
+    first = rows[0]
+    against = ('the first row' if first['mode'] == 'sampler-only' else 'standard W=1')
     lines = [f'{steps:,} steps per row, epsilon {SPEEDTEST_EPSILON}{rounds}; speedup vs '
-             f'standard W=1',
-             f"{'mode':<14}{'samplers':>8}{'seconds':>10}{'steps/s':>10}{'speedup':>9}"
-             f"{'/ learner':>11}"]
+             f'{against}',
+             f"{'mode':<14}{'samplers':>8}{'envs in':>9}{'seconds':>10}{'steps/s':>10}"
+             f"{'speedup':>9}{'/ learner':>11}"]
     for row in rows:
         speedup = f"{row['speedup']:.2f}x" if row['speedup'] else '-'
+        vs_learner = f"{row['vs_learner']:.2f}" if 'vs_learner' in row else '-'
         samplers = row['samplers'] or '-'
-        lines.append(f"{row['mode']:<14}{samplers:>8}{row['seconds']:>10.2f}"
-                     f"{steps / row['seconds']:>10.1f}{speedup:>9}{row['vs_learner']:>11.2f}")
+        lines.append(f"{row['mode']:<14}{samplers:>8}{row['sampler_envs']:>9}"
+                     f"{row['seconds']:>10.2f}{steps / row['seconds']:>10.1f}{speedup:>9}"
+                     f"{vs_learner:>11}")
     return '\n'.join(lines)
 
 
@@ -166,10 +193,18 @@ def main():
     unknown = [mode for mode in modes if mode not in config_lib.MODE_SWITCHES]
     checks.require(not unknown,
                    f'unknown --modes {unknown}; allowed: {list(config_lib.MODE_SWITCHES)}')
+    places = [where for where in flags_.sampler_envs if where not in config_lib.SAMPLER_ENVS]
+    checks.require(flags_.sampler_envs and not places,
+                   f'--sampler_envs={",".join(flags_.sampler_envs)}; allowed: '
+                   f'{",".join(config_lib.SAMPLER_ENVS)} (one or both)')
     samplers = [int(value) for value in flags_.samplers] if flags_.samplers else None
     checks.require(samplers is None or all(value > 0 for value in samplers),
                    f'--samplers must be positive, got {flags_.samplers}')
-    samplers_by_mode = {mode: samplers or DEFAULT_SAMPLERS[mode] for mode in modes}
+    if flags_.sampler_only:  # the rounds alone: one mode (Algorithm 1's), every W from 1
+        modes = ['both']
+        samplers_by_mode = {'both': samplers or DEFAULT_SAMPLERS['standard']}
+    else:
+        samplers_by_mode = {mode: samplers or DEFAULT_SAMPLERS[mode] for mode in modes}
     largest = max(max(values) for values in samplers_by_mode.values())
     checks.require(flags_.steps > 0 and flags_.steps % 4 == 0 and all(
         flags_.steps % value == 0 for values in samplers_by_mode.values() for value in values),
@@ -179,12 +214,16 @@ def main():
         for value in values:
             config = speedtest_config('standard', value, flags_.game, period, flags_.prepopulate)
     devices.set_intra_op_threads(config.intra_op_threads())
-    print(f'speed test: {flags_.steps:,} steps per configuration, C={period:,}, up to '
-          f'{largest} threads, {os.cpu_count()} CPUs, learner intra-op threads '
-          f'{config.intra_op_threads()}', flush=True)
+    what = 'random steps of the samplers alone' if flags_.sampler_only else 'steps'
+    print(f'speed test: {flags_.steps:,} {what} per configuration, C={period:,}, up to '
+          f'{largest} threads, environments in {" and ".join(flags_.sampler_envs)}, '
+          f'{os.cpu_count()} CPUs, learner intra-op threads {config.intra_op_threads()}',
+          flush=True)
     checks.require(flags_.repeats > 0, f'--repeats={flags_.repeats} must be >= 1')
     rows = run_speedtest(flags_.steps, modes, samplers_by_mode, flags_.game, period,
-                         flags_.prepopulate, repeats=flags_.repeats)
+                         flags_.prepopulate, repeats=flags_.repeats,
+                         sampler_envs=tuple(flags_.sampler_envs),
+                         sampler_only=flags_.sampler_only)
     print(format_table(rows, flags_.steps, flags_.repeats))
     if flags_.json:
         with open(flags_.json, 'w') as f:
@@ -203,6 +242,10 @@ if __name__ == '__main__':
                                        'synchronized and both, as in Table 1).')
     flags.DEFINE_string('game', 'pong', 'Atari game (section 5.1: Pong).')
     flags.DEFINE_string('json', None, 'Write {"rows": [...]} here.')
+    flags.DEFINE_list('sampler_envs', ['thread'], 'Where the samplers\' environments step '
+                      '(DQNConfig.sampler_envs): thread, process, or both to compare.')
+    flags.DEFINE_bool('sampler_only', False, 'Time the samplers\' rounds alone (random actions, '
+                      'no inference, no training) for W = --samplers (default 1,2,4,8).')
     flags.DEFINE_integer('repeats', 1, 'Rounds of the whole sequence; each row reports its '
                                        'median (steadier ratios on a noisy machine).')
     app.execute(main)

@@ -165,6 +165,22 @@ def start_process(process, gpus=None) -> None:
             signal.signal(signal.SIGINT, previous_handler)
 
 
+def lower_priority(task_id: int, increment: int):
+    """Makes thread or process `task_id` (a native thread id or a pid) `increment` nicer, up to 19
+    (Linux, where niceness is per thread; raising it needs no privileges). Returns None, or a
+    one-line warning where the kernel refuses or the platform has no per-thread niceness."""
+    if increment <= 0:
+        return None
+    if not sys.platform.startswith('linux'):
+        return 'lowering a priority is only done on Linux; it stays as it is'
+    try:
+        niceness = os.getpriority(os.PRIO_PROCESS, task_id)
+        os.setpriority(os.PRIO_PROCESS, task_id, min(19, niceness + increment))
+    except OSError as error:
+        return f'could not lower the priority of {task_id}: {error}'
+    return None
+
+
 def pin_to_cpu(pid: int, index: int):
     """Pins process pid to one of the CPUs this process may use, the index-th modulo their
     count (Stooke & Abbeel pin each sampler worker to its own core, section 4.1). Returns None,

@@ -178,6 +178,25 @@ def test_speedtest_writes_the_ratio_table(tmp_path):
     assert bad.returncode == 2 and 'steps=10' in bad.stderr
 
 
+def test_speedtest_times_the_sampler_rounds_alone_in_threads_and_processes(tmp_path):
+    path = tmp_path / 'samplers.json'
+    result = _run('dqn_tf.speedtest', ['--sampler_only', '--samplers=1,2', '--steps=8',
+                                       '--prepopulate=32', '--sampler_envs=thread,process',
+                                       f'--json={path}'], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = json.loads(path.read_text())['rows']
+    assert [(row['mode'], row['samplers'], row['sampler_envs']) for row in rows] == [
+        ('sampler-only', 1, 'thread'), ('sampler-only', 1, 'process'),
+        ('sampler-only', 2, 'thread'), ('sampler-only', 2, 'process')]
+    assert rows[0]['speedup'] == 1.0 and not any('vs_learner' in row for row in rows)
+    for row in rows:
+        assert row['speedup'] == pytest.approx(rows[0]['seconds'] / row['seconds'])
+    assert 'random steps of the samplers alone' in result.stdout
+    bad = _run('dqn_tf.speedtest', ['--sampler_envs=thread,gpu'], cwd=tmp_path)
+    assert bad.returncode == 2 and '--sampler_envs=thread,gpu; allowed: thread,process' in \
+        bad.stderr
+
+
 def test_bench_rows_measure_whole_periods(monkeypatch):
     monkeypatch.setattr(bench_rows, 'BENCH_PERIOD', 40)
     monkeypatch.setattr(bench_rows, 'BENCH_PERIODS', 2)
