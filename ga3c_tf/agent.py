@@ -9,6 +9,7 @@ probabilities...], and wakes it with one byte. Experience items are sequence_ite
 import os
 import queue as queue_lib
 import signal
+import time
 from multiprocessing import shared_memory
 
 import numpy as np
@@ -91,8 +92,10 @@ class _Agent:
     def predict(self, observation):
         """(probabilities, value, model version) for observation, from a predictor thread."""
         self.observation_slot[...] = observation
+        since = time.perf_counter()
         self.requests.put(self.key)
-        reply = self.replies.wait()  # EOFError when stopped or when the server process is gone
+        # EOFError when stopped or when the server process is gone; counts the wait (section 5.1)
+        reply = self.replies.wait(since)
         return reply[REPLY_HEADER:], reply[1], int(reply[0])
 
     def flush(self, bootstrap_value):

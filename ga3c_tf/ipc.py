@@ -11,6 +11,7 @@ import os
 import select
 import termios
 import threading
+import time
 from multiprocessing import shared_memory
 
 import numpy as np
@@ -94,7 +95,8 @@ class RequestPipe:
 
 
 class ReplyReader:
-    """The client side of one ReplyBoard row: pass it to a spawned process, wait() there."""
+    """The client side of one ReplyBoard row: pass it to a spawned process, wait() there; it
+    adds each wait's seconds to the row's wait totals (ReplyBoard.wait_totals)."""
 
     def __init__(self, connection, shm_name, shape, dtype, row):
         self._connection = connection
@@ -104,20 +106,26 @@ class ReplyReader:
         self._row = row
         self._shm = None
         self._rows = None
+        self._waits = None
 
     def attach(self):
         self._shm = shared_memory.SharedMemory(name=self._shm_name)
-        self._rows = np.ndarray(self._shape, self._dtype, buffer=self._shm.buf)
+        self._rows, self._waits = _board_arrays(self._shm.buf, self._shape, self._dtype)
         return self
 
-    def wait(self):
-        """Blocks for the next reply and returns a copy of it; EOFError once the pipe is closed."""
+    def wait(self, since=None):
+        """Blocks for the next reply and returns a copy of it; EOFError once the pipe is closed.
+        since: the time.perf_counter() of the request, whose wait is then counted (seconds, 1)
+        in this row's totals (only this client writes them)."""
         if not os.read(self._connection.fileno(), 1):
             raise EOFError('the reply pipe was closed')
-        return self._rows[self._row].copy()
+        reply = self._rows[self._row].copy()
+        if since is not None:
+            self._waits[self._row] += (time.perf_counter() - since, 1.0)
+        return reply
 
     def close(self):
-        self._rows = None
+        self._rows = self._waits = None
         if self._shm is not None:
             try:
                 self._shm.close()
@@ -140,8 +148,9 @@ class ReplyBoard:
         self._context = context
         self._dtype = np.dtype(dtype)
         self._shape = (num_rows, row_width)
-        self._shm = segments.create(max(int(np.prod(self._shape)) * self._dtype.itemsize, 1))
-        self.rows = np.ndarray(self._shape, self._dtype, buffer=self._shm.buf)
+        self._shm = segments.create(int(np.prod(self._shape)) * self._dtype.itemsize +
+                                    num_rows * 2 * 8)
+        self.rows, self._waits = _board_arrays(self._shm.buf, self._shape, self._dtype)
         self._owners = {}  # row -> (tag, the server's write end of that row's pipe)
         self._lock = threading.Lock()
 
@@ -166,6 +175,12 @@ class ReplyBoard:
                 except OSError:  # the client died; its owner finds out from the process
                     pass
 
+    def wait_totals(self):
+        """(seconds, count) the clients have waited for replies, summed over every row since
+        the board opened (a row's next client adds to its predecessor's totals)."""
+        seconds, count = self._waits.sum(axis=0)
+        return float(seconds), int(count)
+
     def close_row(self, row):
         """Closes row's pipe: a client waiting on it reads end-of-file."""
         with self._lock:
@@ -180,5 +195,13 @@ class ReplyBoard:
         with self._lock:
             for row in list(self._owners):
                 self._close_row_locked(row)
-        self.rows = None
+        self.rows = self._waits = None
         processes.release_shared_memory(self._shm)
+
+
+def _board_arrays(buffer, shape, dtype):
+    """The reply rows, then each row's float64 wait totals (seconds, count), in one buffer."""
+    rows = np.ndarray(shape, dtype, buffer=buffer)
+    waits = np.ndarray((shape[0], 2), np.float64, buffer=buffer,
+                       offset=-(-rows.nbytes // 8) * 8)
+    return rows, waits

@@ -16,7 +16,12 @@ from ga3c_tf.server import GA3CServer
 GA3C_COLUMNS = ('pps', 'tps', 'frames_per_sec', 'num_agents', 'num_predictors', 'num_trainers',
                 'prediction_queue_size', 'training_queue_size', 'mean_prediction_batch',
                 'mean_training_batch', 'mean_policy_lag', 'max_policy_lag'
-                ) + actor_critic.UPDATE_STATS
+                ) + actor_critic.UPDATE_STATS + (
+                # Section 5.1's profile: an agent's mean wait for its prediction, the share of it
+                # inside the model call, the mean seconds of a train call, and the share of an
+                # update's time spent merging and padding its batch.
+                'prediction_wait_ms', 'prediction_call_share', 'update_ms',
+                'update_assembly_share')
 
 
 def make_annealer(config):
@@ -59,7 +64,22 @@ class _IntervalMeter:
             'mean_policy_lag': mean_lag, 'max_policy_lag': max_lag,
         }
         row.update(self.server.learner.update_means.take())
+        row.update(profile(delta))
         return row
+
+
+def profile(delta):
+    """Section 5.1's profile columns from one interval's count deltas (None without data)."""
+    waits, updates = delta['waits'], delta['updates']
+    update_busy = delta['update_seconds'] + delta['assembly_seconds']
+    return {
+        'prediction_wait_ms': 1000 * delta['wait_seconds'] / waits if waits else None,
+        'prediction_call_share': (delta['request_call_seconds'] / delta['wait_seconds']
+                                  if waits and delta['wait_seconds'] > 0 else None),
+        'update_ms': 1000 * delta['update_seconds'] / updates if updates else None,
+        'update_assembly_share': (delta['assembly_seconds'] / update_busy
+                                  if updates and update_busy > 0 else None),
+    }
 
 
 def take_progress(server, last):

@@ -8,6 +8,7 @@ ga3c_tf.ipc.RequestPipe, which takes every waiting key in one read.
 """
 import queue as queue_lib
 import threading
+import time
 import traceback
 
 
@@ -44,6 +45,7 @@ class BatchingPredictor(threading.Thread):
         self.stop_event = threading.Event()
         self.predictions = 0   # requests answered so far
         self.batches = 0       # predict_fn calls so far
+        self.request_call_seconds = 0.0  # per answered request, the seconds of its predict_fn call
         self.error = None      # traceback text if the thread died of an exception
 
     def run(self):
@@ -52,7 +54,10 @@ class BatchingPredictor(threading.Thread):
                 keys = take_waiting(self.requests, self.max_batch_size, self.poll_seconds)
                 if not keys:
                     continue
-                outputs = self.predict_fn(self.gather_fn(keys))
+                inputs = self.gather_fn(keys)
+                start = time.perf_counter()
+                outputs = self.predict_fn(inputs)
+                self.request_call_seconds += (time.perf_counter() - start) * len(keys)
                 self.deliver_fn(keys, outputs)
                 self.predictions += len(keys)
                 self.batches += 1

@@ -45,6 +45,15 @@ def describe_exit(process):
     return f'exited with code {code}'
 
 
+_PREDICTOR_COUNTS = ('predictions', 'batches', 'request_call_seconds')
+_TRAINER_COUNTS = ('updates', 'samples', 'update_seconds', 'assembly_seconds')
+
+
+def _trainer_count(thread, name):
+    """A trainer thread's count; its batcher's for the seconds of assembling batches."""
+    return thread.batcher.assembly_seconds if name == 'assembly_seconds' else getattr(thread, name)
+
+
 class GA3CServer:
     """Owns every queue, process and thread of a GA3C run; close() leaves none behind."""
 
@@ -67,7 +76,7 @@ class GA3CServer:
         self.agents = {}       # slot -> _AgentHandle
         self.predictors = []
         self.trainers = []
-        self._retired = {'predictions': 0, 'batches': 0, 'updates': 0, 'samples': 0}
+        self._retired = dict.fromkeys(_PREDICTOR_COUNTS + _TRAINER_COUNTS, 0)
         self._lock = threading.Lock()
         self.updates = int(learner.optimizer.iterations.numpy())  # the model version
         self._lags = []
@@ -239,8 +248,8 @@ class GA3CServer:
         self._retire_predictor(thread)
 
     def _retire_predictor(self, thread):
-        self._retired['predictions'] += thread.predictions
-        self._retired['batches'] += thread.batches
+        for name in _PREDICTOR_COUNTS:
+            self._retired[name] += getattr(thread, name)
 
     # ---- trainers -------------------------------------------------------------------------
     def _train(self, observations, actions, rewards, sequence_ends, end_values, versions,
@@ -279,8 +288,8 @@ class GA3CServer:
         self._retire_trainer(thread)
 
     def _retire_trainer(self, thread):
-        self._retired['updates'] += thread.updates
-        self._retired['samples'] += thread.samples
+        for name in _TRAINER_COUNTS:
+            self._retired[name] += _trainer_count(thread, name)
 
     # ---- the whole ------------------------------------------------------------------------
     @property
@@ -311,15 +320,17 @@ class GA3CServer:
                 raise RuntimeError(f'{thread.name} failed:\n{thread.error}')
 
     def counts(self):
-        """Cumulative predictions, prediction batches, updates and trained samples."""
-        return {
-            'predictions': self._retired['predictions'] + sum(
-                thread.predictions for thread in self.predictors),
-            'batches': self._retired['batches'] + sum(
-                thread.batches for thread in self.predictors),
-            'updates': self._retired['updates'] + sum(thread.updates for thread in self.trainers),
-            'samples': self._retired['samples'] + sum(thread.samples for thread in self.trainers),
-        }
+        """Cumulative counts since the server started: predictions, prediction batches, the
+        seconds of requests inside model calls, updates, trained samples, seconds inside train
+        calls and assembling their batches; and the agents' waits for replies (seconds,
+        count), section 5.1's profile."""
+        counts = dict(self._retired)
+        for name in _PREDICTOR_COUNTS:
+            counts[name] += sum(getattr(thread, name) for thread in self.predictors)
+        for name in _TRAINER_COUNTS:
+            counts[name] += sum(_trainer_count(thread, name) for thread in self.trainers)
+        counts['wait_seconds'], counts['waits'] = self.replies.wait_totals()
+        return counts
 
     def take_lags(self):
         """(mean, max) policy lag in updates over the experience trained since the last call;

@@ -5,6 +5,7 @@ An experience item is a tuple of numpy arrays sharing their first (sample) dimen
 """
 import queue as queue_lib
 import threading
+import time
 import traceback
 
 import numpy as np
@@ -21,6 +22,7 @@ class ExperienceBatcher:
         self.poll_seconds = poll_seconds
         self.pad = pad
         self.items_taken = 0
+        self.assembly_seconds = 0.0  # merging and padding the batches, once their items came
 
     def samples(self, batch):
         """The real samples in a batch this batcher gave (not its padding)."""
@@ -38,11 +40,14 @@ class ExperienceBatcher:
             parts.append(item)
             size += len(item[0])
             if size >= self.min_batch_size:
+                start = time.perf_counter()
                 if len(parts) == 1:
                     batch = parts[0]
                 else:
                     batch = tuple(np.concatenate(fields) for fields in zip(*parts))
-                return batch if self.pad is None else self.pad(batch)
+                batch = batch if self.pad is None else self.pad(batch)
+                self.assembly_seconds += time.perf_counter() - start
+                return batch
         return None
 
 
@@ -66,6 +71,7 @@ class TrainerThread(threading.Thread):
         self.stop_event = threading.Event()
         self.updates = 0
         self.samples = 0
+        self.update_seconds = 0.0  # inside train_fn
         self.error = None
 
     def _batches(self):
@@ -87,7 +93,9 @@ class TrainerThread(threading.Thread):
     def run(self):
         try:
             for batch in (self._dataset() if self.use_tf_data else self._batches()):
+                start = time.perf_counter()
                 self.train_fn(*batch)
+                self.update_seconds += time.perf_counter() - start
                 self.updates += 1
                 self.samples += self.batcher.samples(batch)
                 if self.stop_event.is_set():

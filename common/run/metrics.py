@@ -57,7 +57,9 @@ class StopWatch:
 
 
 class _CsvAppender:
-    """Appends rows to a CSV file, writing the header only when the file is new."""
+    """Appends rows to a CSV file, writing the header only when the file is new. A file whose
+    columns are this run's first ones (a run begun before columns were added at the end) is
+    rewritten once with them all, its rows empty in the new columns."""
 
     def __init__(self, path, columns):
         self.columns = tuple(columns)
@@ -66,8 +68,10 @@ class _CsvAppender:
             with open(path, newline='') as f:
                 existing = next(csv.reader(f), None)
             if existing is not None and tuple(existing) != self.columns:
-                raise errors.ConfigError(f'{path} has columns {existing}, this run writes '
-                                         f'{list(self.columns)}; use another --run_dir')
+                if tuple(existing) != self.columns[:len(existing)]:
+                    raise errors.ConfigError(f'{path} has columns {existing}, this run writes '
+                                             f'{list(self.columns)}; use another --run_dir')
+                _add_columns(path, self.columns)
         self.path = path
         with file_writes.naming(path):
             self._file = open(path, 'a', newline='')  # pylint: disable=consider-using-with
@@ -84,6 +88,21 @@ class _CsvAppender:
     def close(self):
         with file_writes.naming(self.path):
             self._file.close()
+
+
+def _add_columns(path, columns):
+    """Rewrites the CSV at path with the header `columns` (its own header first): written
+    beside it and renamed over it, so a crash leaves the old file or the new one."""
+    with open(path, newline='') as f:
+        rows = list(csv.reader(f))[1:]
+    padding = [''] * len(columns)
+    temporary = f'{path}.columns-added'
+    with file_writes.naming(path):
+        with open(temporary, 'w', newline='') as f:
+            writer = csv.writer(f)
+            writer.writerow(columns)
+            writer.writerows(row + padding[len(row):] for row in rows)
+        os.replace(temporary, path)
 
 
 def _format(value):

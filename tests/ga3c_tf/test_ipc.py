@@ -2,6 +2,7 @@
 import multiprocessing
 import os
 import select
+import time
 
 import numpy as np
 import pytest
@@ -83,3 +84,29 @@ def test_board_close_releases_its_shared_memory(context):
     name = board._shm.name  # pylint: disable=protected-access
     board.close()
     assert not os.path.exists(f'/dev/shm/{name.lstrip("/")}')
+
+
+def test_timed_waits_add_up_per_row_and_a_rows_next_client_goes_on_from_them(context):
+    board = ipc.ReplyBoard(context, num_rows=2, row_width=3)
+    first = board.open(0, tag=1).attach()
+    other = board.open(1, tag=1).attach()
+    try:
+        assert board.wait_totals() == (0.0, 0)
+        board.deliver([0], [1], [np.ones(3)])
+        since = time.perf_counter() - 0.25  # as if asked a quarter second ago
+        np.testing.assert_array_equal(first.wait(since), np.ones(3))
+        board.deliver([1], [1], [np.ones(3)])
+        other.wait()  # untimed: not counted
+        seconds, count = board.wait_totals()
+        assert count == 1 and 0.25 <= seconds < 1.0
+        second = board.open(0, tag=2).attach()  # row 0's next client
+        board.deliver([0], [2], [np.zeros(3)])
+        second.wait(time.perf_counter() - 0.5)
+        seconds, count = board.wait_totals()
+        assert count == 2 and 0.75 <= seconds < 1.5
+        np.testing.assert_array_equal(board.rows[0], np.zeros(3))  # the reply row is untouched
+        second.close()
+    finally:
+        first.close()
+        other.close()
+        board.close()

@@ -114,6 +114,12 @@ def test_run_writes_the_run_format_resumes_and_plays(tmp_path):
     for column in ('mean_policy_lag', 'max_policy_lag'):
         lags = [float(row[column]) for row in rows if row[column]]
         assert lags and min(lags) >= 0, column
+    for column in ('prediction_wait_ms', 'update_ms'):  # section 5.1's profile
+        assert any(row[column] and float(row[column]) > 0 for row in rows), column
+    for column in ('prediction_call_share', 'update_assembly_share'):
+        shares = [float(row[column]) for row in rows if row[column]]
+        # A share of an interval's seconds; an interval's edges can tip one past 1, not most.
+        assert shares and min(shares) >= 0 and sorted(shares)[len(shares) // 2] <= 1.1, column
     assert (int(last['num_agents']), int(last['num_predictors']),
             int(last['num_trainers'])) == (2, 2, 2)
     assert any(float(row['pps']) > 0 and float(row['mean_prediction_batch']) >= 1

@@ -69,3 +69,25 @@ def test_stop_ends_an_idle_thread_promptly_and_errors_are_kept():
 def test_batch_size_must_be_positive():
     with pytest.raises(ValueError, match='max_batch_size=0'):
         _predictor(queue.Queue(), [], {}, max_batch_size=0)
+
+
+def test_each_answered_request_counts_the_seconds_of_its_model_call():
+    requests, calls, delivered = queue.Queue(), [], {}
+
+    def slow_predict(inputs):
+        calls.append(len(inputs))
+        time.sleep(0.05)
+        return inputs
+
+    for key in range(3):
+        requests.put(key)
+    thread = _predictor(requests, calls, delivered, max_batch_size=2, predict_fn=slow_predict)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while len(delivered) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    thread.stop()
+    thread.join(timeout=2)
+    assert calls == [2, 1]
+    # Calls of 2 and 1 requests, 0.05 s each: 3 request-calls of at least 0.05 s.
+    assert 0.15 <= thread.request_call_seconds < 0.15 + 3 * 0.1

@@ -18,6 +18,7 @@ from common.run import errors
 from ga3c_tf import agent
 from ga3c_tf import config as config_lib
 from ga3c_tf import learner as learner_lib
+from ga3c_tf import loop
 from ga3c_tf import server as server_lib
 
 
@@ -75,6 +76,10 @@ def test_server_runs_changes_settings_live_and_leaves_nothing_behind(process_tre
         counts = server.counts()
         assert counts['predictions'] >= counts['batches'] > 0
         assert counts['samples'] >= counts['updates'] > 0
+        # Section 5.1's profile: agents' timed waits, the seconds inside model and train calls.
+        assert counts['waits'] > 0  # (a woken agent may count its wait before the predictor)
+        assert counts['wait_seconds'] > 0 and counts['request_call_seconds'] > 0
+        assert counts['update_seconds'] > 0 and counts['assembly_seconds'] >= 0
         mean_lag, max_lag = server.take_lags()
         assert 0 <= mean_lag <= max_lag
         server.check_threads()
@@ -213,3 +218,14 @@ def test_sample_action_draws_from_the_policy():
     draws = [agent.sample_action(probabilities, rng.random()) for _ in range(20_000)]
     np.testing.assert_allclose(np.bincount(draws, minlength=4) / 20_000, probabilities,
                                atol=0.01)
+
+
+def test_the_profile_columns_follow_from_the_counts():
+    delta = {'waits': 4, 'wait_seconds': 0.2, 'request_call_seconds': 0.05, 'updates': 2,
+             'update_seconds': 0.03, 'assembly_seconds': 0.01}
+    assert loop.profile(delta) == pytest.approx({
+        'prediction_wait_ms': 50.0, 'prediction_call_share': 0.25, 'update_ms': 15.0,
+        'update_assembly_share': 0.25})
+    idle = dict(delta, waits=0, wait_seconds=0.0, updates=0, update_seconds=0.0,
+                assembly_seconds=0.0)
+    assert set(loop.profile(idle).values()) == {None}

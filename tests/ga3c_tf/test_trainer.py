@@ -64,3 +64,26 @@ def test_trainer_trains_on_every_batch_and_stops(use_tf_data):
 def test_tf_data_needs_a_signature():
     with pytest.raises(ValueError, match='input_signature'):
         trainer.TrainerThread(trainer.ExperienceBatcher(queue.Queue()), print, use_tf_data=True)
+
+
+def test_trainer_times_its_train_calls_and_the_batch_assembly():
+    experiences = queue.Queue()
+    for index in range(4):
+        experiences.put(_item(index * 10, 3))
+    batcher = trainer.ExperienceBatcher(experiences, min_batch_size=6, poll_seconds=0.01)
+    calls = []
+
+    def slow_train(observations, actions):
+        calls.append(len(actions))
+        time.sleep(0.05)
+
+    thread = trainer.TrainerThread(batcher, slow_train)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while len(calls) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    thread.stop()
+    thread.join(timeout=2)
+    assert calls == [6, 6] and thread.updates == 2
+    assert 0.1 <= thread.update_seconds < 0.1 + 0.2
+    assert 0 < batcher.assembly_seconds < thread.update_seconds  # two concatenations

@@ -102,6 +102,21 @@ def test_csv_with_other_columns_is_refused_not_overwritten(tmp_path):
     assert path.read_text() == 'a,b\n1,2\n'
 
 
+def test_a_csv_of_a_run_begun_before_columns_were_added_gets_them_empty(tmp_path):
+    path = tmp_path / 'metrics.csv'
+    old_columns = metrics.BASE_METRIC_COLUMNS + ('loss',)
+    path.write_text(','.join(old_columns) + '\n' + ','.join(['1'] * len(old_columns)) + '\n')
+    logger = metrics.RunLogger(str(tmp_path), extra_columns=('loss', 'update_ms'),
+                               tensorboard=False, stream=io.StringIO())
+    logger.metrics.write({'env_steps': 2, 'update_ms': 0.5})
+    logger.metrics.close()
+    rows = run_files.read_csv(str(path))
+    assert list(rows[0]) == list(old_columns) + ['update_ms']
+    assert rows[0]['update_ms'] == '' and rows[0]['loss'] == '1'
+    assert rows[1]['env_steps'] == '2' and rows[1]['update_ms'] == '0.5'
+    assert not os.path.exists(f'{path}.columns-added')
+
+
 def test_resume_reloads_the_recent_scores(tmp_path):
     run_dir = str(tmp_path)
     first = _make(run_dir, tf.Variable(1.0))

@@ -1,0 +1,58 @@
+"""speed_report: a cell's mean and spread, a failing trial ending only its cell, the report file."""
+import io
+import math
+import os
+
+import pytest
+
+from common.tools import speed_report
+
+
+def test_a_cell_summarizes_its_trials():
+    cell = speed_report.Cell('both W=8', values=[2.0, 4.0, 6.0])
+    assert cell.mean == 4.0 and cell.std == 2.0 and cell.spread == 0.5
+    one = speed_report.Cell('one', values=[3.0])
+    assert one.std == 0.0 and one.spread == 0.0
+    assert math.isnan(speed_report.Cell('none').mean)
+
+
+def test_a_failing_trial_ends_its_cell_with_one_line_and_later_trials_are_skipped():
+    cell, calls, stream = speed_report.Cell('standard W=1'), [], io.StringIO()
+
+    def trial():
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError('emulator crashed\ntraceback lines')
+        return 1.5
+
+    for _ in range(4):
+        speed_report.measure(cell, trial, stream)
+    assert cell.values == [1.5] and len(calls) == 2
+    assert cell.error == 'RuntimeError: emulator crashed'
+    assert stream.getvalue() == 'standard W=1: failed (RuntimeError: emulator crashed)\n'
+
+
+def test_the_report_holds_each_experiment_with_its_table_note_and_figure(tmp_path):
+    figure = tmp_path / 'out' / 'bars.png'
+    os.makedirs(figure.parent)
+    speed_report.grouped_bars(str(figure), ['a', 'b'], [('ours', [1.0, float('nan')]),
+                                                        ('paper', [2.0, 3.0])], 'x', 'title')
+    assert figure.stat().st_size > 1000
+    table = speed_report.markdown_table(['cell', 'ours', 'paper'], [['a', 1, 2]])
+    assert table.splitlines() == ['| cell | ours | paper |', '|---|---|---|', '| a | 1 | 2 |']
+    path = speed_report.write_report(
+        str(tmp_path / 'out' / 'paper.md'), 'A paper', 'python -m x.reproduce',
+        [speed_report.Experiment('Table 9', 'shorter runs', table, 'bars.png', 'a note')], 1.25)
+    text = open(path).read()
+    assert text.startswith('# A paper: speed experiments reproduced')
+    assert '`python -m x.reproduce`' in text and 'in 1.2 min' in text
+    assert 'usable CPU cores' in text
+    for part in ('## Table 9', 'How ours differs: shorter runs', table, 'a note',
+                 '![Table 9](bars.png)'):
+        assert part in text
+
+
+@pytest.mark.parametrize('values', [[], [1.0, 1.0]])
+def test_spread_is_nan_without_trials_and_zero_when_they_agree(values):
+    spread = speed_report.Cell('c', values=values).spread
+    assert (math.isnan(spread) if not values else spread == 0.0)

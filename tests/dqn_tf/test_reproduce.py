@@ -1,0 +1,37 @@
+"""dqn_tf.reproduce at a tiny scale: the report's tables carry the paper's columns, a failing cell
+is reported in its row and the others are measured."""
+import io
+
+from dqn_tf import reproduce
+from dqn_tf import speedtest
+
+
+def test_tiny_reproduction_writes_both_experiments_and_reports_a_failed_cell(tmp_path,
+                                                                              monkeypatch):
+    monkeypatch.setattr(reproduce, 'CELLS', (('standard', 1), ('both', 2)))
+    monkeypatch.setattr(reproduce, 'SAMPLER_COUNTS', (1, 2))
+    real_session = speedtest.Session
+
+    def session(config, warm_up=True):
+        if config.mode == 'both' and warm_up:  # Table 1's both W=2 cell fails
+            raise RuntimeError('device lost')
+        return real_session(config, warm_up)
+
+    monkeypatch.setattr(speedtest, 'Session', session)
+    stream = io.StringIO()
+    cells, learner = reproduce.measure_tables(16, 2, 'pong', 32, 'thread', stream)
+    assert len(cells[('standard', 1)].values) == 2 and len(learner.values) == 2
+    assert cells[('both', 2)].error == 'RuntimeError: device lost'
+    samplers = reproduce.measure_samplers(16, 2, 'pong', 32, stream)
+    assert set(samplers) == {(1, 'thread'), (1, 'process'), (2, 'thread'), (2, 'process')}
+    assert all(len(cell.values) == 2 and min(cell.values) > 0 for cell in samplers.values())
+    tables = reproduce.tables_experiment(cells, learner, 16, 2, str(tmp_path / 't.png'))
+    rows = tables.table.splitlines()
+    assert rows[2].startswith('| standard | 1 |') and '| 25.08 +- 0.52 |' in rows[2]
+    assert '| 100.0% | 100.0% | 1.00x | 1.00x |' in rows[2]
+    assert rows[3].startswith('| both | 2 | failed: RuntimeError: device lost |')
+    assert '14.72' in rows[3] and '1.70x' in rows[3]  # the paper's column stays filled
+    assert 'Learner-only bound' in tables.notes
+    sampler_rows = reproduce.samplers_experiment(samplers, 16, str(tmp_path / 's.png'))
+    assert sampler_rows.table.count('| 1.00x |') == 2  # each place against its own W=1
+    assert (tmp_path / 't.png').exists() and (tmp_path / 's.png').exists()
