@@ -101,6 +101,25 @@ def grouped_bars(path, labels, series, y_label, title):
     plt.close(figure)
 
 
+def stacked_bars(path, labels, parts, y_label, title):
+    """One bar per label, stacked from the (name, values) of parts in order; NaN counts 0."""
+    figure, axes = plt.subplots(figsize=FIGURE_SIZE, dpi=DPI)
+    bottoms = [0.0] * len(labels)
+    for name, values in parts:
+        heights = [0.0 if math.isnan(value) else value for value in values]
+        axes.bar(range(len(labels)), heights, 0.6, bottom=bottoms, label=name)
+        bottoms = [bottom + height for bottom, height in zip(bottoms, heights)]
+    axes.set_xticks(range(len(labels)))
+    axes.set_xticklabels(labels, rotation=30, ha='right', fontsize=8)
+    axes.set_ylabel(y_label)
+    axes.set_title(title, fontsize=10)
+    axes.legend(fontsize=8)
+    axes.grid(axis='y', alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+
+
 @dataclasses.dataclass
 class Experiment:
     """One reproduced table or figure: its markdown table, its figure's file name (in the

@@ -38,6 +38,10 @@ def test_the_report_holds_each_experiment_with_its_table_note_and_figure(tmp_pat
     speed_report.grouped_bars(str(figure), ['a', 'b'], [('ours', [1.0, float('nan')]),
                                                         ('paper', [2.0, 3.0])], 'x', 'title')
     assert figure.stat().st_size > 1000
+    stacked = tmp_path / 'out' / 'stacked.png'
+    speed_report.stacked_bars(str(stacked), ['a', 'b'], [('env', [0.5, 0.4]),
+                                                         ('learn', [0.5, float('nan')])], 'y', 't')
+    assert stacked.stat().st_size > 1000
     table = speed_report.markdown_table(['cell', 'ours', 'paper'], [['a', 1, 2]])
     assert table.splitlines() == ['| cell | ours | paper |', '|---|---|---|', '| a | 1 | 2 |']
     path = speed_report.write_report(
