@@ -125,6 +125,7 @@ def test_entry_points_name_a_string_where_a_number_belongs_and_a_file_as_run_dir
     ('dqn_tf.reproduce', ['--sampler_envs=gpu'], '--sampler_envs=gpu; allowed: thread, process'),
     ('paac_tf.reproduce', ['--seconds=0'], '--seconds=0.0; must be > 0'),
     ('paac_tf.reproduce', ['--trials=1'], '--trials=1; must be >= 2'),
+    ('ga3c_tf.reproduce', ['--anneal_seconds=0'], '--anneal_seconds=0.0; must be > 0'),
     ('common.suite', ['--games=pong', '--steps=abc'], '--steps=abc'),
     ('common.suite', ['--games=pong', '--steps=5'], '--gin_file is required'),
     ('common.suite', ['--gin_file=gin/paac/pong.gin', '--steps=5'], '--games is required'),
