@@ -2,6 +2,7 @@
 paper's "samplers"; here "sampler" is the object that fills a rollout, common/units/samplers.py)."""
 import sys
 import threading
+import time
 
 from absl import logging
 import numpy as np
@@ -33,6 +34,7 @@ class ActorThread(threading.Thread):
         self.episode_start = True
         self.finished_episodes = []  # (score, length) since the last drain
         self.error = None
+        self.error_at = None  # time.monotonic() of the failure: the first one is the cause
         fast_dqn.observations[index] = env.reset()
 
     def run(self):
@@ -42,7 +44,7 @@ class ActorThread(threading.Thread):
             try:
                 self.step()
             except BaseException as error:  # raised in the main thread by RoundGate.run_round
-                self.error = error
+                self.error, self.error_at = error, time.monotonic()
                 gate.finish(self.index, failed=True)
                 return
             gate.finish(self.index)

@@ -144,10 +144,13 @@ class FastDQN:
 
     def _round(self):
         """Every actor takes one step; returns when all have."""
-        # A dead worker process first: the other actors then only see its pool closed.
-        self.gate.run_round(self.actors, lambda: sorted(
-            [(actor.name, actor.error) for actor in self.actors if actor.error is not None],
-            key=lambda failure: not isinstance(failure[1], processes.WorkerDiedError)))
+        # A dead worker process first (the other actors then only see its pool closed), then
+        # the first failure.
+        self.gate.run_round(self.actors, lambda: [
+            (actor.name, actor.error) for actor in sorted(
+                (actor for actor in self.actors if actor.error is not None),
+                key=lambda actor: (not isinstance(actor.error, processes.WorkerDiedError),
+                                   actor.error_at))])
 
     def _flush(self):
         for actor in self.actors:

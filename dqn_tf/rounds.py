@@ -39,6 +39,7 @@ class RoundGate:
         self._done = _thread.allocate_lock()
         self._done.acquire()
         self._finished = 0
+        self._led = False  # led order: actor 0 has woken the others this round
         self._count_lock = _thread.allocate_lock()
         self.stopping = False
 
@@ -51,11 +52,11 @@ class RoundGate:
     def finish(self, index, failed=False):
         """Called by actor `index` after its step (or its failure). Chained: wakes the next
         actor, or the main thread after the last one or a failure (the rest of that round is
-        not taken). Broadcast and led: the last actor to finish wakes the main thread (led: a
-        failing actor 0 wakes it at once, the others not having started)."""
+        not taken). Broadcast and led: the last actor to finish wakes the main thread (led: an
+        actor 0 failing before it woke the others wakes it at once)."""
         if not self.chained:
-            if failed and index == 0 and self.order == 'led':
-                self._done.release()
+            if failed and index == 0 and self.order == 'led' and not self._led:
+                self._done.release()  # before the others started: they take no step
                 return
             with self._count_lock:
                 self._finished += 1
@@ -71,6 +72,7 @@ class RoundGate:
 
     def lead_done(self):
         """Led order: actor 0 has the round's actions; the other actors start their steps."""
+        self._led = True
         for lock in self._go[1:]:
             _wake(lock)
 
@@ -82,6 +84,7 @@ class RoundGate:
         (name, exception) pairs of failed actors, raised here as ActorFailed.
         """
         self._finished = 0
+        self._led = False
         for lock in (self._go if self.order == 'broadcast' else self._go[:1]):
             lock.release()
         while not self._done.acquire(timeout=1.0):

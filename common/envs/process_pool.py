@@ -213,6 +213,8 @@ class ProcessPool(EnvPool):
                         self._raise_dead(index)
 
     def _raise_dead(self, index: int) -> None:
+        if not self._finalizer.alive:  # closed by another thread (whose worker died) meanwhile
+            raise RuntimeError('the pool is closed')
         process = self._processes[index]
         process.join(timeout=1.0)
         pid, exit_code = process.pid, process.exitcode
@@ -259,7 +261,10 @@ class ProcessPool(EnvPool):
             raise RuntimeError(f'step_wait({group}) without step_async(actions, {group})')
         self._wait(self._workers_of(group))
         self._stepping[group] = False
-        return self._group_results[group]
+        results = self._group_results
+        if results is None:  # another thread closed the pool meanwhile (a worker of it died)
+            raise RuntimeError('the pool is closed')
+        return results[group]
 
     def step(self, actions) -> StepResult:
         actions = np.asarray(actions)
