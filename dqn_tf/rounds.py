@@ -13,6 +13,7 @@ last to finish wakes the main thread: synchronized actors whose environments ste
 (DQNConfig.sampler_envs), where the W emulations do run side by side.
 """
 import _thread
+import time
 
 from common.run import processes
 
@@ -22,6 +23,7 @@ class ActorFailed(processes.WorkerDiedError):
 
 
 ORDERS = ('chained', 'broadcast', 'led')
+FINISH_GRACE_SECONDS = 30.0  # how long a round waits for the rest once an actor thread ended
 
 
 class RoundGate:
@@ -87,8 +89,13 @@ class RoundGate:
         self._led = False
         for lock in (self._go if self.order == 'broadcast' else self._go[:1]):
             lock.release()
+        grace_until = None
         while not self._done.acquire(timeout=1.0):
-            if not all(thread.is_alive() for thread in threads):
+            if grace_until is None and not all(thread.is_alive() for thread in threads):
+                # A failed actor's thread ends; the others of a broadcast or led round are still
+                # taking their steps (one may be the cause, closing a pool): wait for them.
+                grace_until = time.monotonic() + (0.0 if self.chained else FINISH_GRACE_SECONDS)
+            if grace_until is not None and time.monotonic() >= grace_until:
                 break
         for name, error in errors():
             raise ActorFailed(f'{name} failed: {error!r}') from error
