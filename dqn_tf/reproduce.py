@@ -171,10 +171,8 @@ def main():
                           os.path.join(directory, 'fast_dqn_tables.png')),
         samplers_experiment(samplers, flags_.sampler_steps,
                             os.path.join(directory, 'fast_dqn_samplers.png'))]
-    command = 'python -m dqn_tf.reproduce ' + ' '.join(sys.argv[1:])
-    speed_report.write_report(out, 'Fast DQN (Daley & Amato 2021)', command.strip(), experiments,
-                              (time.perf_counter() - start) / 60)
-    print(f'wrote {out}')
+    speed_report.write_command_report(out, 'Fast DQN (Daley & Amato 2021)', 'dqn_tf.reproduce',
+                                      experiments, start)
 
 
 if __name__ == '__main__':

@@ -215,10 +215,8 @@ def main():
         min_batch_experiment(batches, flags_.seconds,
                              os.path.join(directory, 'ga3c_min_batch.png')),
         table_2_experiment(pps, os.path.join(directory, 'ga3c_table2.png'))]
-    command = ('python -m ga3c_tf.reproduce ' + ' '.join(sys.argv[1:])).strip()
-    speed_report.write_report(flags_.out, 'GA3C (Babaeizadeh et al. 2017)', command, experiments,
-                              (time.perf_counter() - start) / 60)
-    print(f'wrote {flags_.out}')
+    speed_report.write_command_report(flags_.out, 'GA3C (Babaeizadeh et al. 2017)',
+                                      'ga3c_tf.reproduce', experiments, start)
 
 
 if __name__ == '__main__':

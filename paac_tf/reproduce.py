@@ -129,10 +129,8 @@ def main():
     os.makedirs(directory, exist_ok=True)
     experiment = figure_experiment(rates, shares, flags_.seconds, flags_.trials,
                                    os.path.join(directory, 'paac_figure2.png'))
-    command = ('python -m paac_tf.reproduce ' + ' '.join(sys.argv[1:])).strip()
-    speed_report.write_report(out, 'PAAC (Clemente et al. 2017)', command, [experiment],
-                              (time.perf_counter() - start) / 60)
-    print(f'wrote {out}')
+    speed_report.write_command_report(out, 'PAAC (Clemente et al. 2017)', 'paac_tf.reproduce',
+                                      [experiment], start)
 
 
 if __name__ == '__main__':

@@ -10,6 +10,8 @@ import math
 import os
 import platform
 import statistics
+import sys
+import time
 from typing import Callable, Optional, Sequence
 
 import matplotlib
@@ -81,15 +83,8 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
     return '\n'.join(lines)
 
 
-def grouped_bars(path, labels, series, y_label, title):
-    """One group of bars per label, one bar per (name, values) of series; NaN draws no bar."""
-    figure, axes = plt.subplots(figsize=FIGURE_SIZE, dpi=DPI)
-    width = 0.8 / max(len(series), 1)
-    for index, (name, values) in enumerate(series):
-        positions = [group + (index - (len(series) - 1) / 2) * width
-                     for group in range(len(labels))]
-        axes.bar(positions, [0.0 if math.isnan(value) else value for value in values], width,
-                 label=name)
+def _finish(figure, axes, path, labels, y_label, title):
+    """Labels, legend and grid of a bar figure, saved to path and closed."""
     axes.set_xticks(range(len(labels)))
     axes.set_xticklabels(labels, rotation=30, ha='right', fontsize=8)
     axes.set_ylabel(y_label)
@@ -99,6 +94,18 @@ def grouped_bars(path, labels, series, y_label, title):
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
+
+
+def grouped_bars(path, labels, series, y_label, title):
+    """One group of bars per label, one bar per (name, values) of series; NaN draws no bar."""
+    figure, axes = plt.subplots(figsize=FIGURE_SIZE, dpi=DPI)
+    width = 0.8 / max(len(series), 1)
+    for index, (name, values) in enumerate(series):
+        positions = [group + (index - (len(series) - 1) / 2) * width
+                     for group in range(len(labels))]
+        axes.bar(positions, [0.0 if math.isnan(value) else value for value in values], width,
+                 label=name)
+    _finish(figure, axes, path, labels, y_label, title)
 
 
 def stacked_bars(path, labels, parts, y_label, title):
@@ -109,15 +116,7 @@ def stacked_bars(path, labels, parts, y_label, title):
         heights = [0.0 if math.isnan(value) else value for value in values]
         axes.bar(range(len(labels)), heights, 0.6, bottom=bottoms, label=name)
         bottoms = [bottom + height for bottom, height in zip(bottoms, heights)]
-    axes.set_xticks(range(len(labels)))
-    axes.set_xticklabels(labels, rotation=30, ha='right', fontsize=8)
-    axes.set_ylabel(y_label)
-    axes.set_title(title, fontsize=10)
-    axes.legend(fontsize=8)
-    axes.grid(axis='y', alpha=0.3)
-    figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
+    _finish(figure, axes, path, labels, y_label, title)
 
 
 @dataclasses.dataclass
@@ -150,3 +149,11 @@ def write_report(path, paper, command, experiments, minutes, when=None):
     with open(path, 'w') as f:
         f.write('\n'.join(lines))
     return path
+
+
+def write_command_report(path, paper, module, experiments, start):
+    """write_report for the command `python -m module` with this process's flags, timed from
+    start (a time.perf_counter()); says where it wrote."""
+    command = (f'python -m {module} ' + ' '.join(sys.argv[1:])).strip()
+    write_report(path, paper, command, experiments, (time.perf_counter() - start) / 60)
+    print(f'wrote {path}')

@@ -60,3 +60,11 @@ def test_the_report_holds_each_experiment_with_its_table_note_and_figure(tmp_pat
 def test_spread_is_nan_without_trials_and_zero_when_they_agree(values):
     spread = speed_report.Cell('c', values=values).spread
     assert (math.isnan(spread) if not values else spread == 0.0)
+
+
+def test_a_command_report_names_its_command_with_the_flags_given(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr('sys.argv', ['reproduce.py', '--trials=2'])
+    path = str(tmp_path / 'p.md')
+    speed_report.write_command_report(path, 'P', 'p_tf.reproduce', [], start=0.0)
+    assert '`python -m p_tf.reproduce --trials=2`' in open(path).read()
+    assert capsys.readouterr().out == f'wrote {path}\n'
