@@ -33,5 +33,9 @@ def test_tiny_reproduction_writes_both_experiments_and_reports_a_failed_cell(tmp
     assert '14.72' in rows[3] and '1.70x' in rows[3]  # the paper's column stays filled
     assert 'Learner-only bound' in tables.notes
     sampler_rows = reproduce.samplers_experiment(samplers, 16, str(tmp_path / 's.png'))
-    assert sampler_rows.table.count('| 1.00x |') == 2  # each place against its own W=1
+    by_place = {tuple(row.split(' | ')[:2]): row for row in sampler_rows.table.splitlines()[2:]}
+    for where in ('thread', 'process'):  # each W against the W=1 of its own place
+        assert by_place[('| 1', where)].endswith('| 1.00x |')
+        ratio = samplers[(2, where)].mean / samplers[(1, where)].mean
+        assert by_place[('| 2', where)].endswith(f'| {ratio:.2f}x |')
     assert (tmp_path / 't.png').exists() and (tmp_path / 's.png').exists()
