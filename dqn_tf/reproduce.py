@@ -88,7 +88,7 @@ def tables_experiment(cells, learner, steps, trials, figure):
     rows, ours, theirs = [], [], []
     for key in CELLS:
         cell, paper = cells[key], PAPER[key]
-        if cell.error or not cell.values:
+        if not cell.measured:
             rows.append([key[0], key[1], f'failed: {cell.error}', '', f'{paper[0]:.2f}', '', '',
                          '', f'{paper[3]:.2f}x', ''])
             ours.append(float('nan'))
@@ -126,7 +126,7 @@ def samplers_experiment(cells, steps, figure):
     rows, series = [], {where: [] for where in config_lib.SAMPLER_ENVS}
     base = {where: cells[(1, where)].mean for where in config_lib.SAMPLER_ENVS}
     for (count, where), cell in cells.items():
-        if cell.error or not cell.values:
+        if not cell.measured:
             rows.append([count, where, f'failed: {cell.error}', '', ''])
             series[where].append(float('nan'))
             continue

@@ -142,7 +142,7 @@ def _cell(value):
 def min_batch_experiment(cells, seconds, figure):
     rows, tps = [], []
     for size, (rate, pps, lag) in cells.items():
-        if rate.error or not rate.values:
+        if not rate.measured:
             rows.append([size, f'failed: {rate.error}', '', ''])
             tps.append(float('nan'))
             continue
@@ -163,7 +163,7 @@ def table_2_experiment(cells, figure):
     rows, ours, theirs = [], [], []
     for name, (paper_a3c, paper_ga3c, paper_speedup) in PAPER_TABLE_2.items():
         a3c, ga3c = cells[(name, 'a3c_cpu')], cells[(name, 'ga3c')]
-        failed = [cell for cell in (a3c, ga3c) if cell.error or not cell.values]
+        failed = [cell for cell in (a3c, ga3c) if not cell.measured]
         speedup = float('nan') if failed else ga3c.mean / a3c.mean
         rows.append([name, f'failed: {a3c.error}' if a3c in failed else f'{a3c.mean:,.0f}',
                      f'failed: {ga3c.error}' if ga3c in failed else f'{ga3c.mean:,.0f}',

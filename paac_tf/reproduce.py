@@ -89,12 +89,12 @@ def figure_experiment(rates, shares, seconds, trials, figure):
         paper = PAPER_SHARES.get((network, count), 'drawn only')
         if network == 'nature' and count == 32:
             paper = PAPER_NATURE_DROP
-        if cell.error or not cell.values:
+        if not cell.measured:
             rows.append([f'arch{network}', count, f'failed: {cell.error}', '', '', '', '', paper])
             continue
         nips = rates[('nips', count)]
         drop = (f'{100 * (cell.mean / nips.mean - 1):+.0f}%'
-                if network == 'nature' and nips.values and not nips.error else '')
+                if network == 'nature' and nips.measured else '')
         rows.append([f'arch{network}', count, f'{cell.mean:,.0f} +- {cell.std:,.0f}'] +
                     [f'{100 * shares[(network, count, phase)].mean:.0f}%' for phase in PHASES] +
                     [drop, paper])

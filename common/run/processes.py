@@ -196,6 +196,36 @@ def pin_to_cpu(pid: int, index: int):
     return None
 
 
+@contextlib.contextmanager
+def confined_to_cpus(count: int):
+    """Confines every thread of this process, and so every thread and process it starts
+    meanwhile, to the first count CPUs it may use; on exit each thread gets its CPUs back (a new
+    one, the process's). Yields None, or a one-line warning where confining is impossible here
+    (then nothing is changed)."""
+    if not hasattr(os, 'sched_setaffinity') or not os.path.isdir('/proc/self/task'):
+        yield 'confining to CPUs is only done on Linux; the process keeps all its CPUs'
+        return
+    allowed = sorted(os.sched_getaffinity(0))
+    if count > len(allowed):
+        raise ValueError(f'cannot confine to {count} CPUs: this process may use {len(allowed)}')
+    saved = {}
+    try:
+        for name in os.listdir('/proc/self/task'):
+            task_id = int(name)
+            try:
+                saved[task_id] = os.sched_getaffinity(task_id)
+                os.sched_setaffinity(task_id, set(allowed[:count]))
+            except (ProcessLookupError, FileNotFoundError):  # the thread ended meanwhile
+                saved.pop(task_id, None)
+        yield None
+    finally:  # threads started meanwhile get the CPUs the process had
+        for name in os.listdir('/proc/self/task'):
+            try:
+                os.sched_setaffinity(int(name), saved.get(int(name), set(allowed)))
+            except (ProcessLookupError, FileNotFoundError):
+                pass
+
+
 def end_process(process, terminate_seconds: float = 1.0) -> None:
     """Ends a process that did not stop when asked: SIGTERM, then SIGKILL after a grace time."""
     if process.is_alive():

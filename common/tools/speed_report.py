@@ -31,6 +31,11 @@ class Cell:
     error: Optional[str] = None
 
     @property
+    def measured(self):
+        """Whether the cell has trials and no error."""
+        return bool(self.values) and self.error is None
+
+    @property
     def mean(self):
         return statistics.fmean(self.values) if self.values else math.nan
 
@@ -117,6 +122,27 @@ def stacked_bars(path, labels, parts, y_label, title):
         axes.bar(range(len(labels)), heights, 0.6, bottom=bottoms, label=name)
         bottoms = [bottom + height for bottom, height in zip(bottoms, heights)]
     _finish(figure, axes, path, labels, y_label, title)
+
+
+def lines(path, x_values, series, x_label, y_label, title, references=()):
+    """One line with markers per (name, values) of series over x_values (NaN leaves a gap), and
+    a dashed horizontal line per (name, value) of references."""
+    figure, axes = plt.subplots(figsize=FIGURE_SIZE, dpi=DPI)
+    for name, values in series:
+        axes.plot(x_values, values, marker='o', label=name)
+    for index, (name, value) in enumerate(references):
+        axes.axhline(value, linestyle=('--', ':', '-.')[index % 3], color='gray', label=name)
+    axes.set_xscale('log', base=2)
+    axes.set_xticks(list(x_values))
+    axes.set_xticklabels([str(value) for value in x_values])
+    axes.set_xlabel(x_label)
+    axes.set_ylabel(y_label)
+    axes.set_title(title, fontsize=10)
+    axes.legend(fontsize=8)
+    axes.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
 
 
 @dataclasses.dataclass
