@@ -245,6 +245,7 @@ def tf_agents_ppo_rate(settings):
 
 
 XLA = 'AccelConfig.jit_compile = True'
+BFLOAT16 = "AccelConfig.compute_dtype = 'bfloat16'"
 # The Q rows at batch 512 (Appendix A.3's rates) and their variants: minibatches through tf.data,
 # asynchronous, or both; XLA.
 Q_BASES = {'dqn_512': ('dqn_pong', ['AccelConfig.learning_rate = 0.00075']),
@@ -254,7 +255,8 @@ Q_VARIANTS = {'': [],
               'async': ['QValueConfig.asynchronous = True'],
               'async_tf_data': ['QValueConfig.asynchronous = True',
                                 "QValueConfig.replay_input = 'tf_data'"],
-              'xla': [XLA]}
+              'xla': [XLA],
+              'bfloat16': [BFLOAT16]}
 
 
 def _q_row(base, variant=''):
@@ -294,6 +296,15 @@ ROWS = {
     'accel/ppo/learn/xla': lambda settings: learning_only_rate(
         settings, 'ppo_pong',
         [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}", XLA]),
+    # The networks' torsos in bfloat16 (RunConfig.compute_dtype; common/learners/networks.py).
+    'accel/ppo/bfloat16': lambda settings: training_rate(
+        settings, 'ppo_pong',
+        [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}", BFLOAT16]),
+    'accel/a2c/learn/bfloat16': lambda settings: learning_only_rate(
+        settings, 'a2c_pong', [BFLOAT16]),
+    'accel/ppo/learn/bfloat16': lambda settings: learning_only_rate(
+        settings, 'ppo_pong',
+        [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}", BFLOAT16]),
 }
 ROWS.update({f'accel/{base}/{variant}': _q_row(base, variant)
              for base in Q_BASES for variant in Q_VARIANTS if variant})

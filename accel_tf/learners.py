@@ -36,7 +36,8 @@ def make_optimizer(config):
 
 def _model(config):
     return networks.actor_critic_for(config.env_config, config.network, config.initializer,
-                                     config.seed, torso_kwargs=config.torso_kwargs)
+                                     config.seed, torso_kwargs=config.torso_kwargs,
+                                     compute_dtype=config.compute_dtype)
 
 
 def build_actor_critic_learner(config):
@@ -78,7 +79,8 @@ def build_q_learner(config):
         return networks.make_q_network(
             num_actions, env_config.observation_shape, env_config.observation_dtype,
             network=config.network, dueling=q_values.dueling, torso_kwargs=config.torso_kwargs,
-            initializer=config.initializer, seed=config.seed, support=q_values.support)
+            initializer=config.initializer, seed=config.seed, support=q_values.support,
+            compute_dtype=config.compute_dtype)
 
     settings = q_learner.QSettings(
         gamma=config.gamma, double_dqn=q_values.double_dqn, huber_delta=q_values.huber_delta,

@@ -16,10 +16,11 @@ BENCH_PERIOD = 4000  # C: divisible by W = 8 and F = 4
 BENCH_PERIODS = 3
 
 
-def _rate(settings, mode, num_samplers, jit_compile=False):
-    """Training steps per second of one mode over BENCH_PERIODS whole target periods."""
+def _rate(settings, mode, num_samplers, **options):
+    """Training steps per second of one mode over BENCH_PERIODS whole target periods; options:
+    speedtest_config's jit_compile, compute_dtype."""
     config = speedtest.speedtest_config(mode, num_samplers, game=settings['game'],
-                                        target_period=BENCH_PERIOD, jit_compile=jit_compile)
+                                        target_period=BENCH_PERIOD, **options)
     devices.set_intra_op_threads(config.intra_op_threads())  # each bench row has its own process
     with speedtest.Session(config) as session:
         chunks = [(BENCH_PERIOD, session.run(BENCH_PERIOD)) for _ in range(BENCH_PERIODS)]
@@ -33,4 +34,8 @@ ROWS = {
     'dqn/both': lambda settings: _rate(settings, 'both', 8),
     # The networks' calls XLA-compiled (RunConfig.jit_compile; common/learners/xla.py).
     'dqn/standard/xla': lambda settings: _rate(settings, 'standard', 1, jit_compile=True),
+    # The networks' torsos in bfloat16 (RunConfig.compute_dtype; common/learners/networks.py).
+    'dqn/standard/bfloat16': lambda settings: _rate(settings, 'standard', 1,
+                                                    compute_dtype='bfloat16'),
+    'dqn/both/bfloat16': lambda settings: _rate(settings, 'both', 8, compute_dtype='bfloat16'),
 }

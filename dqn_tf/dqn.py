@@ -43,7 +43,8 @@ def build_learner(config):
         return networks.make_q_network(
             num_actions=num_actions, observation_shape=env_config.observation_shape,
             observation_dtype=env_config.observation_dtype, network=config.network,
-            dueling=config.dueling, torso_kwargs=config.torso_kwargs, seed=config.seed)
+            dueling=config.dueling, torso_kwargs=config.torso_kwargs, seed=config.seed,
+            compute_dtype=config.compute_dtype)
 
     settings = q_learner.QSettings(gamma=config.gamma, double_dqn=config.double_dqn,
                                    huber_delta=config.huber_delta)

@@ -39,9 +39,11 @@ SPEEDTEST_EPSILON = 0.1  # "we fix epsilon_t = 0.1 for the entirety of this shor
 
 
 def speedtest_config(mode, num_samplers, game='pong', target_period=10_000, prepopulate_steps=1000,
-                     replay_capacity=100_000, seed=0, jit_compile=False, sampler_envs='thread'):
+                     replay_capacity=100_000, seed=0, jit_compile=False, sampler_envs='thread',
+                     compute_dtype='float32'):
     """The paper's Pong config in one mode, with epsilon fixed at 0.1 and evaluation off;
-    jit_compile: the networks' calls XLA-compiled; sampler_envs: DQNConfig.sampler_envs."""
+    jit_compile: the networks' calls XLA-compiled; sampler_envs: DQNConfig.sampler_envs;
+    compute_dtype: DQNConfig.compute_dtype."""
     concurrent, synchronized = config_lib.MODE_SWITCHES[mode]
     bindings = [f"AtariConfig.game = '{game}'",
                 f'DQNConfig.num_samplers = {num_samplers}',
@@ -54,7 +56,8 @@ def speedtest_config(mode, num_samplers, game='pong', target_period=10_000, prep
                 f'DQNConfig.final_epsilon = {SPEEDTEST_EPSILON}',
                 'DQNConfig.eval_every_steps = 0',
                 f'DQNConfig.seed = {seed}', f'DQNConfig.jit_compile = {jit_compile}',
-                f"DQNConfig.sampler_envs = '{sampler_envs}'"]
+                f"DQNConfig.sampler_envs = '{sampler_envs}'",
+                f"DQNConfig.compute_dtype = '{compute_dtype}'"]
     return dqn_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/dqn/pong.gin')], bindings)
 
 

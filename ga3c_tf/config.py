@@ -111,7 +111,8 @@ class GA3CConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
                     observation_shape=tuple(env_config.observation_shape),
                     observation_dtype=env_config.observation_dtype, network=self.network,
                     input_scale=self.input_scale, input_offset=self.input_offset,
-                    torso_kwargs=torso_kwargs, initializer=self.initializer, seed=self.seed)
+                    torso_kwargs=torso_kwargs, initializer=self.initializer, seed=self.seed,
+                    compute_dtype=self.compute_dtype)
 
     def learning_rate_schedule(self):
         """Env steps -> learning rate: linear from learning_rate to final_learning_rate."""

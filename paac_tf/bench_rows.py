@@ -1,8 +1,9 @@
 """PAAC rows for `python -m common.bench`: full training steps per second (act + step + update)
 of `gin/paac/pong.gin` (the paper's config, nw = 8 worker processes), on the bench's game with
 its number of environments; paac/auto_workers the same with num_workers 'auto' (one per usable
-core: the README's first command), paac/xla with jit_compile. The bench's --num_workers applies
-to the env-only rows, not here: the rows measure the commands a user runs."""
+core: the README's first command), paac/xla with jit_compile, paac/bfloat16 with the torso in
+bfloat16. The bench's --num_workers applies to the env-only rows, not here: the rows measure the
+commands a user runs."""
 from common.envs import pools
 from common.tools import timing
 from common.units import on_policy
@@ -41,4 +42,7 @@ ROWS = {
         settings, extra=["PAACConfig.num_workers = 'auto'"]),
     # The network's calls XLA-compiled (RunConfig.jit_compile; common/learners/xla.py).
     'paac/xla': lambda settings: paac_rate(settings, extra=['PAACConfig.jit_compile = True']),
+    # The network's torso in bfloat16 (RunConfig.compute_dtype; common/learners/networks.py).
+    'paac/bfloat16': lambda settings: paac_rate(
+        settings, extra=["PAACConfig.compute_dtype = 'bfloat16'"]),
 }

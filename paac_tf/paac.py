@@ -126,7 +126,7 @@ def build_learner(config, strategy=None):
         with strategy.scope():
             return build_learner(config)
     model = networks.actor_critic_for(config.env_config, config.network, config.initializer,
-                                      config.seed)
+                                      config.seed, compute_dtype=config.compute_dtype)
     optimizer = optim.rmsprop_of(config, optim.EnvStepSchedule(optim.LinearSchedule(
         config.initial_learning_rate, config.final_learning_rate,
         config.anneal_steps or config.total_steps)))

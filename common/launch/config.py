@@ -20,6 +20,9 @@ from common.run import machine_load
 from common.scale.cluster import STRATEGIES
 from common.units import samplers
 
+# networks.COMPUTE_DTYPES, named here too: this module must not import TensorFlow.
+COMPUTE_DTYPES = ('float32', 'bfloat16')
+
 def require_env_config(owner, env_config):
     """Checks that owner's env_config is an Atari or gym config and that its values are valid."""
     checks.require(isinstance(env_config, (atari.AtariConfig, gym_envs.GymConfig)),
@@ -47,6 +50,9 @@ class RunConfig:
     # XLA for every network call of acting, predicting and updating (common/learners/xla.py);
     # no paper's: off, which `python -m common.bench` measured faster on a CPU (BENCHMARKS.md).
     jit_compile: bool = False
+    # 'bfloat16': the networks' torsos compute in bfloat16 on float32 variables, heads and losses
+    # in float32 (common/learners/networks.py: COMPUTE_DTYPES); no paper's: 'float32'.
+    compute_dtype: str = 'float32'
     # On a config that resolve() returned: field -> the value asked before it was resolved. A
     # class attribute, not a field: gin cannot bind it and dataclasses.replace does not copy it.
     asked = None
@@ -74,6 +80,7 @@ class RunConfig:
                        f'>= 0 (0: no milestones), got {self.milestone_every_steps}')
         checks.require(0 < self.gamma <= 1, f'{owner}.gamma must be in (0, 1], got {self.gamma}')
         checks.require(self.seed >= 0, f'{owner}.seed must be >= 0, got {self.seed}')
+        self.require_choice('compute_dtype', COMPUTE_DTYPES)
         checks.require(self.log_every_seconds > 0,
                        f'{owner}.log_every_seconds must be > 0, got {self.log_every_seconds}')
 

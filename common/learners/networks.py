@@ -14,6 +14,8 @@ how fast each layer moves; the actor-critic presets use the originals' scheme.
 Convolutions use 'valid' padding, as in the DQN and A3C papers, unless padding='same' (GA3C's
 code pads: 84x84 -> 21x21 -> 11x11 on nips).
 """
+import contextlib
+
 import tensorflow as tf
 # Keras 2 by its own name: tf.keras is Keras 3 unless TF_USE_LEGACY_KERAS was set before
 # TensorFlow loaded, which a library user's process need not have done.
@@ -23,12 +25,31 @@ __all__ = ('PADDINGS', 'nips', 'nature', 'ga3c_large', 'a3c_net', 'dqn_net', 'ml
            'NETWORK_NAMES', 'IMAGE_NETWORKS', 'PADDABLE_NETWORKS', 'scale_observations',
            'ActorCriticNetwork', 'QNetwork', 'DUELING_GRADIENT_SCALE', 'scale_gradient',
            'make_torso', 'INITIALIZERS', 'build', 'initialize', 'make_actor_critic',
-           'actor_critic_for', 'make_q_network')
+           'actor_critic_for', 'make_q_network', 'COMPUTE_DTYPES', 'compute_dtype_scope')
 
 layers = keras.layers
 
 
 PADDINGS = ('valid', 'same')
+# 'bfloat16': layers built under tf-keras' 'mixed_bfloat16' policy compute in bfloat16 (oneDNN's
+# AVX512_BF16 kernels on a CPU that has them, tensor cores on a GPU) on float32 variables; the
+# output heads stay float32, so losses, Q values and logits keep their precision. No paper's.
+COMPUTE_DTYPES = ('float32', 'bfloat16')
+
+
+@contextlib.contextmanager
+def compute_dtype_scope(compute_dtype):
+    """Layers created inside compute in compute_dtype (COMPUTE_DTYPES) on float32 variables.
+    Sets tf-keras' global policy meanwhile (so build models from one thread at a time)."""
+    if compute_dtype not in COMPUTE_DTYPES:
+        raise ValueError(f'compute_dtype={compute_dtype!r}; allowed: {COMPUTE_DTYPES}')
+    policy = 'mixed_bfloat16' if compute_dtype == 'bfloat16' else 'float32'
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(policy)
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
 
 
 def nips(padding='valid', name='nips'):
@@ -124,17 +145,16 @@ class ActorCriticNetwork(keras.Model):
                  name='actor_critic'):
         super().__init__(name=name)
         self.torso = torso
-        self.policy_head = layers.Dense(num_actions, name='policy_logits')
-        self.value_head = layers.Dense(1, name='value')
+        self.policy_head = layers.Dense(num_actions, name='policy_logits', dtype='float32')
+        self.value_head = layers.Dense(1, name='value', dtype='float32')
         self.input_scale = input_scale
         self.input_offset = input_offset
 
     def call(self, observations):
         features = self.torso(scale_observations(observations, self.input_scale,
                                                  self.input_offset))
-        # float32 outputs whatever the compute dtype (mixed precision), so losses stay float32.
-        logits = tf.cast(self.policy_head(features), tf.float32)
-        return logits, tf.cast(tf.squeeze(self.value_head(features), axis=-1), tf.float32)
+        # The float32 heads take the torso's features in float32 whatever its compute dtype.
+        return self.policy_head(features), tf.squeeze(self.value_head(features), axis=-1)
 
 
 class QNetwork(keras.Model):
@@ -164,14 +184,15 @@ class QNetwork(keras.Model):
             self.torso = keras.Sequential(shared, name=f'{torso.name}_shared')
             self.value_stream = keras.Sequential([
                 layers.Dense(hidden.units, activation=hidden.activation, name='value_hidden'),
-                layers.Dense(self.num_atoms, name='value')], name='value_stream')
+                layers.Dense(self.num_atoms, name='value', dtype='float32')], name='value_stream')
             self.advantage_stream = keras.Sequential([
                 layers.Dense(hidden.units, activation=hidden.activation,
                              name='advantage_hidden'),
-                layers.Dense(num_actions * self.num_atoms, name='advantage')],
+                layers.Dense(num_actions * self.num_atoms, name='advantage', dtype='float32')],
                 name='advantage_stream')
         else:
-            self.q_head = layers.Dense(num_actions * self.num_atoms, name='q_values')
+            self.q_head = layers.Dense(num_actions * self.num_atoms, name='q_values',
+                                       dtype='float32')
         self.input_scale = input_scale
         self.input_offset = input_offset
 
@@ -266,32 +287,39 @@ def initialize(model, initializer, seed):
 
 def make_actor_critic(num_actions, observation_shape, observation_dtype, network='nips',
                       input_scale=1 / 255, input_offset=0.0, torso_kwargs=None,
-                      initializer='glorot_uniform', seed=0):
+                      initializer='glorot_uniform', seed=0, compute_dtype='float32'):
     """A built ActorCriticNetwork; GA3C's original scaling is input_scale=1/128, offset=-1.
 
     initializer: 'glorot_uniform' (Keras' default) or 'fan_in_uniform', seeded by seed.
+    compute_dtype: the torso's (COMPUTE_DTYPES); the heads compute in float32.
     """
-    torso = make_torso(network, observation_shape, torso_kwargs)
-    model = ActorCriticNetwork(torso, num_actions, input_scale=input_scale,
-                               input_offset=input_offset)
-    return initialize(build(model, observation_shape, observation_dtype), initializer, seed)
+    with compute_dtype_scope(compute_dtype):
+        torso = make_torso(network, observation_shape, torso_kwargs)
+        model = ActorCriticNetwork(torso, num_actions, input_scale=input_scale,
+                                   input_offset=input_offset)
+        model = build(model, observation_shape, observation_dtype)
+    return initialize(model, initializer, seed)
 
 
 def actor_critic_for(env_config, network, initializer='glorot_uniform', seed=0,
-                     torso_kwargs=None):
+                     torso_kwargs=None, compute_dtype='float32'):
     """make_actor_critic for env_config's observations and actions."""
     return make_actor_critic(
         num_actions=env_config.num_actions(), observation_shape=env_config.observation_shape,
         observation_dtype=env_config.observation_dtype, network=network,
-        torso_kwargs=torso_kwargs, initializer=initializer, seed=seed)
+        torso_kwargs=torso_kwargs, initializer=initializer, seed=seed,
+        compute_dtype=compute_dtype)
 
 
 def make_q_network(num_actions, observation_shape, observation_dtype, network='nature',
                    dueling=False, input_scale=1 / 255, input_offset=0.0, torso_kwargs=None,
-                   initializer='glorot_uniform', seed=0, support=None):
+                   initializer='glorot_uniform', seed=0, support=None, compute_dtype='float32'):
     """A built QNetwork (dueling optional; categorical over the atoms support, if given) on the
-    named torso, initialized from seed."""
-    torso = make_torso(network, observation_shape, torso_kwargs)
-    model = QNetwork(torso, num_actions, dueling=dueling, input_scale=input_scale,
-                     input_offset=input_offset, support=support)
-    return initialize(build(model, observation_shape, observation_dtype), initializer, seed)
+    named torso, initialized from seed; the torso computes in compute_dtype, the heads in
+    float32."""
+    with compute_dtype_scope(compute_dtype):
+        torso = make_torso(network, observation_shape, torso_kwargs)
+        model = QNetwork(torso, num_actions, dueling=dueling, input_scale=input_scale,
+                         input_offset=input_offset, support=support)
+        model = build(model, observation_shape, observation_dtype)
+    return initialize(model, initializer, seed)

@@ -61,8 +61,12 @@ APPO = dict(algorithm='appo', num_learners=2, envs_per_worker=8, horizon=32,
             async_learners=sections.AsyncLearnersConfig(),
             appo=sections.APPOConfig(pull_every_steps=16, local_steps_per_sync=1))
 
+# A2C with the networks' torsos in bfloat16 (RunConfig.compute_dtype), the same budget and seed.
+A2C_BFLOAT16 = dict(A2C, compute_dtype='bfloat16')
 
-@pytest.mark.parametrize('settings', [A2C, PPO, A3C, APPO], ids=['a2c', 'ppo', 'a3c', 'appo'])
+
+@pytest.mark.parametrize('settings', [A2C, PPO, A3C, APPO, A2C_BFLOAT16],
+                         ids=['a2c', 'ppo', 'a3c', 'appo', 'a2c_bfloat16'])
 def test_learns_cartpole(tmp_path, settings, kept_checkpoint_scores):
     config = config_lib.AccelConfig(
         env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', num_workers=1,

@@ -1,0 +1,46 @@
+"""The bench's .../bfloat16 rows measure learners whose torsos compute in bfloat16 (and the
+speed test takes compute_dtype), so their ratio to the float32 rows is the lever's."""
+import gin
+import tf_keras as keras
+
+from accel_tf import bench_rows as accel_rows
+from dqn_tf import speedtest
+from paac_tf import bench_rows as paac_rows
+
+SETTINGS = {'seconds': 0.3, 'warmup_seconds': 0.0, 'num_envs': 16, 'game': 'pong',
+            'num_workers': 2}
+
+
+def _torso_dtypes(model):
+    return {layer.compute_dtype for layer in model.torso.submodules
+            if isinstance(layer, (keras.layers.Conv2D, keras.layers.Dense))}
+
+
+def _remember_learners(monkeypatch, module, built):
+    real_build = module.build_learner
+
+    def remember(config, *args):
+        built.append(real_build(config, *args))
+        return built[-1]
+
+    monkeypatch.setattr(module, 'build_learner', remember)
+
+
+def test_accel_and_paac_bfloat16_rows_train_bfloat16_torsos(monkeypatch):
+    built = []
+    _remember_learners(monkeypatch, accel_rows.kinds, built)
+    _remember_learners(monkeypatch, paac_rows.paac, built)
+    for rows, name in ((accel_rows.ROWS, 'accel/a2c/learn/bfloat16'),
+                       (paac_rows.ROWS, 'paac/bfloat16'), (accel_rows.ROWS, 'accel/a2c/learn')):
+        gin.clear_config()
+        assert rows[name](SETTINGS)['steps_per_sec'] > 0, name
+    assert [_torso_dtypes(learner.model) for learner in built] == [
+        {'bfloat16'}, {'bfloat16'}, {'float32'}]
+
+
+def test_the_speed_test_configures_the_compute_dtype():
+    gin.clear_config()
+    assert speedtest.speedtest_config('both', 8, compute_dtype='bfloat16').compute_dtype == \
+        'bfloat16'
+    gin.clear_config()
+    assert speedtest.speedtest_config('both', 8).compute_dtype == 'float32'
