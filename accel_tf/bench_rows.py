@@ -97,9 +97,13 @@ def training_rate(settings, preset, extra=()):
     learner = kinds.build_learner(config, distribute.strategy_of(config.distribute))
     with learners.open_pool(config, seed=0) as pool:
         unit = on_policy.OnPolicyUnit(
-            samplers.make_sampler(config.sampler, pool, config.horizon), learner)
-        return timing.rate(unit.iterate, config.steps_per_update, settings['seconds'],
-                           settings['warmup_seconds'])
+            samplers.make_sampler(config.sampler, pool, config.horizon), learner,
+            overlap=config.overlap_learning)
+        try:
+            return timing.rate(unit.iterate, config.steps_per_update, settings['seconds'],
+                               settings['warmup_seconds'])
+        finally:
+            unit.finish()
 
 
 def mirrored_rate(settings, replicas):
@@ -300,6 +304,13 @@ ROWS = {
     'accel/ppo/bfloat16': lambda settings: training_rate(
         settings, 'ppo_pong',
         [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}", BFLOAT16]),
+    # Learning while sampling (OverlapConfig.overlap_learning; common/units/on_policy.py).
+    'accel/a2c/overlap': lambda settings: training_rate(
+        settings, 'a2c_pong', ['AccelConfig.overlap_learning = True']),
+    'accel/ppo/overlap': lambda settings: training_rate(
+        settings, 'ppo_pong',
+        [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}",
+         'AccelConfig.overlap_learning = True']),
     'accel/a2c/learn/bfloat16': lambda settings: learning_only_rate(
         settings, 'a2c_pong', [BFLOAT16]),
     'accel/ppo/learn/bfloat16': lambda settings: learning_only_rate(

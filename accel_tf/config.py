@@ -27,6 +27,8 @@ from common.envs import gym as gym_envs  # noqa: F401
 
 OPTIMIZERS = ('rmsprop', 'adam')
 LEARNING_RATE_SCALINGS = ('sqrt', 'none')
+# The algorithms that sample, then learn (the on-policy unit): overlap_learning applies to them.
+ON_POLICY = tuple(row.name for row in algorithms.ROWS if row.loop == 'on_policy')
 
 # Section name (as rows and bindings spell it) -> its class.
 SECTIONS = {cls.__name__: cls for cls in (
@@ -57,7 +59,7 @@ RENAMED = _renamed()
 
 @gin.configurable(denylist=[cls.FIELD for cls in SECTIONS.values()])
 @dataclasses.dataclass
-class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
+class AccelConfig(config_lib.OverlapConfig, config_lib.RMSPropConfig, config_lib.RunConfig):
     """One run of an algorithm of accel_tf/algorithms.py on the synchronized or alternating
     sampler (section 4.1); for A3C and APPO, every field but num_learners describes one
     actor-learner. The section fields are set by from_gin() (or given when built in Python): the
@@ -148,6 +150,10 @@ class AccelConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
             self._validate_distribute()
         config_lib.require_sampler_groups(self.owner, self.sampler, self.num_workers,
                                           self.distribute)
+        self.validate_overlap(self.distribute)
+        checks.require(not self.overlap_learning or self.row.loop == 'on_policy',
+                       f'AccelConfig.overlap_learning=True; algorithm={self.algorithm!r} does not '
+                       f"sample then learn (allowed for: {', '.join(ON_POLICY)})")
 
     def _validate_row(self):
         """What the algorithm's row asks of AccelConfig: its optimizer, no schedule where it has

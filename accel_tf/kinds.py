@@ -69,7 +69,7 @@ def _train_on_policy(config, run_dir, make_pool):
     strategy, pool_for = _sampling(config, make_pool)
     learner = build_learner(config, strategy)
     return on_policy.train(config, run_dir, learner, pool_for, config.sampler, config.horizon,
-                           config.num_envs, strategy)
+                           config.num_envs, strategy, config.overlap_learning)
 
 
 def _train_q_values(config, run_dir, make_pool):

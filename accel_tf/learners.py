@@ -34,6 +34,11 @@ def make_optimizer(config):
     return optim.rmsprop_of(config, rate)
 
 
+def _acting_model(config):
+    """The acting copy of the model an overlapped run samples with (None otherwise)."""
+    return _model(config) if config.overlap_learning else None
+
+
 def _model(config):
     return networks.actor_critic_for(config.env_config, config.network, config.initializer,
                                      config.seed, torso_kwargs=config.torso_kwargs,
@@ -50,7 +55,7 @@ def build_actor_critic_learner(config):
     return actor_critic.ActorCriticLearner(
         _model(config), make_optimizer(config), settings,
         actor_critic.observation_spec(config.env_config), seed=config.seed, horizon=config.horizon,
-        jit_compile=config.jit_compile)
+        jit_compile=config.jit_compile, acting_model=_acting_model(config))
 
 
 def build_ppo_learner(config):
@@ -64,7 +69,8 @@ def build_ppo_learner(config):
         anneal_steps=config.total_steps if phase.anneal_ratio_clip else None)
     return ppo.PPOLearner(_model(config), make_optimizer(config), settings,
                           actor_critic.observation_spec(config.env_config), config.horizon,
-                          seed=config.seed, jit_compile=config.jit_compile)
+                          seed=config.seed, jit_compile=config.jit_compile,
+                          acting_model=_acting_model(config))
 
 
 def build_q_learner(config):

@@ -82,9 +82,9 @@ class PPOLearner(actor_critic.PolicyLearner):
     with apply_gradients, build, iterations and current_learning_rate)."""
 
     def __init__(self, model, optimizer, settings, observation_spec, horizon, seed=0,
-                 name='ppo_learner', jit_compile=False):
+                 name='ppo_learner', jit_compile=False, acting_model=None):
         super().__init__(model, optimizer, settings, observation_spec, seed, UPDATE_STATS, name,
-                         jit_compile)
+                         jit_compile, acting_model)
         self.ratio_clip_schedule = None if not settings.anneal_steps else optim.EnvStepSchedule(
             optim.LinearSchedule(settings.ratio_clip, 0.0, settings.anneal_steps))
         self.env_step_schedules.append(self.ratio_clip_schedule)

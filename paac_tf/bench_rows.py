@@ -2,8 +2,8 @@
 of `gin/paac/pong.gin` (the paper's config, nw = 8 worker processes), on the bench's game with
 its number of environments; paac/auto_workers the same with num_workers 'auto' (one per usable
 core: the README's first command), paac/xla with jit_compile, paac/bfloat16 with the torso in
-bfloat16. The bench's --num_workers applies to the env-only rows, not here: the rows measure the
-commands a user runs."""
+bfloat16, paac/overlap learning while sampling. The bench's --num_workers applies to the env-only
+rows, not here: the rows measure the commands a user runs."""
 from common.envs import pools
 from common.tools import timing
 from common.units import on_policy
@@ -23,9 +23,12 @@ def paac_rate(settings, sampler='synchronized', extra=()):
                          num_workers=config.num_workers,
                          num_groups=samplers.num_groups(sampler)) as pool:
         unit = on_policy.OnPolicyUnit(samplers.make_sampler(sampler, pool, config.horizon),
-                                      learner)
-        rate = timing.rate(unit.iterate, config.steps_per_update, settings['seconds'],
-                           settings['warmup_seconds'])
+                                      learner, overlap=config.overlap_learning)
+        try:
+            rate = timing.rate(unit.iterate, config.steps_per_update, settings['seconds'],
+                               settings['warmup_seconds'])
+        finally:
+            unit.finish()
         phases = unit.take_phase_seconds()
     total = sum(phases.values())
     print('  paac time shares (overlapped phases with the alternating sampler): ' + ', '.join(
@@ -45,4 +48,7 @@ ROWS = {
     # The network's torso in bfloat16 (RunConfig.compute_dtype; common/learners/networks.py).
     'paac/bfloat16': lambda settings: paac_rate(
         settings, extra=["PAACConfig.compute_dtype = 'bfloat16'"]),
+    # Learning while sampling (OverlapConfig.overlap_learning; common/units/on_policy.py).
+    'paac/overlap': lambda settings: paac_rate(
+        settings, extra=['PAACConfig.overlap_learning = True']),
 }

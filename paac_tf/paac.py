@@ -27,7 +27,7 @@ from common.envs import gym as gym_envs  # noqa: F401
 
 @gin.configurable
 @dataclasses.dataclass
-class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
+class PAACConfig(config_lib.OverlapConfig, config_lib.RMSPropConfig, config_lib.RunConfig):
     """Every PAAC knob; defaults are the paper's (section 5.1) and, where the paper's scores came
     from the code, the code's (alfredvc/paac); gin/paac/*.gin cite each."""
     env_config: Any = None             # @AtariConfig() or @GymConfig()
@@ -100,6 +100,7 @@ class PAACConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
             self.distribute.validate(self.num_envs, self.owner)
         config_lib.require_sampler_groups(self.owner, self.sampler, self.num_workers,
                                           self.distribute)
+        self.validate_overlap(self.distribute)
 
     def validate_cluster(self, num_cluster_workers):
         """Raises ConfigError unless the simulators and worker processes split evenly over a
@@ -125,8 +126,11 @@ def build_learner(config, strategy=None):
     if strategy is not None:
         with strategy.scope():
             return build_learner(config)
-    model = networks.actor_critic_for(config.env_config, config.network, config.initializer,
-                                      config.seed, compute_dtype=config.compute_dtype)
+    def make_model():
+        return networks.actor_critic_for(config.env_config, config.network, config.initializer,
+                                         config.seed, compute_dtype=config.compute_dtype)
+
+    model = make_model()
     optimizer = optim.rmsprop_of(config, optim.EnvStepSchedule(optim.LinearSchedule(
         config.initial_learning_rate, config.final_learning_rate,
         config.anneal_steps or config.total_steps)))
@@ -135,8 +139,10 @@ def build_learner(config, strategy=None):
         value_loss_coef=config.value_loss_coef, clip_norm=config.clip_norm,
         scale=config.loss_scale)
     spec = actor_critic.observation_spec(config.env_config)
-    return actor_critic.ActorCriticLearner(model, optimizer, settings, spec, seed=config.seed,
-                                           horizon=config.horizon, jit_compile=config.jit_compile)
+    return actor_critic.ActorCriticLearner(
+        model, optimizer, settings, spec, seed=config.seed, horizon=config.horizon,
+        jit_compile=config.jit_compile,
+        acting_model=make_model() if config.overlap_learning else None)
 
 
 def train(config, run_dir, make_pool):
@@ -155,4 +161,4 @@ def train(config, run_dir, make_pool):
                                num_workers=config.num_workers // machines,
                                num_groups=config_lib.sampler_groups(config.sampler,
                                                                     config.distribute)),
-        config.sampler, config.horizon, config.num_envs, strategy)
+        config.sampler, config.horizon, config.num_envs, strategy, config.overlap_learning)

@@ -100,6 +100,23 @@ class RunConfig:
 
 
 @dataclasses.dataclass
+class OverlapConfig:
+    """Learning while sampling for the on-policy unit (common/units/on_policy.py): with
+    overlap_learning, each rollout trains on a thread while the samplers collect the next with
+    the parameters from before that update (one update of policy lag, as APPO's), where the
+    papers sample, then learn. No paper's: off in every preset."""
+    overlap_learning: bool = False
+
+    def validate_overlap(self, distribute_config):
+        """Raises ConfigError if overlap_learning is asked with several devices or machines
+        (the acting copy of the parameters is built for one)."""
+        strategy = getattr(distribute_config, 'strategy', 'none')
+        checks.require(not self.overlap_learning or strategy == 'none',
+                       f'{type(self).__name__}.overlap_learning=True needs one device; got '
+                       f'DistributeConfig.strategy={strategy!r} (allowed with it: \'none\')')
+
+
+@dataclasses.dataclass
 class RMSPropConfig:
     """TF1's tf.train.RMSPropOptimizer as the PAAC and GA3C codes ran it: epsilon inside the
     square root and mean squares starting at ones (tf.keras: outside, and zeros)."""

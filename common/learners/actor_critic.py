@@ -23,6 +23,7 @@ __all__ = ('UPDATE_STATS', 'REDUCTIONS', 'LossSettings', 'sequence_signature', '
 
 # Per-update statistics, logged as means over each log interval.
 UPDATE_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate')
+ACTING_SEED_OFFSET = 7919  # the acting generator's seed: the learner's seed plus this
 REDUCTIONS = ('mean', 'sum')
 
 
@@ -75,14 +76,20 @@ class PolicyLearner(tf.Module):
     (built for its variables), a seeded generator, interval means of update statistics, and the
     acting tf.functions (sampling by Gumbel-max, greedy). jit_compile: every call of the model,
     and the scans of a rollout's returns and advantages, run XLA-compiled
-    (common/learners/xla.py)."""
+    (common/learners/xla.py). acting_model: a second model of the same architecture that
+    lagged_act() samples from, with a generator of its own, holding the parameters sync_acting()
+    last copied: updates can then run while the samplers act (OverlapConfig.overlap_learning);
+    act() and everything else use the learner's own parameters."""
 
     def __init__(self, model, optimizer, settings, observation_spec, seed, update_stats, name,
-                 jit_compile=False):
+                 jit_compile=False, acting_model=None):
         super().__init__(name=name)
         self.model = model
         self.jit_compile = jit_compile
         self.call_model = xla.compiled_call(lambda observations: model(observations), jit_compile)
+        self.acting_model = acting_model
+        self.call_acting_model = self.call_model if acting_model is None else \
+            xla.compiled_call(lambda observations: acting_model(observations), jit_compile)
         # The rollouts' scans over time (a loop of tiny kernels on a GPU). Not GA3C's
         # sequence_returns: the shape of its layout depends on the values, which XLA cannot take.
         self.n_step_returns, self.generalized_advantage_estimation = (
@@ -95,6 +102,9 @@ class PolicyLearner(tf.Module):
         # if it has one, and any a subclass adds; set_env_steps moves them all.
         self.env_step_schedules = [optimizer.learning_rate]
         self.generator = tf.random.Generator.from_seed(seed)
+        # Acting beside an update draws from its own stream (the update's shuffles use the other).
+        self.acting_generator = self.generator if acting_model is None else \
+            tf.random.Generator.from_seed(seed + ACTING_SEED_OFFSET)
         self.update_means = interval_means.IntervalMeans(update_stats)
         # Built under a one-machine strategy: each replica acts for its own sampler groups.
         self.act = distribute.acting(distribute.current_strategy(), self._act,
@@ -102,6 +112,10 @@ class PolicyLearner(tf.Module):
         self.greedy_act = tf.function(self._greedy_act, input_signature=[observation_spec])
         self.assign_parameters = tf.function(
             self._assign_parameters, input_signature=[tf.TensorSpec((None,), tf.float32)])
+        if acting_model is not None:
+            self.sync_acting = tf.function(self._sync_acting, input_signature=[])
+            self.lagged_act = tf.function(self._lagged_act, input_signature=[observation_spec])
+            self.sync_acting()
 
     def set_env_steps(self, env_steps):
         """Tells the learner's environment-step schedules where the run is (before an update),
@@ -118,9 +132,19 @@ class PolicyLearner(tf.Module):
         for variable, piece in zip(variables, pieces):
             variable.assign(tf.reshape(piece, variable.shape))
 
+    def _sync_acting(self):
+        """The acting model's parameters from the learner's (one call: no update half-read)."""
+        for acting, learning in zip(self.acting_model.trainable_variables,
+                                    self.model.trainable_variables):
+            acting.assign(learning)
+
     def _act(self, observations):
         logits, _ = self.call_model(observations)
         return sample_actions(logits, self.generator)
+
+    def _lagged_act(self, observations):
+        logits, _ = self.call_acting_model(observations)
+        return sample_actions(logits, self.acting_generator)
 
     def _greedy_act(self, observations):
         logits, _ = self.call_model(observations)
@@ -132,11 +156,11 @@ class ActorCriticLearner(PolicyLearner):
     anything with apply_gradients, build and current_learning_rate)."""
 
     def __init__(self, model, optimizer, settings, observation_spec, seed=0, horizon=None,
-                 name='actor_critic_learner', jit_compile=False):
+                 name='actor_critic_learner', jit_compile=False, acting_model=None):
         if settings.reduction not in REDUCTIONS:
             raise ValueError(f'reduction={settings.reduction!r}; allowed: {REDUCTIONS}')
         super().__init__(model, optimizer, settings, observation_spec, seed, UPDATE_STATS, name,
-                         jit_compile)
+                         jit_compile, acting_model)
         self.predict = tf.function(self._predict, input_signature=[observation_spec])
         self.train_on_sequences = tf.function(self._train_on_sequences,
                                               input_signature=sequence_signature(observation_spec))

@@ -242,3 +242,22 @@ def test_auto_workers_are_resolved_once_into_a_copy_that_records_what_was_asked(
     assert sessions[0]['resolved'] == record and 'resolved' not in sessions[1]
     fixed = config_lib.resolve(paac.PAACConfig(**dict(vars(asked), num_workers=2)))
     assert fixed.asked == {'distribute': None} and fixed.num_workers == 2
+
+
+def test_an_overlapped_run_saves_after_its_last_update_and_refuses_several_devices(tmp_path):
+    """overlap_learning: the final checkpoint holds every update (none left in flight)."""
+    config = _cartpole_config(total_steps=400, overlap_learning=True)
+
+    def make_serial_pool(env_config, num_envs, seed, num_workers, num_groups):
+        return pools.SerialPool(env_config, num_envs, seed=seed)
+
+    paac.train(config, str(tmp_path), make_serial_pool)
+    learner = paac.build_learner(config)
+    checkpoint = tf.train.Checkpoint(model=learner.model, optimizer=learner.optimizer)
+    checkpoint.restore(tf.train.latest_checkpoint(str(tmp_path / 'checkpoints'))).expect_partial()
+    assert int(learner.optimizer.iterations.numpy()) == 400 // (4 * 5)
+    with pytest.raises(errors.ConfigError, match=r"overlap_learning=True needs one device; got "
+                                                 r"DistributeConfig.strategy='mirrored'"):
+        _cartpole_config(overlap_learning=True, num_workers=2,
+                         distribute=config_lib.DistributeConfig(strategy='mirrored',
+                                                                num_replicas=2))

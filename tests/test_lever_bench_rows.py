@@ -1,5 +1,8 @@
-"""The bench's .../bfloat16 rows measure learners whose torsos compute in bfloat16 (and the
-speed test takes compute_dtype), so their ratio to the float32 rows is the lever's."""
+"""The bench's lever rows measure what they name: .../bfloat16 learners whose torsos compute in
+bfloat16 (and the speed test takes compute_dtype), .../overlap learners that update on a thread
+while sampling; so their ratio to the plain rows is the lever's."""
+import threading
+
 import gin
 import tf_keras as keras
 
@@ -44,3 +47,14 @@ def test_the_speed_test_configures_the_compute_dtype():
         'bfloat16'
     gin.clear_config()
     assert speedtest.speedtest_config('both', 8).compute_dtype == 'float32'
+
+
+def test_the_overlap_rows_train_on_a_thread_and_leave_none(monkeypatch):
+    built = []
+    _remember_learners(monkeypatch, accel_rows.kinds, built)
+    for name in ('accel/a2c/overlap', 'accel/a2c'):
+        gin.clear_config()
+        assert accel_rows.ROWS[name](SETTINGS)['steps_per_sec'] > 0, name
+    assert [hasattr(learner, 'lagged_act') for learner in built] == [True, False]
+    assert int(built[0].optimizer.iterations.numpy()) > 0
+    assert not any(thread.name.startswith('update') for thread in threading.enumerate())
