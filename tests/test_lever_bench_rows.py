@@ -10,7 +10,7 @@ from accel_tf import bench_rows as accel_rows
 from dqn_tf import speedtest
 from paac_tf import bench_rows as paac_rows
 
-SETTINGS = {'seconds': 0.3, 'warmup_seconds': 0.0, 'num_envs': 16, 'game': 'pong',
+SETTINGS = {'seconds': 0.3, 'warmup_seconds': 0.0, 'num_envs': 8, 'game': 'pong',
             'num_workers': 2}
 
 
@@ -34,11 +34,11 @@ def test_accel_and_paac_bfloat16_rows_train_bfloat16_torsos(monkeypatch):
     _remember_learners(monkeypatch, accel_rows.kinds, built)
     _remember_learners(monkeypatch, paac_rows.paac, built)
     for rows, name in ((accel_rows.ROWS, 'accel/a2c/learn/bfloat16'),
-                       (paac_rows.ROWS, 'paac/bfloat16'), (accel_rows.ROWS, 'accel/a2c/learn')):
+                       (paac_rows.ROWS, 'paac/bfloat16')):
         gin.clear_config()
         assert rows[name](SETTINGS)['steps_per_sec'] > 0, name
-    assert [_torso_dtypes(learner.model) for learner in built] == [
-        {'bfloat16'}, {'bfloat16'}, {'float32'}]
+    # (float32 without the option: tests/test_jit_compile_presets.py)
+    assert [_torso_dtypes(learner.model) for learner in built] == [{'bfloat16'}, {'bfloat16'}]
 
 
 def test_the_speed_test_configures_the_compute_dtype():
@@ -52,9 +52,8 @@ def test_the_speed_test_configures_the_compute_dtype():
 def test_the_overlap_rows_train_on_a_thread_and_leave_none(monkeypatch):
     built = []
     _remember_learners(monkeypatch, accel_rows.kinds, built)
-    for name in ('accel/a2c/overlap', 'accel/a2c'):
-        gin.clear_config()
-        assert accel_rows.ROWS[name](SETTINGS)['steps_per_sec'] > 0, name
-    assert [hasattr(learner, 'lagged_act') for learner in built] == [True, False]
+    gin.clear_config()
+    assert accel_rows.ROWS['accel/a2c/overlap'](SETTINGS)['steps_per_sec'] > 0
+    assert [hasattr(learner, 'lagged_act') for learner in built] == [True]
     assert int(built[0].optimizer.iterations.numpy()) > 0
     assert not any(thread.name.startswith('update') for thread in threading.enumerate())

@@ -63,14 +63,13 @@ APPO = dict(algorithm='appo', num_learners=2, envs_per_worker=8, horizon=32,
 
 # A2C with the networks' torsos in bfloat16 (RunConfig.compute_dtype), the same budget and seed.
 A2C_BFLOAT16 = dict(A2C, compute_dtype='bfloat16')
-# A2C and PPO learning while they sample (OverlapConfig.overlap_learning: one update of lag).
-A2C_OVERLAP = dict(A2C, overlap_learning=True)
+# PPO learning while it samples (OverlapConfig.overlap_learning: one update of lag; A2C with it
+# also scored 500.0 at its budget, 2026-11-29, not kept here for the suite's time).
 PPO_OVERLAP = dict(PPO, overlap_learning=True)
 
 
-@pytest.mark.parametrize('settings', [A2C, PPO, A3C, APPO, A2C_BFLOAT16, A2C_OVERLAP, PPO_OVERLAP],
-                         ids=['a2c', 'ppo', 'a3c', 'appo', 'a2c_bfloat16', 'a2c_overlap',
-                              'ppo_overlap'])
+@pytest.mark.parametrize('settings', [A2C, PPO, A3C, APPO, A2C_BFLOAT16, PPO_OVERLAP],
+                         ids=['a2c', 'ppo', 'a3c', 'appo', 'a2c_bfloat16', 'ppo_overlap'])
 def test_learns_cartpole(tmp_path, settings, kept_checkpoint_scores):
     config = config_lib.AccelConfig(
         env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', num_workers=1,

@@ -202,9 +202,10 @@ def test_bench_rows_measure_whole_periods(monkeypatch):
     monkeypatch.setattr(bench_rows, 'BENCH_PERIODS', 2)
     settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 32, 'game': 'pong',
                 'num_samplers': 2}
-    assert set(bench_rows.ROWS) == {'dqn/standard', 'dqn/both', 'dqn/standard/xla'}
-    for measure in bench_rows.ROWS.values():
-        result = measure(settings)
+    timed = ('dqn/standard', 'dqn/both', 'dqn/standard/xla')  # the bfloat16 rows: their options
+    assert set(bench_rows.ROWS) == set(timed) | {'dqn/standard/bfloat16', 'dqn/both/bfloat16'}
+    for name in timed:  # (tests/test_lever_bench_rows.py), the same measurement
+        result = bench_rows.ROWS[name](settings)
         assert result['windows'] == 2  # one per period
         assert 0 < result['min'] <= result['median'] <= result['max']
         assert result['min'] <= result['steps_per_sec'] <= result['max']
