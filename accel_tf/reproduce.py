@@ -69,16 +69,9 @@ def measure_figure(game, seconds, warmup_seconds, trials, stream):
     cells = {(kind, cores, count): speed_report.Cell(f'{kind} cores={cores} m={count}')
              for kind in SAMPLERS + ('env-only',) for cores in CORES
              for count in SIMULATORS_PER_CORE}
-
-    def trial(key):
-        rate = measure_figure_cell(*key, game, seconds, warmup_seconds)
-        print(f'{cells[key].label}: {rate:,.0f} steps/s per core', file=stream, flush=True)
-        return rate
-
-    for _ in range(trials):
-        for key, cell in cells.items():
-            speed_report.measure(cell, lambda: trial(key), stream)
-    return cells
+    return speed_report.measure_round_robin(
+        cells, lambda key: measure_figure_cell(*key, game, seconds, warmup_seconds), trials,
+        stream, 'steps/s per core')
 
 
 def measure_paired(simulators_per_core, synchronized, game, seconds, warmup_seconds):
@@ -141,16 +134,8 @@ def measure_table(game, seconds, warmup_seconds, trials, stream):
     cells = {(count, synchronized): speed_report.Cell(
         f"{'sync' if synchronized else 'async'} m={count}")
         for count in SIMULATORS_PER_CORE for synchronized in (True, False)}
-
-    def trial(key):
-        rate = measure_paired(*key, game, seconds, warmup_seconds)
-        print(f'{cells[key].label}: {rate:,.0f} steps/s', file=stream, flush=True)
-        return rate
-
-    for _ in range(trials):
-        for key, cell in cells.items():
-            speed_report.measure(cell, lambda: trial(key), stream)
-    return cells
+    return speed_report.measure_round_robin(
+        cells, lambda key: measure_paired(*key, game, seconds, warmup_seconds), trials, stream)
 
 
 def _value(cell, scale=1.0):

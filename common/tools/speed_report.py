@@ -63,6 +63,20 @@ def measure(cell, trial: Callable[[], float], stream=None):
             print(f'{cell.label}: failed ({cell.error})', file=stream, flush=True)
 
 
+def measure_round_robin(cells, trial, trials, stream, unit='steps/s'):
+    """trials rounds over cells ({key: Cell}), each measuring every cell once by trial(key) (a
+    value, printed with unit), so slow drift of the machine spreads over all cells."""
+    def printed(key):
+        value = trial(key)
+        print(f'{cells[key].label}: {value:,.0f} {unit}', file=stream, flush=True)
+        return value
+
+    for _ in range(trials):
+        for key, cell in cells.items():
+            measure(cell, lambda: printed(key), stream)
+    return cells
+
+
 def machine_line():
     """What measured: CPU model, usable cores, memory, and that no GPU did (on this host)."""
     model = platform.processor() or platform.machine()

@@ -68,3 +68,21 @@ def test_a_command_report_names_its_command_with_the_flags_given(tmp_path, monke
     speed_report.write_command_report(path, 'P', 'p_tf.reproduce', [], start=0.0)
     assert '`python -m p_tf.reproduce --trials=2`' in open(path).read()
     assert capsys.readouterr().out == f'wrote {path}\n'
+
+
+def test_round_robin_measures_every_cell_once_per_round_and_goes_on_past_a_failure():
+    order = []
+
+    def trial(key):
+        order.append(key)
+        if key == 'b':
+            raise ValueError('no device')
+        return 10.0 * len(order)
+
+    cells = {key: speed_report.Cell(key) for key in 'abc'}
+    stream = io.StringIO()
+    speed_report.measure_round_robin(cells, trial, 2, stream, 'frames/s')
+    assert order == ['a', 'b', 'c', 'a', 'c']  # b is skipped once it failed
+    assert cells['a'].values == [10.0, 40.0] and cells['c'].values == [30.0, 50.0]
+    assert cells['b'].error == 'ValueError: no device'
+    assert 'a: 10 frames/s' in stream.getvalue()
