@@ -4,6 +4,7 @@ optionally annealed) learning rate, and the update), and the environment pool it
 import tensorflow as tf
 
 from accel_tf import ppo
+from accel_tf import sections
 from common.envs import pools
 from common.launch import config as config_lib
 from common.learners import actor_critic
@@ -24,9 +25,12 @@ def open_pool(config, seed):
 def make_optimizer(config):
     """RMSProp (config's RMSPropConfig fields) or Adam, at config.scaled_learning_rate,
     annealed linearly to 0 over the run's total_steps environment steps if
-    config.anneal_learning_rate (so a resume with another batch continues it where it was)."""
+    config.anneal_learning_rate (so a resume with another batch continues it where it was), or
+    adapted to PPO's KL if PPOConfig.kl_target is above 0."""
     rate = config.scaled_learning_rate
-    if config.anneal_learning_rate:
+    if config.ppo is not None and config.ppo.kl_target > 0:
+        rate = optim.KLAdaptiveRate(rate, config.ppo.kl_target, *sections.KL_ADAPTIVE_RANGE)
+    elif config.anneal_learning_rate:
         rate = optim.EnvStepSchedule(optim.LinearSchedule(rate, 0.0, config.total_steps))
     if config.optimizer == 'adam':
         return optim.Adam(rate, beta1=config.adam_beta1, beta2=config.adam_beta2,
@@ -66,7 +70,8 @@ def build_ppo_learner(config):
         entropy_coef=loss.entropy_coef, value_loss_coef=loss.value_loss_coef,
         epochs=phase.epochs, minibatches=phase.minibatches, clip_norm=loss.clip_norm,
         normalize_advantages=phase.normalize_advantages,
-        anneal_steps=config.total_steps if phase.anneal_ratio_clip else None)
+        anneal_steps=config.total_steps if phase.anneal_ratio_clip else None,
+        kl_target=phase.kl_target)
     return ppo.PPOLearner(_model(config), make_optimizer(config), settings,
                           actor_critic.observation_spec(config.env_config), config.horizon,
                           seed=config.seed, jit_compile=config.jit_compile,

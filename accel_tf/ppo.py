@@ -21,7 +21,7 @@ from common.learners import optim
 from common.scale import distribute
 
 UPDATE_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate',
-                'ratio_clip', 'clip_fraction', 'approx_kl')
+                'ratio_clip', 'clip_fraction', 'approx_kl', 'approx_kl_k2')
 # What flat_minibatch_gradients appends to the flat gradient, in this order.
 MINIBATCH_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'ratio_clip',
                    'clip_fraction', 'approx_kl')
@@ -64,7 +64,9 @@ def unpacked_rows(rows, frame_shape, dtype):
 class PPOSettings:
     """What one PPO optimization phase does; anneal_steps: environment steps over which the
     ratio clip decays linearly to 0 (None: constant), as the learning rate does (rlpyt's PPO
-    scales both by the same 1 - iteration / iterations)."""
+    scales both by the same 1 - iteration / iterations); kl_target: above 0, the learning rate
+    (an optim.KLAdaptiveRate) is adapted after every minibatch step to keep approx_kl_k2 near it
+    (rl_games' adaptive schedule; not in PPO's paper)."""
     gamma: float
     gae_lambda: float
     ratio_clip: float
@@ -75,6 +77,7 @@ class PPOSettings:
     clip_norm: float = 0.0
     normalize_advantages: bool = False
     anneal_steps: Optional[int] = None
+    kl_target: float = 0.0
 
 
 class PPOLearner(actor_critic.PolicyLearner):
@@ -88,6 +91,13 @@ class PPOLearner(actor_critic.PolicyLearner):
         self.ratio_clip_schedule = None if not settings.anneal_steps else optim.EnvStepSchedule(
             optim.LinearSchedule(settings.ratio_clip, 0.0, settings.anneal_steps))
         self.env_step_schedules.append(self.ratio_clip_schedule)
+        self.adaptive_rate = None
+        if settings.kl_target > 0:
+            if not isinstance(optimizer.learning_rate, optim.KLAdaptiveRate):
+                raise ValueError(f'PPOSettings.kl_target={settings.kl_target!r} needs an '
+                                 'optimizer whose learning_rate is an optim.KLAdaptiveRate, got '
+                                 f'{type(optimizer.learning_rate).__name__}')
+            self.adaptive_rate = optimizer.learning_rate
         self.frame_shape = tuple(observation_spec.shape[1:])
         self.frame_dtype = observation_spec.dtype
         # Built under a tf.distribute strategy's scope: each minibatch step runs on every
@@ -156,7 +166,8 @@ class PPOLearner(actor_critic.PolicyLearner):
         stats = {'loss': loss.total, 'policy_loss': loss.policy_loss,
                  'value_loss': loss.value_loss, 'entropy': loss.entropy,
                  'grad_norm': global_norm, 'ratio_clip': ratio_clip,
-                 'clip_fraction': loss.clip_fraction, 'approx_kl': loss.approx_kl}
+                 'clip_fraction': loss.clip_fraction, 'approx_kl': loss.approx_kl,
+                 'approx_kl_k2': loss.approx_kl_k2}
         return gradients, stats
 
     def minibatch_step(self, observations, actions, old_log_probs, advantages, returns):
@@ -216,5 +227,7 @@ class PPOLearner(actor_critic.PolicyLearner):
                 else:
                     stats = distribute.run_split(self.strategy, self.minibatch_step,
                                                  minibatch_data, (0,) * len(minibatch_data))
+                if self.adaptive_rate is not None:  # after the step, as rl_games does
+                    self.adaptive_rate.adapt(stats['approx_kl_k2'])
                 last = {name: tf.cast(stats[name], tf.float32) for name in UPDATE_STATS}
         return last

@@ -67,6 +67,10 @@ class ActorCriticConfig(Section):
                        'gae_lambda (a float in [0, 1])')
 
 
+# Where PPOConfig.kl_target keeps the learning rate (rl_games' AdaptiveScheduler bounds).
+KL_ADAPTIVE_RANGE = (1e-6, 1e-2)
+
+
 @gin.configurable
 @dataclasses.dataclass
 class PPOConfig(Section):
@@ -78,6 +82,9 @@ class PPOConfig(Section):
     ratio_clip: float = 0.1
     anneal_ratio_clip: bool = False     # ratio_clip x the same linear decay as the rate
     normalize_advantages: bool = False  # per minibatch, to mean 0 and standard deviation 1
+    # Above 0: the learning rate adapts after every minibatch to keep PPO's approx_kl_k2 near this
+    # (rl_games' 'adaptive' lr_schedule, rl_games/common/schedulers.py; not Stooke & Abbeel's).
+    kl_target: float = 0.0
 
     @property
     def gradient_steps(self):
@@ -93,6 +100,21 @@ class PPOConfig(Section):
         checks.require(row.schedules or not self.anneal_ratio_clip,
                        f'PPOConfig.anneal_ratio_clip=True; not available for algorithm='
                        f'{row.name!r} (no schedule, Appendix A.3)')
+        checks.require(self.kl_target >= 0,
+                       f'PPOConfig.kl_target must be >= 0 (0: no adaptation), got '
+                       f'{self.kl_target!r}')
+        if self.kl_target > 0:
+            checks.require(row.loop == 'on_policy',
+                           f'PPOConfig.kl_target={self.kl_target!r}; available for ppo, not '
+                           f'algorithm={row.name!r} (its steps apply on the parameter store)')
+            checks.require(not config.anneal_learning_rate,
+                           f'PPOConfig.kl_target={self.kl_target!r} sets the learning rate; '
+                           'AccelConfig.anneal_learning_rate must then be False')
+            rate = config.scaled_learning_rate
+            checks.require(KL_ADAPTIVE_RANGE[0] <= rate <= KL_ADAPTIVE_RANGE[1],
+                           f'PPOConfig.kl_target adapts the learning rate within '
+                           f'{KL_ADAPTIVE_RANGE}; the scaled AccelConfig.learning_rate {rate!r} '
+                           'is outside it')
         checks.require(config.steps_per_update % self.minibatches == 0,
                        f'PPOConfig.minibatches={self.minibatches} must divide the batch, '
                        f'num_envs * horizon = {config.steps_per_update}')

@@ -131,6 +131,8 @@ class PPOLoss(NamedTuple):
     entropy: tf.Tensor
     clip_fraction: tf.Tensor   # share of samples whose ratio left [1 - clip, 1 + clip]
     approx_kl: tf.Tensor       # mean(old log pi - new log pi), an estimate of KL(old || new)
+    approx_kl_k2: tf.Tensor    # mean((old log pi - new log pi)^2) / 2, another (never negative);
+                               # rl_games adapts its learning rate by it (a2c_discrete.py)
 
 
 def ppo_clip_loss(logits, values, actions, old_log_probs, advantages, returns, ratio_clip,
@@ -151,7 +153,8 @@ def ppo_clip_loss(logits, values, actions, old_log_probs, advantages, returns, r
     outside = tf.cast(tf.abs(ratios - 1.0) > ratio_clip, tf.float32)
     return PPOLoss(total=total, policy_loss=policy_loss, value_loss=value_loss, entropy=entropy,
                    clip_fraction=tf.reduce_mean(outside),
-                   approx_kl=tf.reduce_mean(old_log_probs - chosen))
+                   approx_kl=tf.reduce_mean(old_log_probs - chosen),
+                   approx_kl_k2=0.5 * tf.reduce_mean(tf.square(old_log_probs - chosen)))
 
 
 def huber(errors, delta):

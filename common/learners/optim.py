@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from common.scale import distribute
 
-__all__ = ('RMSProp', 'Adam', 'rmsprop_of', 'LinearSchedule', 'EnvStepSchedule',
+__all__ = ('RMSProp', 'Adam', 'rmsprop_of', 'LinearSchedule', 'EnvStepSchedule', 'KLAdaptiveRate',
            'set_schedule_steps', 'apply_actor_critic_gradients')
 
 
@@ -208,6 +208,44 @@ class EnvStepSchedule:
     def __call__(self, updates):
         del updates
         return self.schedule(self.env_steps)
+
+
+class KLAdaptiveRate(tf.Module):
+    """A learning rate steered by the policy's change (rl_games' AdaptiveScheduler,
+    rl_games/common/schedulers.py, applied after every minibatch as its 'legacy' schedule_type
+    does): after a step whose KL estimate is above 2 x kl_target the rate is divided by 1.5 (not
+    below minimum), below kl_target / 2 multiplied by 1.5 (not above maximum). The rate is a
+    variable, so a checkpoint keeps it and a resumed run goes on from where it was."""
+
+    FACTOR = 1.5
+
+    def __init__(self, initial, kl_target, minimum=1e-6, maximum=1e-2, name='kl_adaptive_rate'):
+        super().__init__(name=name)
+        if not kl_target > 0:
+            raise ValueError(f'KLAdaptiveRate kl_target={kl_target!r}; must be > 0')
+        if not 0 < minimum <= initial <= maximum:
+            raise ValueError(f'KLAdaptiveRate initial={initial!r}; must be in [minimum={minimum!r}, '
+                             f'maximum={maximum!r}], with minimum > 0')
+        self.kl_target = float(kl_target)
+        self.minimum = float(minimum)
+        self.maximum = float(maximum)
+        with tf.init_scope():
+            self.rate = tf.Variable(float(initial), dtype=tf.float32, trainable=False,
+                                    name='learning_rate')
+
+    def __call__(self, updates):
+        del updates
+        return self.rate.read_value()
+
+    def adapt(self, kl):
+        """The rate of the next step, after a step whose KL estimate was kl."""
+        rate = self.rate.read_value()
+        kl = tf.cast(kl, tf.float32)
+        rate = tf.where(kl > 2.0 * self.kl_target, tf.maximum(rate / self.FACTOR, self.minimum),
+                        rate)
+        rate = tf.where(kl < 0.5 * self.kl_target, tf.minimum(rate * self.FACTOR, self.maximum),
+                        rate)
+        return self.rate.assign(rate)
 
 
 def set_schedule_steps(optimizer, env_steps):

@@ -317,6 +317,8 @@ def test_ppo_clip_loss_hand_computed():
                                rtol=1e-5)
     np.testing.assert_allclose(loss.clip_fraction, np.mean(np.abs(ratios - 1) > 0.2), rtol=1e-6)
     np.testing.assert_allclose(loss.approx_kl, np.mean(old_log_probs - chosen), rtol=1e-5)
+    np.testing.assert_allclose(loss.approx_kl_k2, 0.5 * np.mean((old_log_probs - chosen) ** 2),
+                               rtol=1e-5)
 
 
 def test_ppo_clipped_objective_matches_tf_agents():

@@ -1,5 +1,7 @@
-"""RMSProp against hand-computed updates for both epsilon placements, and the linear schedule."""
+"""RMSProp against hand-computed updates for both epsilon placements, the linear schedule and
+the KL-adaptive learning rate."""
 import collections
+import re
 
 import gin
 import numpy as np
@@ -152,3 +154,40 @@ def test_adam_follows_a_learning_rate_schedule():
         rates.append(float(optimizer.current_learning_rate()))
         optimizer.apply_gradients([tf.constant([1.0])], [variable])
     np.testing.assert_allclose(rates, [0.1, 0.075, 0.05, 0.025], rtol=1e-6)
+
+
+def test_kl_adaptive_rate_follows_rl_games_rule_within_its_bounds():
+    """Above 2 x target: / 1.5; below target / 2: x 1.5; in between: kept; never past the
+    bounds (rl_games' AdaptiveScheduler)."""
+    rate = optim.KLAdaptiveRate(1e-3, kl_target=0.01, minimum=5e-4, maximum=2e-3)
+    expected = 1e-3
+    for kl, factor in ((0.03, 1 / 1.5), (0.02, 1.0), (0.005, 1.0), (0.004, 1.5), (0.0, 1.5),
+                       (0.0, 1.5), (0.5, 1 / 1.5), (0.5, 1 / 1.5), (0.5, 1 / 1.5), (0.5, 1 / 1.5)):
+        expected = min(max(expected * factor, 5e-4), 2e-3)
+        rate.adapt(tf.constant(kl))
+        assert float(rate(tf.constant(7, tf.int64))) == pytest.approx(expected, rel=1e-6), kl
+    assert float(rate.rate.numpy()) == pytest.approx(5e-4)
+
+
+def test_kl_adaptive_rate_drives_the_optimizer_and_is_checkpointed(tmp_path):
+    variable = tf.Variable([1.0])
+    optimizer = optim.Adam(optim.KLAdaptiveRate(1e-3, kl_target=0.01))
+    optimizer.learning_rate.adapt(0.1)
+    assert float(optimizer.current_learning_rate()) == pytest.approx(1e-3 / 1.5)
+    before = float(variable.numpy()[0])
+    optimizer.apply_gradients([tf.constant([1.0])], [variable])
+    # Adam's first step moves by the learning rate (m / sqrt(v) = 1).
+    assert before - float(variable.numpy()[0]) == pytest.approx(1e-3 / 1.5, rel=1e-3)
+    path = tf.train.Checkpoint(optimizer=optimizer).save(str(tmp_path / 'ckpt'))
+    restored = optim.Adam(optim.KLAdaptiveRate(1e-3, kl_target=0.01))
+    tf.train.Checkpoint(optimizer=restored).restore(path).expect_partial()
+    assert float(restored.current_learning_rate()) == pytest.approx(1e-3 / 1.5)
+
+
+@pytest.mark.parametrize('kwargs, named', [
+    (dict(initial=1e-3, kl_target=0.0), 'kl_target=0.0; must be > 0'),
+    (dict(initial=0.5, kl_target=0.01), 'initial=0.5; must be in [minimum=1e-06, maximum=0.01]'),
+])
+def test_kl_adaptive_rate_refuses_bad_values(kwargs, named):
+    with pytest.raises(ValueError, match=re.escape(named)):
+        optim.KLAdaptiveRate(**kwargs)
