@@ -71,7 +71,7 @@ def build_ppo_learner(config):
         epochs=phase.epochs, minibatches=phase.minibatches, clip_norm=loss.clip_norm,
         normalize_advantages=phase.normalize_advantages,
         anneal_steps=config.total_steps if phase.anneal_ratio_clip else None,
-        kl_target=phase.kl_target)
+        kl_target=phase.kl_target, normalize_values=phase.normalize_values)
     return ppo.PPOLearner(_model(config), make_optimizer(config), settings,
                           actor_critic.observation_spec(config.env_config), config.horizon,
                           seed=config.seed, jit_compile=config.jit_compile,

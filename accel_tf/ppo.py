@@ -18,6 +18,7 @@ import tensorflow as tf
 from common.learners import actor_critic
 from common.learners import losses
 from common.learners import optim
+from common.learners import running_moments
 from common.scale import distribute
 
 UPDATE_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate',
@@ -66,7 +67,8 @@ class PPOSettings:
     ratio clip decays linearly to 0 (None: constant), as the learning rate does (rlpyt's PPO
     scales both by the same 1 - iteration / iterations); kl_target: above 0, the learning rate
     (an optim.KLAdaptiveRate) is adapted after every minibatch step to keep approx_kl_k2 near it
-    (rl_games' adaptive schedule; not in PPO's paper)."""
+    (rl_games' adaptive schedule; not in PPO's paper); normalize_values: the value head predicts
+    returns standardized by their running moments (rl_games' normalize_value)."""
     gamma: float
     gae_lambda: float
     ratio_clip: float
@@ -78,6 +80,7 @@ class PPOSettings:
     normalize_advantages: bool = False
     anneal_steps: Optional[int] = None
     kl_target: float = 0.0
+    normalize_values: bool = False
 
 
 class PPOLearner(actor_critic.PolicyLearner):
@@ -98,6 +101,10 @@ class PPOLearner(actor_critic.PolicyLearner):
                                  'optimizer whose learning_rate is an optim.KLAdaptiveRate, got '
                                  f'{type(optimizer.learning_rate).__name__}')
             self.adaptive_rate = optimizer.learning_rate
+        self.value_moments = None
+        if settings.normalize_values:
+            self.value_moments = running_moments.RunningMoments()
+            self.extra_trackables['value_moments'] = self.value_moments
         self.frame_shape = tuple(observation_spec.shape[1:])
         self.frame_dtype = observation_spec.dtype
         # Built under a tf.distribute strategy's scope: each minibatch step runs on every
@@ -126,16 +133,23 @@ class PPOLearner(actor_critic.PolicyLearner):
 
     def rollout_targets(self, observations, actions, rewards, terminals):
         """Flat (observations, actions, sampling log-probabilities, GAE advantages, returns)
-        of a (T + 1, N) rollout; returns = advantages + V, the value targets."""
+        of a (T + 1, N) rollout; returns = advantages + V, the value targets (standardized, and
+        their running moments updated, with normalize_values)."""
         settings = self.settings
         num_steps = tf.shape(rewards)[0]
         shape = tf.shape(observations)
         flat_all = tf.reshape(observations, tf.concat([[-1], shape[2:]], 0))
         logits, values = self.call_model(flat_all)
         values = tf.reshape(values, [num_steps + 1, -1])
+        if self.value_moments is not None:  # the head's standardized values in returns' units
+            values = self.value_moments.unstandardize(values)
         advantages = self.generalized_advantage_estimation(
             rewards, values[:-1], terminals, values[-1], settings.gamma, settings.gae_lambda)
         returns = advantages + values[:-1]
+        if self.value_moments is not None:  # as rl_games: the values, then the returns
+            self.value_moments.update(values[:-1])
+            self.value_moments.update(returns)
+            returns = self.value_moments.standardize(returns)
         batch = tf.size(actions)
         flat_actions = tf.reshape(actions, [-1])
         old_log_probs = losses.select(tf.nn.log_softmax(logits[:batch]), flat_actions)

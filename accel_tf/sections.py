@@ -85,6 +85,9 @@ class PPOConfig(Section):
     # Above 0: the learning rate adapts after every minibatch to keep PPO's approx_kl_k2 near this
     # (rl_games' 'adaptive' lr_schedule, rl_games/common/schedulers.py; not Stooke & Abbeel's).
     kl_target: float = 0.0
+    # The value head predicts returns standardized by their running mean and variance (rl_games'
+    # normalize_value, rl_games/algos_torch/running_mean_std.py; not Stooke & Abbeel's).
+    normalize_values: bool = False
 
     @property
     def gradient_steps(self):
@@ -103,6 +106,9 @@ class PPOConfig(Section):
         checks.require(self.kl_target >= 0,
                        f'PPOConfig.kl_target must be >= 0 (0: no adaptation), got '
                        f'{self.kl_target!r}')
+        checks.require(row.loop == 'on_policy' or not self.normalize_values,
+                       f'PPOConfig.normalize_values=True; available for ppo, not '
+                       f'algorithm={row.name!r} (its learners would each keep their own moments)')
         if self.kl_target > 0:
             checks.require(row.loop == 'on_policy',
                            f'PPOConfig.kl_target={self.kl_target!r}; available for ppo, not '
@@ -120,6 +126,9 @@ class PPOConfig(Section):
                        f'num_envs * horizon = {config.steps_per_update}')
 
     def validate_distribute(self, config, distribute):
+        checks.require(not self.normalize_values,
+                       'PPOConfig.normalize_values=True is built for DistributeConfig.strategy='
+                       f"'none' only, not {distribute.strategy!r} (one set of running moments)")
         minibatch = config.steps_per_update // self.minibatches
         checks.require(minibatch % distribute.num_replicas == 0,
                        f'PPOConfig: PPO minibatches of {minibatch} do not split evenly over '

@@ -106,6 +106,8 @@ class PolicyLearner(tf.Module):
         self.acting_generator = self.generator if acting_model is None else \
             tf.random.Generator.from_seed(seed + ACTING_SEED_OFFSET)
         self.update_means = interval_means.IntervalMeans(update_stats)
+        # What a checkpoint keeps beyond the model, optimizer and generator (a subclass adds).
+        self.extra_trackables = {}
         # Built under a one-machine strategy: each replica acts for its own sampler groups.
         self.act = distribute.acting(distribute.current_strategy(), self._act,
                                      [observation_spec])

@@ -119,7 +119,7 @@ class OnPolicyUnit(runner.Unit):
 def trackables(learner):
     """What a checkpoint of an on-policy learner holds."""
     return {'model': learner.model, 'optimizer': learner.optimizer,
-            'generator': learner.generator}
+            'generator': learner.generator, **learner.extra_trackables}
 
 
 def train(config, run_dir, learner, open_pool, sampler_kind, horizon, num_envs, strategy=None,

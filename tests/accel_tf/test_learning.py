@@ -66,15 +66,16 @@ A2C_BFLOAT16 = dict(A2C, compute_dtype='bfloat16')
 # PPO learning while it samples (OverlapConfig.overlap_learning: one update of lag; A2C with it
 # also scored 500.0 at its budget, 2026-11-29, not kept here for the suite's time).
 PPO_OVERLAP = dict(PPO, overlap_learning=True)
-# PPO with its learning rate adapted to a KL target (PPOConfig.kl_target, rl_games' rule).
-PPO_KL_TARGET = dict(PPO, ppo=sections.PPOConfig(epochs=4, minibatches=4, ratio_clip=0.2,
-                                                 kl_target=0.01))
+# PPO with rl_games' two options: the learning rate adapted to a KL target and standardized
+# value targets (PPOConfig.kl_target, normalize_values).
+PPO_RL_GAMES = dict(PPO, ppo=sections.PPOConfig(epochs=4, minibatches=4, ratio_clip=0.2,
+                                                kl_target=0.01, normalize_values=True))
 
 
 @pytest.mark.parametrize('settings', [A2C, PPO, A3C, APPO, A2C_BFLOAT16, PPO_OVERLAP,
-                                      PPO_KL_TARGET],
+                                      PPO_RL_GAMES],
                          ids=['a2c', 'ppo', 'a3c', 'appo', 'a2c_bfloat16', 'ppo_overlap',
-                              'ppo_kl_target'])
+                              'ppo_rl_games'])
 def test_learns_cartpole(tmp_path, settings, kept_checkpoint_scores):
     config = config_lib.AccelConfig(
         env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', num_workers=1,
