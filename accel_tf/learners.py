@@ -44,9 +44,10 @@ def _acting_model(config):
 
 
 def _model(config):
-    return networks.actor_critic_for(config.env_config, config.network, config.initializer,
-                                     config.seed, torso_kwargs=config.torso_kwargs,
-                                     compute_dtype=config.compute_dtype)
+    return networks.actor_critic_for(
+        config.env_config, config.network, config.initializer, config.seed,
+        torso_kwargs=config.torso_kwargs, compute_dtype=config.compute_dtype,
+        standardize_observations=config.ppo is not None and config.ppo.normalize_observations)
 
 
 def build_actor_critic_learner(config):

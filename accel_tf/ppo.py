@@ -101,6 +101,9 @@ class PPOLearner(actor_critic.PolicyLearner):
                                  'optimizer whose learning_rate is an optim.KLAdaptiveRate, got '
                                  f'{type(optimizer.learning_rate).__name__}')
             self.adaptive_rate = optimizer.learning_rate
+        # The model's observation moments (networks.make_actor_critic's
+        # standardize_observations), updated by every minibatch it trains on, as rl_games does.
+        self.observation_moments = getattr(model, 'observation_moments', None)
         self.value_moments = None
         if settings.normalize_values:
             self.value_moments = running_moments.RunningMoments()
@@ -185,7 +188,10 @@ class PPOLearner(actor_critic.PolicyLearner):
         return gradients, stats
 
     def minibatch_step(self, observations, actions, old_log_probs, advantages, returns):
-        """One clipped-objective gradient step on a minibatch; returns its statistics."""
+        """One clipped-objective gradient step on a minibatch (after its observations update
+        the model's observation moments, if it has them); returns its statistics."""
+        if self.observation_moments is not None:
+            self.observation_moments.update(self.model.scaled(observations))
         gradients, stats = self._minibatch_gradients(observations, actions, old_log_probs,
                                                      advantages, returns)
         stats['learning_rate'] = self.optimizer.current_learning_rate()

@@ -69,6 +69,8 @@ class ActorCriticConfig(Section):
 
 # Where PPOConfig.kl_target keeps the learning rate (rl_games' AdaptiveScheduler bounds).
 KL_ADAPTIVE_RANGE = (1e-6, 1e-2)
+# The PPOConfig options that keep running moments in the learner.
+MOMENTS_OPTIONS = ('normalize_values', 'normalize_observations')
 
 
 @gin.configurable
@@ -88,6 +90,9 @@ class PPOConfig(Section):
     # The value head predicts returns standardized by their running mean and variance (rl_games'
     # normalize_value, rl_games/algos_torch/running_mean_std.py; not Stooke & Abbeel's).
     normalize_values: bool = False
+    # Each observation element standardized by running moments that every training minibatch
+    # updates (rl_games' normalize_input; not Stooke & Abbeel's).
+    normalize_observations: bool = False
 
     @property
     def gradient_steps(self):
@@ -106,9 +111,10 @@ class PPOConfig(Section):
         checks.require(self.kl_target >= 0,
                        f'PPOConfig.kl_target must be >= 0 (0: no adaptation), got '
                        f'{self.kl_target!r}')
-        checks.require(row.loop == 'on_policy' or not self.normalize_values,
-                       f'PPOConfig.normalize_values=True; available for ppo, not '
-                       f'algorithm={row.name!r} (its learners would each keep their own moments)')
+        for name in MOMENTS_OPTIONS:
+            checks.require(row.loop == 'on_policy' or not getattr(self, name),
+                           f'PPOConfig.{name}=True; available for ppo, not algorithm='
+                           f'{row.name!r} (its learners would each keep their own moments)')
         if self.kl_target > 0:
             checks.require(row.loop == 'on_policy',
                            f'PPOConfig.kl_target={self.kl_target!r}; available for ppo, not '
@@ -126,9 +132,10 @@ class PPOConfig(Section):
                        f'num_envs * horizon = {config.steps_per_update}')
 
     def validate_distribute(self, config, distribute):
-        checks.require(not self.normalize_values,
-                       'PPOConfig.normalize_values=True is built for DistributeConfig.strategy='
-                       f"'none' only, not {distribute.strategy!r} (one set of running moments)")
+        for name in MOMENTS_OPTIONS:
+            checks.require(not getattr(self, name),
+                           f'PPOConfig.{name}=True is built for DistributeConfig.strategy='
+                           f"'none' only, not {distribute.strategy!r} (one set of running moments)")
         minibatch = config.steps_per_update // self.minibatches
         checks.require(minibatch % distribute.num_replicas == 0,
                        f'PPOConfig: PPO minibatches of {minibatch} do not split evenly over '

@@ -135,9 +135,9 @@ class PolicyLearner(tf.Module):
             variable.assign(tf.reshape(piece, variable.shape))
 
     def _sync_acting(self):
-        """The acting model's parameters from the learner's (one call: no update half-read)."""
-        for acting, learning in zip(self.acting_model.trainable_variables,
-                                    self.model.trainable_variables):
+        """The acting model's parameters (and non-trainable state, such as observation moments)
+        from the learner's, in one call: no update half-read."""
+        for acting, learning in zip(self.acting_model.variables, self.model.variables):
             acting.assign(learning)
 
     def _act(self, observations):

@@ -21,6 +21,8 @@ import tensorflow as tf
 # TensorFlow loaded, which a library user's process need not have done.
 import tf_keras as keras
 
+from common.learners import running_moments
+
 __all__ = ('PADDINGS', 'nips', 'nature', 'ga3c_large', 'a3c_net', 'dqn_net', 'mlp', 'TORSOS',
            'NETWORK_NAMES', 'IMAGE_NETWORKS', 'PADDABLE_NETWORKS', 'scale_observations',
            'ActorCriticNetwork', 'QNetwork', 'DUELING_GRADIENT_SCALE', 'scale_gradient',
@@ -139,20 +141,31 @@ def scale_observations(observations, input_scale, input_offset):
 
 
 class ActorCriticNetwork(keras.Model):
-    """Torso, policy-logits head and value head: observations -> (logits [N, A], values [N])."""
+    """Torso, policy-logits head and value head: observations -> (logits [N, A], values [N]).
+    observation_moments: a running_moments.RunningMoments of the scaled observations' shape;
+    each observation is then standardized by it, element by element, before the torso (its
+    moments are the model's non-trainable variables: a learner updates them, the checkpoint and
+    the exported policy keep them)."""
 
     def __init__(self, torso, num_actions, input_scale=1 / 255, input_offset=0.0,
-                 name='actor_critic'):
+                 observation_moments=None, name='actor_critic'):
         super().__init__(name=name)
         self.torso = torso
         self.policy_head = layers.Dense(num_actions, name='policy_logits', dtype='float32')
         self.value_head = layers.Dense(1, name='value', dtype='float32')
         self.input_scale = input_scale
         self.input_offset = input_offset
+        self.observation_moments = observation_moments
+
+    def scaled(self, observations):
+        """The observations as the torso's input takes them before any standardization."""
+        return scale_observations(observations, self.input_scale, self.input_offset)
 
     def call(self, observations):
-        features = self.torso(scale_observations(observations, self.input_scale,
-                                                 self.input_offset))
+        inputs = self.scaled(observations)
+        if self.observation_moments is not None:
+            inputs = self.observation_moments.standardize(tf.cast(inputs, tf.float32))
+        features = self.torso(inputs)
         # The float32 heads take the torso's features in float32 whatever its compute dtype.
         return self.policy_head(features), tf.squeeze(self.value_head(features), axis=-1)
 
@@ -287,28 +300,33 @@ def initialize(model, initializer, seed):
 
 def make_actor_critic(num_actions, observation_shape, observation_dtype, network='nips',
                       input_scale=1 / 255, input_offset=0.0, torso_kwargs=None,
-                      initializer='glorot_uniform', seed=0, compute_dtype='float32'):
+                      initializer='glorot_uniform', seed=0, compute_dtype='float32',
+                      standardize_observations=False):
     """A built ActorCriticNetwork; GA3C's original scaling is input_scale=1/128, offset=-1.
 
     initializer: 'glorot_uniform' (Keras' default) or 'fan_in_uniform', seeded by seed.
     compute_dtype: the torso's (COMPUTE_DTYPES); the heads compute in float32.
+    standardize_observations: each observation element standardized by running moments that
+    the learner updates (rl_games' normalize_input).
     """
+    moments = running_moments.RunningMoments(tuple(observation_shape), 'observation_moments') \
+        if standardize_observations else None
     with compute_dtype_scope(compute_dtype):
         torso = make_torso(network, observation_shape, torso_kwargs)
         model = ActorCriticNetwork(torso, num_actions, input_scale=input_scale,
-                                   input_offset=input_offset)
+                                   input_offset=input_offset, observation_moments=moments)
         model = build(model, observation_shape, observation_dtype)
     return initialize(model, initializer, seed)
 
 
 def actor_critic_for(env_config, network, initializer='glorot_uniform', seed=0,
-                     torso_kwargs=None, compute_dtype='float32'):
+                     torso_kwargs=None, compute_dtype='float32', standardize_observations=False):
     """make_actor_critic for env_config's observations and actions."""
     return make_actor_critic(
         num_actions=env_config.num_actions(), observation_shape=env_config.observation_shape,
         observation_dtype=env_config.observation_dtype, network=network,
         torso_kwargs=torso_kwargs, initializer=initializer, seed=seed,
-        compute_dtype=compute_dtype)
+        compute_dtype=compute_dtype, standardize_observations=standardize_observations)
 
 
 def make_q_network(num_actions, observation_shape, observation_dtype, network='nature',

@@ -108,6 +108,8 @@ APPO = ["AccelConfig.algorithm = 'appo'", 'AccelConfig.anneal_learning_rate = Fa
       'AccelConfig.learning_rate = 0.5'], 'the scaled AccelConfig.learning_rate 0.5 is outside'),
     (APPO + ['PPOConfig.normalize_values = True'],
      "PPOConfig.normalize_values=True; available for ppo, not algorithm='appo'"),
+    (APPO + ['PPOConfig.normalize_observations = True'],
+     "PPOConfig.normalize_observations=True; available for ppo, not algorithm='appo'"),
     (MIRRORED + ['PPOConfig.normalize_values = True'],
      "normalize_values=True is built for DistributeConfig.strategy='none' only, not 'mirrored'"),
     (['RMSProp.epsilon = 0.5'], 'bind AccelConfig.rmsprop_epsilon instead'),

@@ -1,6 +1,8 @@
-"""rl_games' two PPO options: PPOConfig.kl_target (the learning rate adapted after every
-minibatch step by that step's approx_kl_k2) and PPOConfig.normalize_values (the value head
-predicts returns standardized by their running moments), and what a run's checkpoint keeps."""
+"""rl_games' PPO options: PPOConfig.kl_target (the learning rate adapted after every minibatch
+step by that step's approx_kl_k2), normalize_values (the value head predicts returns
+standardized by their running moments) and normalize_observations (each observation element
+standardized by running moments that the training minibatches update), and what a run's
+checkpoint keeps."""
 import numpy as np
 import pytest
 
@@ -20,14 +22,17 @@ HORIZON, NUM_ENVS = 6, 4
 EPOCHS, MINIBATCHES = 2, 3
 
 
-def _learner(kl_target=0.0, learning_rate=1e-3, normalize_values=False):
+def _learner(kl_target=0.0, learning_rate=1e-3, normalize_values=False,
+             normalize_observations=False, overlap_learning=False):
     config = config_lib.AccelConfig(
         env_config=gym_envs.GymConfig('CartPole-v1'), algorithm='ppo', network='mlp',
         num_workers=1, envs_per_worker=NUM_ENVS, horizon=HORIZON, optimizer='adam',
         learning_rate=learning_rate, learning_rate_scaling='none', total_steps=10_000, seed=4,
+        overlap_learning=overlap_learning,
         actor_critic=sections.ActorCriticConfig(gae_lambda=0.9),
         ppo=sections.PPOConfig(epochs=EPOCHS, minibatches=MINIBATCHES, kl_target=kl_target,
-                               normalize_values=normalize_values))
+                               normalize_values=normalize_values,
+                               normalize_observations=normalize_observations))
     config.validate()
     return kinds.build_learner(config)
 
@@ -116,16 +121,44 @@ def test_normalized_values_targets_are_standardized_returns_of_the_unstandardize
     assert abs(mean) > 1.0  # rewards of mean 3: the targets' scale did change
 
 
-def test_a_runs_checkpoint_keeps_the_adaptive_rate_and_the_value_moments(tmp_path):
-    learner = _learner(kl_target=1e-12, normalize_values=True)
+def test_every_training_minibatch_updates_the_observation_moments_the_model_standardizes_by():
+    """Each epoch's minibatches cover the batch once: after one call the moments pool the
+    prior with EPOCHS copies of the batch (rl_games updates them in every training forward)."""
+    learner = _learner(normalize_observations=True, overlap_learning=True)
+    moments = learner.model.observation_moments
+    observations, actions, rewards, terminals = _rollout()
+    learner.train_on_rollout(observations, actions, rewards, terminals)
+    batch = observations[:-1].reshape(-1, 4).astype(np.float64)
+    count = 1 + EPOCHS * batch.shape[0]
+    assert float(moments.count.numpy()) == count
+    np.testing.assert_allclose(moments.mean.numpy(), EPOCHS * batch.sum(0) / count, rtol=1e-4)
+    # The model standardizes by them before its torso (and clips at 5).
+    standardized = np.clip((batch - moments.mean.numpy()) / np.sqrt(
+        moments.variance.numpy() + 1e-5), -5, 5).astype(np.float32)
+    logits, values = learner.model(batch.astype(np.float32))
+    features = learner.model.torso(standardized)
+    np.testing.assert_allclose(logits.numpy(), learner.model.policy_head(features).numpy(),
+                               rtol=1e-4, atol=1e-5)
+    # The acting copy of an overlapped run gets them with the parameters.
+    learner.sync_acting()
+    np.testing.assert_array_equal(learner.acting_model.observation_moments.mean.numpy(),
+                                  moments.mean.numpy())
+
+
+def test_a_runs_checkpoint_keeps_the_adaptive_rate_and_the_moments(tmp_path):
+    learner = _learner(kl_target=1e-12, normalize_values=True, normalize_observations=True)
     learner.train_on_rollout(*_rollout())
     kept = on_policy.trackables(learner)
     assert kept['value_moments'] is learner.value_moments
     path = tf.train.Checkpoint(**kept).save(str(tmp_path / 'ckpt'))
-    fresh = _learner(kl_target=1e-12, normalize_values=True)
+    fresh = _learner(kl_target=1e-12, normalize_values=True, normalize_observations=True)
     tf.train.Checkpoint(**on_policy.trackables(fresh)).restore(path).assert_consumed()
     for name in ('mean', 'variance', 'count'):
-        assert getattr(fresh.value_moments, name).numpy() == \
-            getattr(learner.value_moments, name).numpy()
-    assert float(fresh.optimizer.current_learning_rate()) == pytest.approx(1e-3 / 1.5 ** 4)
+        for kept_moments, restored in ((learner.value_moments, fresh.value_moments), (
+                learner.model.observation_moments, fresh.model.observation_moments)):
+            np.testing.assert_array_equal(getattr(restored, name).numpy(),
+                                          getattr(kept_moments, name).numpy())
+    assert float(fresh.model.observation_moments.count.numpy()) > 1
+    rate = float(learner.optimizer.current_learning_rate())
+    assert rate < 1e-3 and float(fresh.optimizer.current_learning_rate()) == rate
     assert 'value_moments' not in on_policy.trackables(_learner())

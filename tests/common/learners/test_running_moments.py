@@ -42,3 +42,14 @@ def test_standardize_and_back_with_rl_games_clip_and_epsilon():
     np.testing.assert_allclose(standardized, [0.0, 1.0, -2.0, 5.0], atol=1e-5)  # 9 -> 5
     back = moments.unstandardize(tf.constant([0.0, 1.0, -7.0], tf.float32)).numpy()
     np.testing.assert_allclose(back, [mean, mean + scale, mean - 5 * scale], rtol=1e-5)
+
+
+def test_moments_element_by_element_for_a_sample_shape():
+    rng = np.random.default_rng(1)
+    moments = running_moments.RunningMoments((2, 3))
+    batch = rng.normal(size=(10, 2, 3)) * np.arange(1, 7).reshape(2, 3)
+    moments.update(tf.constant(batch, tf.float32))
+    np.testing.assert_allclose(moments.mean.numpy(), batch.sum(0) / 11, rtol=1e-5)
+    squares = 1.0 + batch.var(0, ddof=1) * 10 + batch.mean(0) ** 2 * 10 / 11
+    np.testing.assert_allclose(moments.variance.numpy(), squares / 11, rtol=1e-5)
+    assert float(moments.count.numpy()) == 11
