@@ -3,6 +3,8 @@ step by that step's approx_kl_k2), normalize_values (the value head predicts ret
 standardized by their running moments) and normalize_observations (each observation element
 standardized by running moments that the training minibatches update), and what a run's
 checkpoint keeps."""
+import os
+
 import numpy as np
 import pytest
 
@@ -12,10 +14,13 @@ from tf_agents.utils import value_ops
 
 from accel_tf import config as config_lib
 from accel_tf import kinds
+from accel_tf import main as accel_main
 from accel_tf import ppo
 from accel_tf import sections
 from common.envs import gym as gym_envs
+from common.launch import app
 from common.learners import optim
+from common.run import errors
 from common.units import on_policy
 
 HORIZON, NUM_ENVS = 6, 4
@@ -162,3 +167,31 @@ def test_a_runs_checkpoint_keeps_the_adaptive_rate_and_the_moments(tmp_path):
     rate = float(learner.optimizer.current_learning_rate())
     assert rate < 1e-3 and float(fresh.optimizer.current_learning_rate()) == rate
     assert 'value_moments' not in on_policy.trackables(_learner())
+
+
+APPO = ["AccelConfig.algorithm = 'appo'", 'AccelConfig.anneal_learning_rate = False',
+        'PPOConfig.anneal_ratio_clip = False']
+MIRRORED = ["DistributeConfig.strategy = 'mirrored'", 'DistributeConfig.num_replicas = 2']
+
+
+@pytest.mark.parametrize('bindings, named', [
+    (['PPOConfig.kl_target = -0.01'], 'PPOConfig.kl_target must be >= 0'),
+    (['PPOConfig.kl_target = 0.01'],
+     'sets the learning rate; AccelConfig.anneal_learning_rate must then be False'),
+    (APPO + ['PPOConfig.kl_target = 0.01'], "available for ppo, not algorithm='appo'"),
+    (['AccelConfig.anneal_learning_rate = False', 'PPOConfig.kl_target = 0.01',
+      'AccelConfig.learning_rate = 0.5'], 'the scaled AccelConfig.learning_rate 0.5 is outside'),
+    (APPO + ['PPOConfig.normalize_values = True'],
+     "PPOConfig.normalize_values=True; available for ppo, not algorithm='appo'"),
+    (APPO + ['PPOConfig.normalize_observations = True'],
+     "PPOConfig.normalize_observations=True; available for ppo, not algorithm='appo'"),
+    (MIRRORED + ['PPOConfig.normalize_values = True'],
+     "normalize_values=True is built for DistributeConfig.strategy='none' only, not 'mirrored'"),
+])
+def test_a_bad_option_is_named_in_one_line(bindings, named):
+    """On gin/accel/ppo_pong.gin (which anneals its learning rate)."""
+    with pytest.raises(errors.ConfigError) as error:
+        accel_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/accel/ppo_pong.gin')],
+                             bindings)
+    message = str(error.value)
+    assert named in message and '\n' not in message
