@@ -6,7 +6,9 @@ trained --steps steps on Pong at epsilon 0.1 (dqn_tf.speedtest's sessions), --tr
 trials taken round-robin over the cells so that the machine's drift touches every cell alike;
 and the learner-only bound in every trial. The samplers' rounds alone (random actions, no
 inference, no training) for W in {1, 2, 4, 8} with the environments in the threads and in worker
-processes (DQNConfig.sampler_envs). A cell that fails is reported in its row; the rest go on.
+processes (DQNConfig.sampler_envs). Tables 1-3 once per --compute_dtypes (float32, the paper's,
+and bfloat16, this CPU's faster learner), the dtypes alternated within every round. A cell that
+fails is reported in its row; the rest go on.
 """
 from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
@@ -18,6 +20,7 @@ import time
 from absl import flags
 
 from common.launch import app
+from common.launch import config as launch_config
 from common.run import checks
 from common.run import devices
 from common.tools import speed_report
@@ -42,27 +45,36 @@ def _hours(seconds, steps):
     return seconds / steps * PAPER_STEPS / 3600
 
 
-def measure_tables(steps, trials, game, prepopulate, sampler_envs, stream):
-    """{(mode, W): Cell of seconds for `steps` steps} and the learner-only Cell."""
-    cells = {key: speed_report.Cell(f'{key[0]} W={key[1]}') for key in CELLS}
-    learner = speed_report.Cell('learner-only')
+def measure_tables(steps, trials, game, prepopulate, sampler_envs, stream,
+                   compute_dtypes=('float32',)):
+    """{compute dtype: ({(mode, W): Cell of seconds for `steps` steps}, the learner-only Cell)};
+    every round takes each dtype's cells in turn, so drift touches both alike."""
+    tables = {dtype: ({key: speed_report.Cell(_label(f'{key[0]} W={key[1]}', dtype))
+                       for key in CELLS}, speed_report.Cell(_label('learner-only', dtype)))
+              for dtype in compute_dtypes}
 
-    def trial(key, first):
+    def trial(key, dtype, first):
         config = speedtest.speedtest_config(*key, game=game, target_period=min(10_000, steps),
                                             prepopulate_steps=prepopulate,
-                                            sampler_envs=sampler_envs)
+                                            sampler_envs=sampler_envs, compute_dtype=dtype)
         with speedtest.Session(config) as session:
             if first:
-                speed_report.measure(learner, lambda: session.learner_only(steps), stream)
+                speed_report.measure(tables[dtype][1], lambda: session.learner_only(steps),
+                                     stream)
             return session.run(steps)
 
     for index in range(trials):
-        for position, key in enumerate(CELLS):
-            speed_report.measure(cells[key], lambda: trial(key, position == 0), stream)
-            if cells[key].values and cells[key].error is None:
-                print(f'trial {index + 1}/{trials} {cells[key].label}: '
-                      f'{cells[key].values[-1]:.2f} s', file=stream, flush=True)
-    return cells, learner
+        for dtype, (cells, _) in tables.items():
+            for position, key in enumerate(CELLS):
+                speed_report.measure(cells[key], lambda: trial(key, dtype, position == 0), stream)
+                if cells[key].values and cells[key].error is None:
+                    print(f'trial {index + 1}/{trials} {cells[key].label}: '
+                          f'{cells[key].values[-1]:.2f} s', file=stream, flush=True)
+    return tables
+
+
+def _label(text, dtype):
+    return text if dtype == 'float32' else f'{text} ({dtype})'
 
 
 def measure_samplers(steps, trials, game, prepopulate, stream):
@@ -82,7 +94,7 @@ def measure_samplers(steps, trials, game, prepopulate, stream):
     return cells
 
 
-def tables_experiment(cells, learner, steps, trials, figure):
+def tables_experiment(cells, learner, steps, trials, figure, compute_dtype='float32'):
     """Tables 1-3 in one table, ours beside the paper's, and the speedups drawn."""
     baseline = cells[('standard', 1)].mean
     rows, ours, theirs = [], [], []
@@ -112,13 +124,17 @@ def tables_experiment(cells, learner, steps, trials, figure):
                     f'Learner-only bound failed: {learner.error}.')
     speed_report.grouped_bars(figure, [f'{mode} W={count}' for mode, count in CELLS],
                               [('ours', ours), ('paper (GTX 1080)', theirs)],
-                              'speedup over standard W=1', 'Fast DQN, Table 3')
+                              'speedup over standard W=1',
+                              _label('Fast DQN, Table 3', compute_dtype))
+    dtype_note = ('' if compute_dtype == 'float32' else
+                  f' The networks compute in {compute_dtype} (DQNConfig.compute_dtype; variables '
+                  'and Q values stay float32), not a setting of the paper.')
     return speed_report.Experiment(
-        'Tables 1-3: runtime by mode and sampler threads',
+        _label('Tables 1-3: runtime by mode and sampler threads', compute_dtype),
         f'{steps:,} steps per trial (the paper: 1M, x 50), {trials} trials per cell, hours '
         'scaled the same way; a CPU learner with no GPU (the paper: GTX 1080 and a 4-core '
         'i7-7700K), so here the update bounds every mode and no sampler change can go past the '
-        'learner-only time.', table, os.path.basename(figure), learner_note)
+        f'learner-only time.{dtype_note}', table, os.path.basename(figure), learner_note)
 
 
 def samplers_experiment(cells, steps, figure):
@@ -156,21 +172,28 @@ def main():
     checks.require(flags_.sampler_envs in config_lib.SAMPLER_ENVS,
                    f'--sampler_envs={flags_.sampler_envs}; allowed: '
                    f'{", ".join(config_lib.SAMPLER_ENVS)}')
+    dtypes = flags_.compute_dtypes
+    checks.require(dtypes and set(dtypes) <= set(launch_config.COMPUTE_DTYPES)
+                   and len(set(dtypes)) == len(dtypes),
+                   f'--compute_dtypes={",".join(dtypes)}; allowed: a list without repeats of '
+                   f'{", ".join(launch_config.COMPUTE_DTYPES)}')
     out = flags_.out
     start = time.perf_counter()
     devices.set_intra_op_threads(speedtest.speedtest_config(
         'standard', 1, prepopulate_steps=flags_.prepopulate).intra_op_threads())
-    cells, learner = measure_tables(flags_.steps, flags_.trials, flags_.game,
-                                    flags_.prepopulate, flags_.sampler_envs, sys.stdout)
+    tables = measure_tables(flags_.steps, flags_.trials, flags_.game, flags_.prepopulate,
+                            flags_.sampler_envs, sys.stdout, tuple(flags_.compute_dtypes))
     samplers = measure_samplers(flags_.sampler_steps, flags_.trials, flags_.game,
                                 flags_.prepopulate, sys.stdout)
     directory = os.path.dirname(os.path.abspath(out))
     os.makedirs(directory, exist_ok=True)
     experiments = [
-        tables_experiment(cells, learner, flags_.steps, flags_.trials,
-                          os.path.join(directory, 'fast_dqn_tables.png')),
-        samplers_experiment(samplers, flags_.sampler_steps,
-                            os.path.join(directory, 'fast_dqn_samplers.png'))]
+        tables_experiment(cells, learner, flags_.steps, flags_.trials, os.path.join(
+            directory, 'fast_dqn_tables.png' if dtype == 'float32' else
+            f'fast_dqn_tables_{dtype}.png'), dtype)
+        for dtype, (cells, learner) in tables.items()]
+    experiments.append(samplers_experiment(samplers, flags_.sampler_steps,
+                                           os.path.join(directory, 'fast_dqn_samplers.png')))
     speed_report.write_command_report(out, 'Fast DQN (Daley & Amato 2021)', 'dqn_tf.reproduce',
                                       experiments, start)
 
@@ -183,6 +206,8 @@ if __name__ == '__main__':
     flags.DEFINE_string('sampler_envs', 'thread', 'Where the samplers step in Tables 1-3 '
                         '(DQNConfig.sampler_envs).')
     flags.DEFINE_string('game', 'pong', 'Atari game (section 5.1: Pong).')
+    flags.DEFINE_list('compute_dtypes', ['float32', 'bfloat16'], 'A Tables 1-3 table for each '
+                      '(DQNConfig.compute_dtype; the paper: float32).')
     flags.DEFINE_string('out', os.path.join(app.PROJECT_ROOT, 'docs/reproductions/fast_dqn.md'),
                         'The report; its figures go beside it.')
     app.execute(main)

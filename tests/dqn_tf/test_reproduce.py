@@ -11,17 +11,31 @@ def test_tiny_reproduction_writes_both_experiments_and_reports_a_failed_cell(tmp
     monkeypatch.setattr(reproduce, 'CELLS', (('standard', 1), ('both', 2)))
     monkeypatch.setattr(reproduce, 'SAMPLER_COUNTS', (1, 2))
     real_session = speedtest.Session
+    dtypes = []
 
     def session(config, warm_up=True):
+        if warm_up:
+            dtypes.append(config.compute_dtype)
         if config.mode == 'both' and warm_up:  # Table 1's both W=2 cell fails
             raise RuntimeError('device lost')
         return real_session(config, warm_up)
 
     monkeypatch.setattr(speedtest, 'Session', session)
     stream = io.StringIO()
-    cells, learner = reproduce.measure_tables(16, 2, 'pong', 32, 'thread', stream)
+    by_dtype = reproduce.measure_tables(16, 2, 'pong', 32, 'thread', stream,
+                                        ('float32', 'bfloat16'))
+    # the dtypes alternate within each round; a failed cell is not tried again
+    assert dtypes == ['float32', 'float32', 'bfloat16', 'bfloat16', 'float32', 'bfloat16']
+    cells, learner = by_dtype['float32']
     assert len(cells[('standard', 1)].values) == 2 and len(learner.values) == 2
     assert cells[('both', 2)].error == 'RuntimeError: device lost'
+    bf16_cells, bf16_learner = by_dtype['bfloat16']
+    assert len(bf16_cells[('standard', 1)].values) == 2 and len(bf16_learner.values) == 2
+    assert bf16_cells[('standard', 1)].label == 'standard W=1 (bfloat16)'
+    bf16 = reproduce.tables_experiment(bf16_cells, bf16_learner, 16, 2, str(tmp_path / 'b.png'),
+                                       'bfloat16')
+    assert bf16.title.endswith('(bfloat16)') and 'compute in bfloat16' in bf16.differs
+    assert bf16.figure == 'b.png' and (tmp_path / 'b.png').exists()
     samplers = reproduce.measure_samplers(16, 2, 'pong', 32, stream)
     assert set(samplers) == {(1, 'thread'), (1, 'process'), (2, 'thread'), (2, 'process')}
     assert all(len(cell.values) == 2 and min(cell.values) > 0 for cell in samplers.values())
