@@ -191,6 +191,30 @@ def write_report(path, paper, command, experiments, minutes, when=None):
     return path
 
 
+def read_tables(path):
+    """{experiment title: [row as {column: text}]} of a report write_report wrote, so that
+    prose quoting a reproduction can be checked against it; an experiment's second table (in its
+    notes) is '<title> #2', and so on."""
+    tables, title = {}, None
+    with open(path) as f:
+        lines = [line.rstrip('\n') for line in f]
+    for index, line in enumerate(lines):
+        if line.startswith('## '):
+            title = line[3:]
+        elif (title and line.startswith('| ') and index + 1 < len(lines)
+              and lines[index + 1].startswith('|---')):
+            header = [cell.strip() for cell in line.strip('|').split('|')]
+            rows = []
+            for row in lines[index + 2:]:
+                if not row.startswith('| '):
+                    break
+                rows.append(dict(zip(header, (cell.strip() for cell in
+                                              row.strip().strip('|').split('|')))))
+            count = sum(1 for key in tables if key == title or key.startswith(f'{title} #'))
+            tables[title if not count else f'{title} #{count + 1}'] = rows
+    return tables
+
+
 def write_command_report(path, paper, module, experiments, start):
     """write_report for the command `python -m module` with this process's flags, timed from
     start (a time.perf_counter()); says where it wrote."""

@@ -56,6 +56,22 @@ def test_the_report_holds_each_experiment_with_its_table_note_and_figure(tmp_pat
         assert part in text
 
 
+def test_a_written_report_reads_back_as_its_tables_rows(tmp_path):
+    first = speed_report.markdown_table(['cell', 'ours', 'paper'], [['a', '1,234 +- 5', 2],
+                                                                    ['b', 'failed: x', '']])
+    second = speed_report.markdown_table(['W', 'steps/s'], [[1, 10]])
+    path = speed_report.write_report(
+        str(tmp_path / 'paper.md'), 'A paper', 'python -m x.reproduce',
+        [speed_report.Experiment('Table 1: one', 'shorter', first, None,
+                                 speed_report.markdown_table(['x', 'y'], [[3, 4]])),
+         speed_report.Experiment('Figure 2', 'fewer cores', second, 'f.png')], 1.0)
+    assert speed_report.read_tables(path) == {
+        'Table 1: one': [{'cell': 'a', 'ours': '1,234 +- 5', 'paper': '2'},
+                         {'cell': 'b', 'ours': 'failed: x', 'paper': ''}],
+        'Table 1: one #2': [{'x': '3', 'y': '4'}],
+        'Figure 2': [{'W': '1', 'steps/s': '10'}]}
+
+
 @pytest.mark.parametrize('values', [[], [1.0, 1.0]])
 def test_spread_is_nan_without_trials_and_zero_when_they_agree(values):
     spread = speed_report.Cell('c', values=values).spread
