@@ -125,8 +125,18 @@ def _fast_dqn():
             f'{both8_gain:.2f}x, to {bf16[("both", 8)]["ours / learner-only"]} of its own bound']
 
 
+def _durations():
+    minutes = [float(_minutes(name)) for name in ('paac', 'accelerated_methods', 'ga3c', 'fast_dqn')]
+    return [f'({min(minutes):.0f}-{max(minutes):.0f} min here)']
+
+
+def _each_duration():
+    return [_durations()[0].replace(' here)', ' each);').replace('(', '(2026-11-29, ')]
+
+
 CLAIMS = {'papers/paac.md': _paac, 'papers/fast_dqn.md': _fast_dqn,
-          'papers/accelerated_methods.md': _accel, 'papers/ga3c.md': _ga3c}
+          'papers/accelerated_methods.md': _accel, 'papers/ga3c.md': _ga3c,
+          '../README.md': _durations, 'code_map.md': _each_duration}
 
 
 @pytest.mark.parametrize('document', sorted(CLAIMS))
