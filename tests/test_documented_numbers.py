@@ -142,6 +142,10 @@ RESULTS_CLAIMS = [
         *_reach('accel-a2c-pong', 0, 2))),
     ('Past 0 at 6.29M steps, 57 min', lambda: 'Past 0 at {0} steps, {1}'.format(
         *_reach('accel-a3c-pong', 0, 2))),
+    ('-20.2 at 5.00M steps in 23.3 min', lambda: '{0:.1f} at {1} steps in {2:.1f} min'.format(
+        _mean_near('paac-pong-ne256', 5_000_000), _m(int(_rows('paac-pong-ne256')[-1]['env_steps']),
+                                                     2),
+        float(_rows('paac-pong-ne256')[-1]['wall_time']) / 60)),
     ("The final policy's evaluation: 14.8 +- 4.7 over 30 episodes (best 30), 43.5% of the "
      'human-normalized range', lambda: "The final policy's evaluation: {0:.1f} +- {1:.1f} over "
      '30 episodes (best 30), {2:.1f}% of the human-normalized range'.format(

@@ -59,6 +59,11 @@ def _segment_score(env_config, act, seed=3):
     return total
 
 
+# Published runs that docs/results.md says did not learn within their budget (a sweep point is
+# published whatever it shows); their policy is held to that instead.
+NOT_LEARNED = {'paac-pong-ne256': 'ne = 256 still uniform over the actions at 5M steps'}
+
+
 @pytest.mark.parametrize('name', PUBLISHED)
 def test_a_published_policy_plays_clearly_better_than_random_actions(name):
     try:
@@ -67,6 +72,9 @@ def test_a_published_policy_plays_clearly_better_than_random_actions(name):
         num_actions = env_config.num_actions()
         random_score = _segment_score(env_config, lambda obs: rng.integers(num_actions, size=1))
         policy_score = _segment_score(env_config, policy)
-        assert policy_score >= random_score + MARGIN, (policy_score, random_score)
+        if name in NOT_LEARNED:  # what docs/results.md says of it must stay true
+            assert policy_score < random_score + MARGIN, (NOT_LEARNED[name], policy_score)
+        else:
+            assert policy_score >= random_score + MARGIN, (policy_score, random_score)
     finally:
         gin.clear_config()
