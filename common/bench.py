@@ -10,6 +10,7 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
                     env/serial/stooke[/skip]: one process on the 104x80 frames as a 2x2 mean
                     (the presets') or every second pixel;
   paac              PAAC's full training rate (act + step + update) on Pong, nips network;
+                    paac/ale_vector: its environments in ale_py's vector env;
   dqn/standard      fast DQN, standard mode, 1 sampler thread (env steps/s while training);
   dqn/both          fast DQN, concurrent + synchronized, 8 sampler threads;
   ga3c, a3c_cpu     GA3C and the CPU A3C baseline (PPS), small network; /large: GA3C's large

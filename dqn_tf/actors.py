@@ -1,5 +1,7 @@
-"""Fast DQN's actor threads: each owns one environment and takes one step per round (the
-paper's "samplers"; here "sampler" is the object that fills a rollout, common/units/samplers.py)."""
+"""Fast DQN's actors (the paper's "samplers"; here "sampler" is the object that fills a rollout,
+common/units/samplers.py): one lane per environment (its own rng, staging buffer and episodes),
+stepped by an ActorThread per environment, or by one VectorActorThread for all W environments of
+an AleVectorPool, whose C++ threads emulate them side by side (DQNConfig.sampler_envs)."""
 import sys
 import threading
 import time
@@ -18,24 +20,48 @@ def lower_thread_priority(increment):
         logging.warning('%s (%s)', warning, threading.current_thread().name)
 
 
-class ActorThread(threading.Thread):
-    """One environment stepped one step per round; writes its state into a shared row."""
+class Lane:
+    """What is one environment's own: its exploration rng, its staged steps (replay stream
+    `index`), whether its next step starts an episode, and its finished episodes."""
 
-    def __init__(self, index, fast_dqn, env, seed):
-        super().__init__(name=f'dqn-actor-{index}', daemon=True)
+    def __init__(self, index, fast_dqn, seed):
         self.index = index
-        self.fast_dqn = fast_dqn
-        self.env = env
         self.rng = np.random.default_rng([seed, index])
-        self.num_actions = fast_dqn.num_actions
         self.staging = staging_lib.StagingBuffer(fast_dqn.staging_length,
                                                  fast_dqn.replay.frame_shape,
                                                  fast_dqn.replay.observation_dtype)
         self.episode_start = True
         self.finished_episodes = []  # (score, length) since the last drain
+
+    def action(self, fast_dqn, observation):
+        """Epsilon-greedy (or, while prepopulating, uniformly random); synchronized actors take
+        the greedy action from the round's batched inference, the others infer their own."""
+        if fast_dqn.random_actions or self.rng.random() < fast_dqn.epsilon:
+            return int(self.rng.integers(fast_dqn.num_actions))
+        if fast_dqn.config.synchronized:
+            return int(fast_dqn.greedy_actions[self.index])
+        return int(fast_dqn.act_fn(observation[None]).numpy()[0])
+
+    def record(self, fast_dqn, observation, action, reward, terminal, done, episode):
+        """Stages the step taken from `observation` (its newest frame); `episode`, (score,
+        length), is kept when the step ended it."""
+        self.staging.add(fast_dqn.replay.newest_frame(observation), action, reward, terminal,
+                         self.episode_start)
+        self.episode_start = bool(done)
+        if done:
+            self.finished_episodes.append(episode)
+
+
+class _RoundThread(threading.Thread):
+    """A thread that takes its step() each round of the FastDQN's gate until the gate closes; a
+    failure is kept (error, error_at) for the main thread to raise."""
+
+    def __init__(self, index, fast_dqn, name):
+        super().__init__(name=name, daemon=True)
+        self.index = index
+        self.fast_dqn = fast_dqn
         self.error = None
         self.error_at = None  # time.monotonic() of the failure: the first one is the cause
-        fast_dqn.observations[index] = env.reset()
 
     def run(self):
         lower_thread_priority(self.fast_dqn.acting_nice)
@@ -49,9 +75,18 @@ class ActorThread(threading.Thread):
                 return
             gate.finish(self.index)
 
+
+class ActorThread(_RoundThread):
+    """One environment (in this thread, or a worker process's PooledEnv), one step per round."""
+
+    def __init__(self, index, fast_dqn, env, seed):
+        super().__init__(index, fast_dqn, f'dqn-actor-{index}')
+        self.env = env
+        self.lanes = [Lane(index, fast_dqn, seed)]
+        fast_dqn.observations[index] = env.reset()
+
     def step(self):
-        """One epsilon-greedy (or, while prepopulating, uniformly random) step."""
-        fast_dqn = self.fast_dqn
+        fast_dqn, lane = self.fast_dqn, self.lanes[0]
         if self.index == 0 and fast_dqn.config.synchronized:
             if not fast_dqn.random_actions:
                 # The round's one batched inference: actor 0 goes first, the others still wait.
@@ -59,18 +94,45 @@ class ActorThread(threading.Thread):
             if fast_dqn.gate.order == 'led':
                 fast_dqn.gate.lead_done()
         observation = fast_dqn.observations[self.index]
-        if fast_dqn.random_actions or self.rng.random() < fast_dqn.epsilon:
-            action = int(self.rng.integers(self.num_actions))
-        elif fast_dqn.config.synchronized:
-            action = int(fast_dqn.greedy_actions[self.index])
-        else:
-            action = int(fast_dqn.act_fn(observation[None]).numpy()[0])
+        action = lane.action(fast_dqn, observation)
         next_observation, reward, terminal, done = self.env.step(action)
-        self.staging.add(fast_dqn.replay.newest_frame(observation), action, reward, terminal,
-                         self.episode_start)
-        self.episode_start = bool(done)
+        lane.record(fast_dqn, observation, action, reward, terminal, done,
+                    (float(self.env.episode_return), int(self.env.episode_length)))
         if done:
-            self.finished_episodes.append((float(self.env.episode_return),
-                                           int(self.env.episode_length)))
             next_observation = self.env.reset()
         observation[...] = next_observation
+
+    def close_env(self):
+        self.env.close()
+
+
+class VectorActorThread(_RoundThread):
+    """All W environments of `pool` (an AleVectorPool, reset here): each round it picks the W
+    lanes' actions, steps them in one call (ale_py's C++ threads emulate them side by side, the
+    GIL released) and stages the W steps."""
+
+    def __init__(self, fast_dqn, pool, seed):
+        super().__init__(0, fast_dqn, 'dqn-actors')
+        self.pool = pool
+        self.lanes = [Lane(index, fast_dqn, seed) for index in range(pool.num_envs)]
+        self.actions = np.zeros(pool.num_envs, np.int32)
+        fast_dqn.observations[:] = pool.reset()
+
+    def step(self):
+        fast_dqn = self.fast_dqn
+        observations = fast_dqn.observations
+        if fast_dqn.config.synchronized and not fast_dqn.random_actions:
+            fast_dqn.greedy_actions[:] = fast_dqn.act_fn(observations).numpy()
+        for lane, observation in zip(self.lanes, observations):
+            self.actions[lane.index] = lane.action(fast_dqn, observation)
+        result = self.pool.step(self.actions)
+        for index, lane in enumerate(self.lanes):
+            lane.record(fast_dqn, observations[index], int(self.actions[index]),
+                        float(result.rewards[index]), bool(result.terminals[index]),
+                        bool(result.dones[index]), (float(result.episode_returns[index]),
+                                                    int(result.episode_lengths[index])))
+        # After a done the pool's observation is already the next episode's first.
+        observations[:] = result.observations
+
+    def close_env(self):
+        """Nothing: the FastDQN closes the pool once its threads are joined."""

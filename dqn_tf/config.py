@@ -12,13 +12,14 @@ from common.learners import optim
 from common.run import checks
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import atari  # noqa: F401
+from common.envs import ale_vector
 from common.envs import gym as gym_envs  # noqa: F401
 
 # The four execution modes of section 5.1: (concurrent, synchronized) -> name.
 MODES = {(False, False): 'standard', (True, False): 'concurrent',
          (False, True): 'synchronized', (True, True): 'both'}
 MODE_SWITCHES = {name: switches for switches, name in MODES.items()}
-SAMPLER_ENVS = ('thread', 'process')  # where the samplers' environments step
+SAMPLER_ENVS = ('thread', 'process', 'vector')  # where the samplers' environments step
 
 
 @gin.configurable
@@ -31,7 +32,10 @@ class DQNConfig(config_lib.RunConfig):
     # the GIL while it emulates, so the W threads emulate one at a time); 'process', in a worker
     # process of its own that the thread waits on with the GIL released, so the W emulate side by
     # side, as the authors' threads did through atari-py's ctypes calls (which release the GIL).
-    # Same environments, seeds and transitions either way (docs/papers/fast_dqn.md).
+    # Same environments, seeds and transitions either way. 'vector' (Atari only): one thread
+    # steps all W in ale_py's vector env, whose C++ threads emulate them side by side, one call
+    # a round; same frames, other no-op starts and a FIRE reset's first frame taken before the
+    # press (docs/papers/fast_dqn.md).
     sampler_envs: str = 'thread'
     concurrent: bool = True            # act with the target network, train on a thread
     synchronized: bool = True          # one batched inference for the W actors' states
@@ -113,6 +117,12 @@ class DQNConfig(config_lib.RunConfig):
                 f'batch_size={self.batch_size}')
         self.require_choice('network', networks.NETWORK_NAMES)
         self.require_choice('sampler_envs', SAMPLER_ENVS)
+        if self.sampler_envs == 'vector':
+            try:
+                ale_vector.AleVectorPool.validate(self.env_config, self.num_samplers, self.seed)
+            except ValueError as error:
+                require(False, f"DQNConfig.sampler_envs='vector' cannot run this env_config: "
+                        f'{error}')
         self.require_positive(('learning_rate', 'rmsprop_epsilon', 'huber_delta'))
         require(self.tf_intra_op_threads is None or self.tf_intra_op_threads >= 0,
                 f'DQNConfig.tf_intra_op_threads must be None or an int >= 0, '

@@ -1,7 +1,8 @@
 """Fast DQN (Daley & Amato 2021): Nature DQN with concurrent training and synchronized execution.
 
 W actor threads own one environment apiece (stepped in the thread, or in a worker process of its
-own: DQNConfig.sampler_envs). Four execution modes:
+own), or one thread steps all W in ale_py's vector env (DQNConfig.sampler_envs). Four execution
+modes:
 - standard: every actor computes its own action with the online network; the main thread trains
   one minibatch every F steps.
 - concurrent: actions come from the target network, so a trainer thread trains the C/F minibatches
@@ -15,12 +16,14 @@ W. All acting runs on the actor threads (actor 0 makes the batched inference at 
 round), so that in the concurrent modes it can yield the CPU to the learner (acting_nice). The
 Q-learner is common/learners/q_learner.py; this module holds FastDQN (actors and trainer) and the
 unit the run call (common/run/runner.py) drives."""
+import os
 
 from absl import logging
 import numpy as np
 import tensorflow as tf
 
 from common import evaluate
+from common.envs import ale_vector
 from common.envs import pooled_env
 from common.learners import networks
 from common.learners import q_learner
@@ -62,6 +65,8 @@ def _round_order(config):
     emulate once actor 0 has the batched actions, one at a time anyway under the GIL, so they hand
     on; in worker processes they emulate side by side, so actor 0 leads and the rest start
     together; unsynchronized actors make their own inference, which overlaps, so all start."""
+    if config.sampler_envs == 'vector':
+        return 'chained'  # one thread for all W
     if not config.synchronized:
         return 'broadcast'
     return 'chained' if config.sampler_envs == 'thread' else 'led'
@@ -90,15 +95,23 @@ class FastDQN:
         self.epsilon = 1.0
         self.random_actions = False
         self.stopping = False
-        self.gate = rounds.RoundGate(num_samplers, order=_round_order(config))
-        self.actors = []
+        vector = config.sampler_envs == 'vector'
+        self.gate = rounds.RoundGate(1 if vector else num_samplers, order=_round_order(config))
+        self.actors = []  # the threads that step the environments
+        self.lanes = []  # each environment's own rng, staged steps and episodes
         self.trainer = None
-        self.pool = None  # the samplers' worker processes (sampler_envs='process')
+        # The samplers' worker processes (sampler_envs='process') or vector env ('vector').
+        self.pool = None
         self.minibatches = 0  # trained by this FastDQN (any thread)
         self.steps_since_train = 0
         try:
-            for index, env in enumerate(self._make_envs(seed)):
-                self.actors.append(actors.ActorThread(index, self, env, seed))
+            if vector:
+                self.pool = self._make_vector_pool(seed)
+                self.actors.append(actors.VectorActorThread(self, self.pool, seed))
+            else:
+                for index, env in enumerate(self._make_envs(seed)):
+                    self.actors.append(actors.ActorThread(index, self, env, seed))
+            self.lanes = [lane for actor in self.actors for lane in actor.lanes]
             for actor in self.actors:
                 actor.start()
             if config.concurrent:
@@ -123,6 +136,21 @@ class FastDQN:
                 logging.warning('%s', warning)
         return envs
 
+    def _make_vector_pool(self, seed):
+        """The W environments in one AleVectorPool (env i seeded seed * 1009 + i), its C++
+        threads (one per core at most) as nice as the actor threads."""
+        tasks = '/proc/self/task'
+        before = set(os.listdir(tasks)) if os.path.isdir(tasks) else set()
+        num_samplers = self.config.num_samplers
+        pool = ale_vector.AleVectorPool(self.config.env_config, num_samplers, seed=seed * 1009,
+                                        num_threads=min(num_samplers, os.cpu_count() or 1))
+        if self.acting_nice and before:
+            for thread_id in set(os.listdir(tasks)) - before:
+                warning = processes.lower_priority(int(thread_id), self.acting_nice)
+                if warning:
+                    logging.warning('%s', warning)
+        return pool
+
     def close(self):
         """Stops and joins every thread this FastDQN started, and closes the environments."""
         self.stopping = True
@@ -133,7 +161,7 @@ class FastDQN:
             if thread.is_alive():
                 thread.join()
         for actor in self.actors:
-            actor.env.close()
+            actor.close_env()
         if self.pool is not None:
             self.pool.close()
 
@@ -154,8 +182,8 @@ class FastDQN:
                                    actor.error_at))])
 
     def _flush(self):
-        for actor in self.actors:
-            actor.staging.flush_into(self.replay, actor.index)
+        for lane in self.lanes:
+            lane.staging.flush_into(self.replay, lane.index)
 
     def flush_staged(self):
         """Moves the steps still staged into replay, once the FastDQN is closed (no actor steps):
@@ -239,9 +267,9 @@ class FastDQN:
 
     def drain_episodes(self):
         episodes = []
-        for actor in self.actors:
-            episodes.extend(actor.finished_episodes)
-            actor.finished_episodes = []
+        for lane in self.lanes:
+            episodes.extend(lane.finished_episodes)
+            lane.finished_episodes = []
         return episodes
 
 
@@ -289,15 +317,23 @@ def train(config, run_dir):
         session_end=save_replay if config.save_replay else None)
 
 
+def _actors_of(config):
+    """How the W actors step, for the run's first lines."""
+    if config.sampler_envs == 'vector':
+        return f"{config.num_samplers} actors in one thread over ale_py's vector env"
+    where = ' (environments in worker processes)' if config.sampler_envs == 'process' else ''
+    return f'{config.num_samplers} actor threads{where}'
+
+
 def _unit_of(config, fast_dqn, tracker, run_dir):
     """The DQNUnit of a session, its replay restored or prepopulated first."""
     restored = bool(config.save_replay and tracker.restored_from) and \
         replay_files.restore_for_resume(fast_dqn.replay, run_dir, tracker.env_steps)
     if restored:
-        print(f'{config.mode} DQN, {config.num_samplers} actor threads; no prepopulation: '
+        print(f'{config.mode} DQN, {_actors_of(config)}; no prepopulation: '
               'training goes on from the restored replay', flush=True)
     else:
-        print(f'{config.mode} DQN, {config.num_samplers} actor threads; prepopulating '
+        print(f'{config.mode} DQN, {_actors_of(config)}; prepopulating '
               f'{config.prepopulate_steps:,} random steps', flush=True)
         fast_dqn.prepopulate(config.prepopulate_steps)
     return DQNUnit(config, fast_dqn, run_dir)

@@ -5,8 +5,8 @@ Tables 1-3: the four modes x W in {1, 2, 4, 8} (synchronized modes from W = 2, a
 trained --steps steps on Pong at epsilon 0.1 (dqn_tf.speedtest's sessions), --trials times, the
 trials taken round-robin over the cells so that the machine's drift touches every cell alike;
 and the learner-only bound in every trial. The samplers' rounds alone (random actions, no
-inference, no training) for W in {1, 2, 4, 8} with the environments in the threads and in worker
-processes (DQNConfig.sampler_envs). Tables 1-3 once per --compute_dtypes (float32, the paper's,
+inference, no training) for W in {1, 2, 4, 8} with the environments in the threads, in worker
+processes and in ale_py's vector env (DQNConfig.sampler_envs). Tables 1-3 once per --compute_dtypes (float32, the paper's,
 and bfloat16, this CPU's faster learner), the dtypes alternated within every round. A cell that
 fails is reported in its row; the rest go on.
 """
@@ -153,10 +153,11 @@ def samplers_experiment(cells, steps, figure):
                               [(f'envs in {where}', values) for where, values in series.items()],
                               'random steps per second', 'Fast DQN samplers alone')
     return speed_report.Experiment(
-        "Sampler rounds alone: W threads' environments in threads or in processes",
+        "Sampler rounds alone: the W environments in threads, processes or ale_py's vector env",
         f"not in the paper, whose W threads emulate side by side through atari-py's ctypes "
-        f"calls; ale_py holds the GIL, so in-thread samplers emulate one at a time here. "
-        f"{steps:,} random steps per trial (no inference, no training); the paper prints no "
+        f"calls; ale_py holds the GIL, so in-thread samplers emulate one at a time here, "
+        f"processes pay a pipe round trip per step, and the vector env steps all W in C++ "
+        f"threads in one call. {steps:,} random steps per trial (no inference, no training); the paper prints no "
         "such table.", speed_report.markdown_table(
             ['W', 'environments in', 'steps/s', 'spread', 'x W=1 (same place)'], rows),
         os.path.basename(figure))

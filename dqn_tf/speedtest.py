@@ -6,8 +6,9 @@ another in this one invocation, after an untimed prepopulation and tracing warm-
 gives each runtime, its speedup over standard DQN with 1 thread (the paper's Table 3) and its
 ratio to the learner-only bound (per round, then the median): the time the steps/F minibatches
 take alone (replay draws prefetched as the trainer thread does), which no mode can beat on a
-machine where the update dominates. With --sampler_envs=thread,process each row runs with the
-samplers' environments in their threads and in worker processes (DQNConfig.sampler_envs). With
+machine where the update dominates. With --sampler_envs=thread,process,vector each row runs with
+the samplers' environments in their threads, in worker processes and in ale_py's vector env
+(DQNConfig.sampler_envs). With
 --sampler_only the table is the samplers' rounds alone: random actions, no inference and no
 training, each W and place of the environments (the env-only rate the W threads reach).
 Timings are only comparable within one invocation.
@@ -199,7 +200,7 @@ def main():
     places = [where for where in flags_.sampler_envs if where not in config_lib.SAMPLER_ENVS]
     checks.require(flags_.sampler_envs and not places,
                    f'--sampler_envs={",".join(flags_.sampler_envs)}; allowed: '
-                   f'{",".join(config_lib.SAMPLER_ENVS)} (one or both)')
+                   f'{",".join(config_lib.SAMPLER_ENVS)} (one or more)')
     samplers = [int(value) for value in flags_.samplers] if flags_.samplers else None
     checks.require(samplers is None or all(value > 0 for value in samplers),
                    f'--samplers must be positive, got {flags_.samplers}')
@@ -246,7 +247,7 @@ if __name__ == '__main__':
     flags.DEFINE_string('game', 'pong', 'Atari game (section 5.1: Pong).')
     flags.DEFINE_string('json', None, 'Write {"rows": [...]} here.')
     flags.DEFINE_list('sampler_envs', ['thread'], 'Where the samplers\' environments step '
-                      '(DQNConfig.sampler_envs): thread, process, or both to compare.')
+                      '(DQNConfig.sampler_envs): thread, process, vector, or several to compare.')
     flags.DEFINE_bool('sampler_only', False, 'Time the samplers\' rounds alone (random actions, '
                       'no inference, no training) for W = --samplers (default 1,2,4,8).')
     flags.DEFINE_integer('repeats', 1, 'Rounds of the whole sequence; each row reports its '

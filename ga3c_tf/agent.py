@@ -146,9 +146,14 @@ def run_agent(key, requests, replies, shm_name, observation_array_shape, observa
     observations = np.ndarray(observation_array_shape, observation_dtype, buffer=shm.buf)
     agent = None
     try:
-        if os.getppid() != parent_pid:
+        if os.getppid() != parent_pid or stop_event.is_set():
             raise _Stopped
-        replies.attach()
+        try:
+            replies.attach()
+        except FileNotFoundError:
+            if not stop_event.is_set():
+                raise
+            raise _Stopped from None  # the server closed its board while this agent started
         agent = _Agent(key, requests, replies, observations[split_key(key)[1]], env_config, seed,
                        horizon, training_queue, episode_queue, stop_event, parent_pid,
                        poll_seconds)

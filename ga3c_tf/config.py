@@ -9,6 +9,7 @@ from common.launch import config as config_lib
 from common.learners import networks
 from common.run import checks
 from ga3c_tf import buckets
+from ga3c_tf import dynamic
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401
@@ -34,6 +35,10 @@ class GA3CConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     dynamic_settings: bool = True        # anneal NP/NT/NA (DYNAMIC_SETTINGS)
     dynamic_initial_wait_seconds: float = 10.0
     dynamic_interval_seconds: float = 20.0
+    # How the walk moves and judges (dynamic.WALKS): 'every_knob', the original code's (each of
+    # NP, NT, NA by -1/0/+1 at once, reverted when TPS fell below the previous interval's);
+    # 'one_knob', the paper's words (one of them by +-1, kept if TPS beat the accepted settings').
+    dynamic_walk: str = 'every_knob'
     horizon: int = 5                     # TIME_MAX (a sequence of at most horizon steps)
     gamma: float = 0.99                  # DISCOUNT
     prediction_queue_size: int = 100     # MAX_QUEUE_SIZE
@@ -91,6 +96,7 @@ class GA3CConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
             require(stride in (1, 2, 3, 4),
                     f'GA3CConfig.torso_kwargs first_stride={stride!r}; allowed: 1, 2, 3, 4')
         self.require_positive(('dynamic_interval_seconds',))
+        self.require_choice('dynamic_walk', dynamic.WALKS)
         self.require_non_negative(('training_min_batch_size', 'entropy_coef', 'value_loss_coef',
                                    'log_epsilon', 'clip_norm', 'dynamic_initial_wait_seconds'))
         require(self.final_learning_rate is None or self.final_learning_rate >= 0,

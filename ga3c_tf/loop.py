@@ -29,7 +29,7 @@ def make_annealer(config):
     return dynamic.Annealer(
         (config.num_predictors, config.num_trainers, config.num_agents),
         maximums=(config.max_predictors, config.max_trainers, config.max_agents),
-        seed=config.seed)
+        seed=config.seed, walk=config.dynamic_walk)
 
 
 class _IntervalMeter:

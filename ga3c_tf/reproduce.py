@@ -40,6 +40,11 @@ PAPER_TABLE_2 = {'small': (352, 1361, '4x'), 'large, stride 4': (113, 1271, '11x
 PAPER_PROFILE = {'prediction_wait_ms': '108', 'prediction_call_share': '0.10 (GPU inference)',
                  'update_ms': '11.1', 'update_assembly_share': '0.59 (all overhead)'}
 PROFILE = tuple(PAPER_PROFILE)
+WALK_NOTES = {'every_knob': "the original code's walk (every knob -1/0/+1 at once, judged against "
+                            'the previous interval; ThreadDynamicAdjustment.py), whose runs made '
+                            "the paper's Figure 2",
+              'one_knob': "the paper's words (one knob +-1, judged against the accepted "
+                          "settings' TPS)"}
 
 
 def _server(bindings, game):
@@ -58,11 +63,13 @@ def _wait_for_updates(server, updates=2, seconds=300):
         time.sleep(0.1)
 
 
-def anneal(seconds, interval, game, stream):
-    """[(elapsed s, NP, NT, NA, TPS)] per interval of the annealer from (1, 1, 1), and the last
-    interval's meter row (queue sizes, batch sizes, profile)."""
+def anneal(seconds, interval, game, stream, walk='every_knob'):
+    """[(elapsed s, NP, NT, NA, TPS)] per interval of the annealer (GA3CConfig.dynamic_walk
+    `walk`) from (1, 1, 1), and the last interval's meter row (queue sizes, batch sizes,
+    profile)."""
     config, server = _server(['GA3CConfig.num_agents = 1', 'GA3CConfig.num_predictors = 1',
-                              'GA3CConfig.num_trainers = 1', 'GA3CConfig.max_agents = 64'], game)
+                              'GA3CConfig.num_trainers = 1', 'GA3CConfig.max_agents = 64',
+                              f"GA3CConfig.dynamic_walk = '{walk}'"], game)
     annealer = loop.make_annealer(config)
     trajectory, row = [], {}
     with server:
@@ -110,7 +117,7 @@ def min_batch_cell(size, seconds, game, num_agents=16):
             (after['predictions'] - before['predictions']) / elapsed, mean_lag)
 
 
-def anneal_experiment(trajectory, row, figure):
+def anneal_experiment(trajectory, row, figure, walk='every_knob', interval=20.0):
     labels = [f'{point[0]:.0f} s' for point in trajectory]
     speed_report.grouped_bars(figure, labels, [
         ('NP', [float(point[1]) for point in trajectory]),
@@ -129,8 +136,10 @@ def anneal_experiment(trajectory, row, figure):
         [name, _cell(row.get(name)), PAPER_PROFILE[name]] for name in PROFILE])
     return speed_report.Experiment(
         'Figures 2 and 4, section 5.1: the annealer from 1/1/1, queues and the profile',
-        'intervals of seconds, not the paper\'s minute, and a short run (the paper: hours on '
-        'System I, a GPU); NA is capped at 64 here. The profile\'s call times include '
+        f'intervals of {interval:.0f} s (the original code\'s step wait is 20 s; the paper says a '
+        f'minute) and '
+        f'{WALK_NOTES[walk]}; a run of minutes (the paper: hours on System I, a GPU); NA is '
+        'capped at 64 here. The profile\'s call times include '
         "TensorFlow's dispatch, which the paper counts as overhead.", table + '\n\n' + final,
         os.path.basename(figure))
 
@@ -190,7 +199,10 @@ def main():
     start, stream = time.perf_counter(), sys.stdout
     directory = os.path.dirname(os.path.abspath(flags_.out))
     os.makedirs(directory, exist_ok=True)
-    trajectory, row = anneal(flags_.anneal_seconds, flags_.anneal_interval, flags_.game, stream)
+    checks.require(flags_.anneal_walk in WALK_NOTES, f'--anneal_walk={flags_.anneal_walk}; '
+                   f'allowed: {", ".join(WALK_NOTES)}')
+    trajectory, row = anneal(flags_.anneal_seconds, flags_.anneal_interval, flags_.game, stream,
+                             flags_.anneal_walk)
     batches = {size: tuple(speed_report.Cell(f'min batch {size} {what}')
                            for what in ('TPS', 'PPS', 'lag')) for size in MIN_BATCH_SIZES}
     pps = {(name, algorithm): speed_report.Cell(f'{name} {algorithm}')
@@ -211,7 +223,8 @@ def main():
             speed_report.measure(cell, lambda: measure_pps(
                 settings, NETWORKS[name])['median'], stream)
     experiments = [
-        anneal_experiment(trajectory, row, os.path.join(directory, 'ga3c_anneal.png')),
+        anneal_experiment(trajectory, row, os.path.join(directory, 'ga3c_anneal.png'),
+                          flags_.anneal_walk, flags_.anneal_interval),
         min_batch_experiment(batches, flags_.seconds,
                              os.path.join(directory, 'ga3c_min_batch.png')),
         table_2_experiment(pps, os.path.join(directory, 'ga3c_table2.png'))]
@@ -222,7 +235,9 @@ def main():
 if __name__ == '__main__':
     flags.DEFINE_float('seconds', 15.0, 'Timed seconds per trial of a Figure 7 or Table 2 cell.')
     flags.DEFINE_integer('trials', 3, 'Trials per cell.')
-    flags.DEFINE_float('anneal_seconds', 300.0, 'How long the annealer runs (Figure 2).')
+    flags.DEFINE_float('anneal_seconds', 600.0, 'How long the annealer runs (Figure 2).')
+    flags.DEFINE_string('anneal_walk', 'every_knob', 'GA3CConfig.dynamic_walk of the annealer: '
+                        "every_knob (the original code's, which made Figure 2) or one_knob.")
     flags.DEFINE_float('anneal_interval', 20.0, 'Seconds per annealer step (the paper: 60; '
                        "the original code's default: 20).")
     flags.DEFINE_string('game', 'pong', 'Atari game (Figures 2-4: Pong).')

@@ -2,7 +2,8 @@
 of `gin/paac/pong.gin` (the paper's config, nw = 8 worker processes), on the bench's game with
 its number of environments; paac/auto_workers the same with num_workers 'auto' (one per usable
 core: the README's first command), paac/xla with jit_compile, paac/bfloat16 with the torso in
-bfloat16, paac/overlap learning while sampling. The bench's --num_workers applies to the env-only
+bfloat16, paac/overlap learning while sampling, paac/ale_vector its environments in ale_py's
+vector env. The bench's --num_workers applies to the env-only
 rows, not here: the rows measure the commands a user runs."""
 from common.envs import pools
 from common.tools import timing
@@ -12,14 +13,15 @@ from paac_tf import main as paac_main
 from paac_tf import paac
 
 
-def paac_rate(settings, sampler='synchronized', extra=()):
-    """PAAC training steps per second (timing.measurement) of gin/paac/pong.gin."""
+def paac_rate(settings, sampler='synchronized', extra=(), kind='process'):
+    """PAAC training steps per second (timing.measurement) of gin/paac/pong.gin, its
+    environments in a pool of `kind` (pools.POOL_KINDS)."""
     bindings = [f"AtariConfig.game = '{settings['game']}'",
                 f"PAACConfig.num_envs = {settings['num_envs']}",
                 f"PAACConfig.sampler = '{sampler}'"] + list(extra)
     config = paac_main.configure(['gin/paac/pong.gin'], bindings)
     learner = paac.build_learner(config)
-    with pools.make_pool(config.env_config, config.num_envs, seed=0,
+    with pools.make_pool(config.env_config, config.num_envs, seed=0, kind=kind,
                          num_workers=config.num_workers,
                          num_groups=samplers.num_groups(sampler)) as pool:
         unit = on_policy.OnPolicyUnit(samplers.make_sampler(sampler, pool, config.horizon),
@@ -48,6 +50,9 @@ ROWS = {
     # The network's torso in bfloat16 (RunConfig.compute_dtype; common/learners/networks.py).
     'paac/bfloat16': lambda settings: paac_rate(
         settings, extra=["PAACConfig.compute_dtype = 'bfloat16'"]),
+    # The environments in ale_py's vector env (C++ threads, one call a step; make_pool.kind
+    # 'ale_vector') instead of the paper's nw = 8 worker processes.
+    'paac/ale_vector': lambda settings: paac_rate(settings, kind='ale_vector'),
     # Learning while sampling (OverlapConfig.overlap_learning; common/units/on_policy.py).
     'paac/overlap': lambda settings: paac_rate(
         settings, extra=['PAACConfig.overlap_learning = True']),

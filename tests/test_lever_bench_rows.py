@@ -1,12 +1,14 @@
 """The bench's lever rows measure what they name: .../bfloat16 learners whose torsos compute in
 bfloat16 (and the speed test takes compute_dtype), .../overlap learners that update on a thread
-while sampling; so their ratio to the plain rows is the lever's."""
+while sampling, paac/ale_vector a pool of ale_py's vector env; so their ratio to the plain rows
+is the lever's."""
 import threading
 
 import gin
 import tf_keras as keras
 
 from accel_tf import bench_rows as accel_rows
+from common.envs import ale_vector
 from dqn_tf import speedtest
 from paac_tf import bench_rows as paac_rows
 
@@ -57,3 +59,17 @@ def test_the_overlap_rows_train_on_a_thread_and_leave_none(monkeypatch):
     assert [hasattr(learner, 'lagged_act') for learner in built] == [True]
     assert int(built[0].optimizer.iterations.numpy()) > 0
     assert not any(thread.name.startswith('update') for thread in threading.enumerate())
+
+
+def test_the_paac_ale_vector_row_steps_ale_pys_vector_env(monkeypatch):
+    steps = []
+    real_step = ale_vector.AleVectorPool.step
+
+    def counted(pool, actions):
+        steps.append(len(actions))
+        return real_step(pool, actions)
+
+    monkeypatch.setattr(ale_vector.AleVectorPool, 'step', counted)
+    gin.clear_config()
+    assert paac_rows.ROWS['paac/ale_vector'](SETTINGS)['steps_per_sec'] > 0
+    assert steps and set(steps) == {SETTINGS['num_envs']}

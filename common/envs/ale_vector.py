@@ -1,8 +1,14 @@
-"""AleVectorPool: ale_py's AtariVectorEnv (native C++ threads) behind the pools' batched API."""
+"""AleVectorPool: ale_py's AtariVectorEnv (native C++ threads) behind the pools' batched API.
+
+ale_py resizes in C++ with area interpolation only; for AtariConfig.resize 'linear' or 'nearest'
+it hands over the pooled 210x160 frames and the pool resizes and stacks them here, as AtariEnv
+does (common/envs/atari.py), so that each preset keeps its paper's frames.
+"""
 import cv2
 import numpy as np
 
-from common.envs.atari import AtariConfig
+from common.envs.atari import (AtariConfig, CV2_INTERPOLATIONS, RAW_SCREEN_SHAPE,
+                               nearest_indices)
 from common.envs.pool_base import EnvPool, StepResult, _check_common, _check_int
 
 
@@ -20,9 +26,6 @@ class AleVectorPool(EnvPool):
         if atari_config.variant != 'nature':
             raise ValueError(f'AtariConfig.variant={atari_config.variant!r} is not supported '
                              "by AleVectorPool (no crop/downsample there); allowed: 'nature'")
-        if atari_config.resize != 'area':
-            raise ValueError(f'AtariConfig.resize={atari_config.resize!r} is not supported by '
-                             "AleVectorPool (it resizes in C++); allowed: 'area'")
         if atari_config.resolved_decorrelation_steps:
             raise ValueError(f'AtariConfig.decorrelation_steps='
                              f'{atari_config.decorrelation_steps!r} is not supported by '
@@ -34,13 +37,16 @@ class AleVectorPool(EnvPool):
         self._describe(atari_config, num_envs)
         self._config = atari_config
         from ale_py.vector_env import AtariVectorEnv  # pylint: disable=import-outside-toplevel
-        height, width = atari_config.screen_size
+        # Resized (and stacked) here when ale_py's C++ area resize is not the preset's.
+        self._resizes_here = atari_config.resize != 'area'
+        height, width = RAW_SCREEN_SHAPE if self._resizes_here else atari_config.screen_size
         max_frames = atari_config.max_episode_steps * atari_config.frame_skip
         self._env = AtariVectorEnv(
             atari_config.game, num_envs, num_threads=num_threads,
             autoreset_mode='SameStep',
             img_height=height, img_width=width, grayscale=True,
-            stack_num=atari_config.stack, frameskip=atari_config.frame_skip,
+            stack_num=1 if self._resizes_here else atari_config.stack,
+            frameskip=atari_config.frame_skip,
             maxpool=atari_config.max_pool, noop_max=atari_config.noop_max,
             # Its episodic_life resets the game on a life loss; life_loss_info only reports it
             # as a termination, which is what episodic_life means here.
@@ -60,6 +66,22 @@ class AleVectorPool(EnvPool):
         self._running_returns = np.zeros(num_envs, np.float64)
         self._running_lengths = np.zeros(num_envs, np.int32)
         self._lives = np.zeros(num_envs, np.int32)
+        if self._resizes_here:
+            self._resize = _resizer(atari_config)
+            # (N, stack, H, W), oldest frame first, as the C++ stacks are.
+            self._stacks = np.zeros((num_envs, atari_config.stack) + tuple(
+                atari_config.screen_size), np.uint8)
+
+    def _stack_here(self, frames: np.ndarray, restarted) -> np.ndarray:
+        """Pooled raw frames (N, 1, 210, 160) -> the (N, stack, H, W) stacks, each newest frame
+        resized; `restarted` (a bool per env, or True for all) zeroes the older frames, as the
+        C++ stacks start an episode."""
+        stacks = self._stacks
+        stacks[:, :-1] = stacks[:, 1:].copy()
+        stacks[restarted, :-1] = 0
+        for frame, target in zip(frames, stacks):
+            self._resize(frame[0], target[-1])
+        return stacks
 
     def _to_channel_last(self, observations: np.ndarray) -> None:
         """(N, stack, H, W) -> the pool's (N, H, W, stack) buffer."""
@@ -76,6 +98,8 @@ class AleVectorPool(EnvPool):
         # Seeds env i with seed + i on the first reset only, like the other pools' envs.
         observations, info = self._env.reset(seed=self._seed)
         self._seed = None
+        if self._resizes_here:
+            observations = self._stack_here(observations, True)
         self._to_channel_last(observations)
         self._lives[:] = info['lives']
         self._running_returns.fill(0)
@@ -89,7 +113,6 @@ class AleVectorPool(EnvPool):
         self._write_actions(actions, self._actions)
         observations, raw_rewards, terminations, truncations, info = self._env.step(
             self._actions)
-        self._to_channel_last(observations)
         lives = info['lives']
         terminals = terminations | truncations
         if self._config.episodic_life:
@@ -98,6 +121,10 @@ class AleVectorPool(EnvPool):
             dones = truncations | (terminations & (lives >= self._lives))
         else:
             dones = terminals
+        if self._resizes_here:
+            # Same-step autoreset: where an episode ended, the frame is the next one's first.
+            observations = self._stack_here(observations, dones)
+        self._to_channel_last(observations)
         self._lives[:] = lives
         self._running_returns += raw_rewards
         self._running_lengths += 1
@@ -117,3 +144,19 @@ class AleVectorPool(EnvPool):
             self._env.close()
             # Dropping the last reference joins ALE's C++ threads.
             self._env = None
+
+
+def _resizer(config: AtariConfig):
+    """A function (pooled 210x160 frame, target H x W) that shrinks it as AtariEnv does."""
+    if config.resize == 'nearest':
+        pick = nearest_indices(RAW_SCREEN_SHAPE, config.screen_size)
+
+        def resize(frame, target):
+            target[:] = frame[pick]
+        return resize
+    interpolation = CV2_INTERPOLATIONS[config.resize]
+    height, width = config.screen_size
+
+    def resize(frame, target):
+        cv2.resize(frame, (width, height), dst=target, interpolation=interpolation)
+    return resize

@@ -193,7 +193,7 @@ def test_speedtest_times_the_sampler_rounds_alone_in_threads_and_processes(tmp_p
         assert row['speedup'] == pytest.approx(rows[0]['seconds'] / row['seconds'])
     assert 'random steps of the samplers alone' in result.stdout
     bad = _run('dqn_tf.speedtest', ['--sampler_envs=thread,gpu'], cwd=tmp_path)
-    assert bad.returncode == 2 and '--sampler_envs=thread,gpu; allowed: thread,process' in \
+    assert bad.returncode == 2 and '--sampler_envs=thread,gpu; allowed: thread,process,vector' in \
         bad.stderr
 
 

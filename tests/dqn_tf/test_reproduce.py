@@ -37,7 +37,8 @@ def test_tiny_reproduction_writes_both_experiments_and_reports_a_failed_cell(tmp
     assert bf16.title.endswith('(bfloat16)') and 'compute in bfloat16' in bf16.differs
     assert bf16.figure == 'b.png' and (tmp_path / 'b.png').exists()
     samplers = reproduce.measure_samplers(16, 2, 'pong', 32, stream)
-    assert set(samplers) == {(1, 'thread'), (1, 'process'), (2, 'thread'), (2, 'process')}
+    assert set(samplers) == {(count, where) for count in (1, 2)
+                             for where in ('thread', 'process', 'vector')}
     assert all(len(cell.values) == 2 and min(cell.values) > 0 for cell in samplers.values())
     tables = reproduce.tables_experiment(cells, learner, 16, 2, str(tmp_path / 't.png'))
     rows = tables.table.splitlines()
@@ -48,7 +49,7 @@ def test_tiny_reproduction_writes_both_experiments_and_reports_a_failed_cell(tmp
     assert 'Learner-only bound' in tables.notes
     sampler_rows = reproduce.samplers_experiment(samplers, 16, str(tmp_path / 's.png'))
     by_place = {tuple(row.split(' | ')[:2]): row for row in sampler_rows.table.splitlines()[2:]}
-    for where in ('thread', 'process'):  # each W against the W=1 of its own place
+    for where in ('thread', 'process', 'vector'):  # each W against the W=1 of its own place
         assert by_place[('| 1', where)].endswith('| 1.00x |')
         ratio = samplers[(2, where)].mean / samplers[(1, where)].mean
         assert by_place[('| 2', where)].endswith(f'| {ratio:.2f}x |')

@@ -1,5 +1,6 @@
-"""DQNConfig.sampler_envs='process': the samplers' environments in worker processes give the same
-transitions and weights as in-thread ones, and every worker ends with the run."""
+"""DQNConfig.sampler_envs: the samplers' environments in worker processes give the same
+transitions and weights as in-thread ones, every worker ends with the run; 'vector' stages the
+steps of ale_py's vector env in each lane's own replay stream."""
 import os
 import signal
 import sys
@@ -9,6 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common.envs import ale_vector
+from common.envs import atari
 from common.envs import gym as gym_envs
 from common.run import errors
 from common.run import processes
@@ -94,5 +97,65 @@ def test_worker_processes_act_at_the_actor_threads_priority(concurrent):
 
 def test_an_unknown_place_for_the_environments_is_named():
     with pytest.raises(errors.ConfigError,
-                       match=r"DQNConfig.sampler_envs='gpu'; allowed: \('thread', 'process'\)"):
+                       match=r"DQNConfig.sampler_envs='gpu'; allowed: "
+                             r"\('thread', 'process', 'vector'\)"):
         _config(sampler_envs='gpu')
+    with pytest.raises(errors.ConfigError, match=r"DQNConfig.sampler_envs='vector' cannot run "
+                                                 r'this env_config: .*AtariConfig only'):
+        _config(sampler_envs='vector')
+
+
+SMALL_PONG = atari.AtariConfig(game='pong', screen_size=(42, 42), resize='linear', stack=2,
+                               max_episode_steps=30)
+
+
+def _vector_config(**overrides):
+    return _config(env_config=SMALL_PONG, sampler_envs='vector', network='nature',
+                   replay_capacity=4_000, total_steps=400, target_period=40,
+                   prepopulate_steps=32, **overrides)
+
+
+def test_vector_envs_stage_each_environments_steps_in_its_own_stream():
+    """Replay holds, per stream, what a separate pool of the same seed gives for the actions
+    drawn from that lane's own random stream: newest frames, actions, clipped rewards, ends."""
+    config, rounds = _vector_config(), 50  # > max_episode_steps: episodes end and restart
+    with dqn.FastDQN(config, dqn.build_learner(config), seed=3) as fast_dqn:
+        fast_dqn.random_actions = True  # prepopulation's rounds, without its draining
+        for _ in range(rounds):
+            fast_dqn._round()  # pylint: disable=protected-access
+            fast_dqn._flush()  # pylint: disable=protected-access
+        replay, episodes = fast_dqn.replay, fast_dqn.drain_episodes()
+        assert len(fast_dqn.actors) == 1 and len(fast_dqn.lanes) == 4
+    lanes = [np.random.default_rng([3, index]) for index in range(4)]
+    pool = ale_vector.AleVectorPool(SMALL_PONG, 4, seed=3 * 1009, num_threads=1)
+    try:
+        observations = pool.reset().copy()
+        for step in range(rounds):
+            actions = np.array([lane.integers(pool.num_actions) for lane in lanes])
+            result = pool.step(actions)
+            np.testing.assert_array_equal(replay.frames[:, step], observations[..., -1])
+            np.testing.assert_array_equal(replay.actions[:, step], actions)
+            np.testing.assert_array_equal(replay.rewards[:, step], result.rewards)
+            np.testing.assert_array_equal(replay.terminals[:, step], result.terminals)
+            observations = result.observations.copy()
+    finally:
+        pool.close()
+    assert replay.episode_starts[:, 0].all() and replay.episode_starts[:, 30].all()
+    assert sorted(length for _, length in episodes) == [30] * 4
+
+
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='niceness is Linux here')
+def test_vector_envs_train_in_both_mode_and_their_threads_end_with_the_run():
+    config = _vector_config(acting_nice=5)
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    before = set(os.listdir('/proc/self/task'))
+    with dqn.FastDQN(config, dqn.build_learner(config), seed=0) as fast_dqn:
+        emulators = set(os.listdir('/proc/self/task')) - before - {
+            str(thread.native_id) for thread in threading.enumerate() if thread.native_id}
+        assert emulators and {os.getpriority(os.PRIO_PROCESS, int(task))
+                              for task in emulators} == {min(19, own + 5)}
+        fast_dqn.prepopulate(config.prepopulate_steps)
+        assert fast_dqn.run_period(0, config.target_period) == config.target_period
+        assert fast_dqn.minibatches == config.target_period // config.train_period
+    assert not emulators & set(os.listdir('/proc/self/task'))
+    assert not [thread for thread in threading.enumerate() if thread.name.startswith('dqn-')]

@@ -62,6 +62,7 @@ def test_presets_hold_the_original_code_and_paper_values():
     assert (original.rmsprop_epsilon_inside_sqrt, original.rmsprop_initial_mean_square) == (
         True, 1.0)
     assert original.training_min_batch_size == 0 and original.dynamic_interval_seconds == 20
+    assert original.dynamic_walk == 'every_knob'  # ThreadDynamicAdjustment.py's random walk
     assert (original.input_scale, original.input_offset) == (1 / 128, -1.0)
     # NetworkVP.py: padded convolutions, weights and biases U(+-1/sqrt(fan_in)).
     assert (original.conv_padding, original.initializer) == ('same', 'fan_in_uniform')
@@ -76,6 +77,7 @@ def test_presets_hold_the_original_code_and_paper_values():
     paper = ga3c_main.configure([os.path.join(root, 'gin/ga3c/paper.gin')], [])
     assert (paper.num_predictors, paper.num_trainers) == (2, 2)
     assert 20 <= paper.training_min_batch_size <= 40 and paper.dynamic_interval_seconds == 60
+    assert paper.dynamic_walk == 'one_knob'  # "randomly change NP, NT, or NA by +-1" (4.3)
     large = ga3c_main.configure([os.path.join(root, 'gin/ga3c/pong.gin'),
                                  os.path.join(root, 'gin/ga3c/large.gin')], [])
     assert large.network == 'ga3c_large' and large.torso_kwargs == {'first_stride': 4}

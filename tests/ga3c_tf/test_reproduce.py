@@ -8,14 +8,17 @@ from ga3c_tf import reproduce
 
 
 def test_the_annealer_moves_from_1_1_1_and_the_report_holds_its_profile(tmp_path):
-    trajectory, row = reproduce.anneal(5.0, 2.0, 'pong', io.StringIO())
+    trajectory, row = reproduce.anneal(5.0, 2.0, 'pong', io.StringIO(), walk='one_knob')
     # Intervals of 2 s until 5 s have passed (starting agents can stretch one): 2 or 3.
     assert len(trajectory) >= 2 and trajectory[0][1:4] == (1, 1, 1)
-    # The annealer's first proposal moves one knob up by one from the minimums.
+    # The paper's walk's first proposal moves one knob up by one from the minimums.
     assert sorted(b - a for a, b in zip((1, 1, 1), trajectory[1][1:4])) == [0, 0, 1]
     assert trajectory[0][4] > 0  # it waited for training to run before judging TPS
     assert all(point[4] >= 0 for point in trajectory)
-    experiment = reproduce.anneal_experiment(trajectory, row, str(tmp_path / 'a.png'))
+    experiment = reproduce.anneal_experiment(trajectory, row, str(tmp_path / 'a.png'),
+                                             'one_knob', 2.0)
+    assert experiment.differs.startswith("intervals of 2 s (the original code's step wait")
+    assert "the paper's words (one knob" in experiment.differs
     assert '| prediction_wait_ms |' in experiment.table and '| 108 |' in experiment.table
     assert (tmp_path / 'a.png').exists()
 

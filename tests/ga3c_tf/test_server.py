@@ -93,6 +93,20 @@ def test_server_runs_changes_settings_live_and_leaves_nothing_behind(process_tre
     assert not process_tree.leaked_shm(shm_before)
 
 
+def test_an_agent_still_starting_when_the_server_closes_exits_quietly(capfd):
+    """The annealer may add an agent just before the run ends: its process, still importing
+    when the server closes its reply board, ends without a traceback."""
+    server = server_lib.GA3CServer(_config(), learner_lib.build_learner(_config()), seed=3)
+    try:
+        server.apply((1, 1, 1))
+        assert _wait_for(lambda: server.counts()['predictions'] >= 5)
+        capfd.readouterr()
+        server.add_agent()  # spawned: seconds of imports before it attaches to the board
+    finally:
+        server.close()
+    assert 'Traceback' not in capfd.readouterr().err
+
+
 def _is_zombie_free(pid):
     with open(f'/proc/{pid}/status') as status:
         return 'State:\tZ' not in status.read()

@@ -246,7 +246,6 @@ def no_process_may_start(monkeypatch):
     (lambda: SerialPool('pong', 4), "env_config='pong'"),
     (lambda: AleVectorPool(AtariConfig(variant='stooke'), 4), "variant='stooke'"),
     (lambda: AleVectorPool(AtariConfig(decorrelation_steps=5), 4), 'decorrelation_steps=5'),
-    (lambda: AleVectorPool(AtariConfig(resize='nearest'), 4), "resize='nearest'"),
     (lambda: AleVectorPool(GymConfig(), 4), 'AtariConfig only'),
     (lambda: make_pool(SMALL_PONG, 4, kind='fork'), "kind='fork'"),
     (lambda: make_pool(SMALL_PONG, 4, kind='thread', num_groups=2), 'num_groups=2'),
