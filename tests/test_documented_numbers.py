@@ -122,6 +122,14 @@ CLAIMS = [
 ]
 
 
+def _final(run):
+    """'<100-episode mean> at <steps>M steps in <minutes> min' of a run's last row."""
+    last = _rows(run)[-1]
+    return '{0:.1f} at {1} steps in {2:.1f} min'.format(
+        _mean_near(run, int(last['env_steps'])), _m(int(last['env_steps']), 2),
+        float(last['wall_time']) / 60)
+
+
 # docs/results.md's headlines (its bold lines).
 RESULTS_CLAIMS = [
     ('Past -10 at 3.77M steps', lambda: 'Past -10 at {0} steps'.format(
@@ -142,10 +150,16 @@ RESULTS_CLAIMS = [
         *_reach('accel-a2c-pong', 0, 2))),
     ('Past 0 at 6.29M steps, 57 min', lambda: 'Past 0 at {0} steps, {1}'.format(
         *_reach('accel-a3c-pong', 0, 2))),
-    ('-20.2 at 5.00M steps in 23.3 min', lambda: '{0:.1f} at {1} steps in {2:.1f} min'.format(
-        _mean_near('paac-pong-ne256', 5_000_000), _m(int(_rows('paac-pong-ne256')[-1]['env_steps']),
-                                                     2),
-        float(_rows('paac-pong-ne256')[-1]['wall_time']) / 60)),
+    ('-20.2 at 5.00M steps in 23.3 min', lambda: _final('paac-pong-ne256')),
+    ('-12.5 at 5.00M steps in 36.9 min', lambda: _final('paac-pong-ne16')),
+    ('-14.2 at 5.00M steps in 26.7 min', lambda: _final('paac-pong-ne64')),
+    ('ne = 16 (alpha 0.0112): -15 at 4.16M steps (31 min)', lambda: 'ne = 16 (alpha 0.0112): '
+     '-15 at {0} steps ({1})'.format(*_reach('paac-pong-ne16', -15, 2))),
+    ('ne = 64 (alpha 0.0448): -15 at 4.46M steps (24 min)', lambda: 'ne = 64 (alpha 0.0448): '
+     '-15 at {0} steps ({1})'.format(*_reach('paac-pong-ne64', -15, 2))),
+    ('passing -15 within 4.16M-4.79M steps', lambda: 'passing -15 within {0}-{1} steps'.format(
+        *sorted(_reach(run, -15, 2)[0] for run in ('paac-pong-ne16', 'paac-pong',
+                                                   'paac-pong-ne64'))[::2])),
     ("The final policy's evaluation: 14.8 +- 4.7 over 30 episodes (best 30), 43.5% of the "
      'human-normalized range', lambda: "The final policy's evaluation: {0:.1f} +- {1:.1f} over "
      '30 episodes (best 30), {2:.1f}% of the human-normalized range'.format(

@@ -9,6 +9,7 @@ read in a README.
 import math
 import os
 import re
+import textwrap
 
 import matplotlib
 
@@ -20,6 +21,7 @@ from common.tools import run_clock  # noqa: E402
 from common.tools import run_files  # noqa: E402
 
 FIGURE_SIZE = (8.0, 4.5)  # inches
+TITLE_CHARACTERS_PER_INCH = 11  # of a medium-sized title, so that it wraps inside the axes
 DPI = 100
 # (file name, x column, y column, x label, y label): one PNG each.
 FIGURES = (
@@ -101,8 +103,9 @@ def draw(runs, x_column, y_column, x_label, y_label, title=None):
                           color=line.get_color(), label=f"{run['label']} (evaluation)")
     axes.set_xlabel(x_label)
     axes.set_ylabel(y_label)
-    if title:
-        axes.set_title(title)
+    if title:  # wrapped to the axes' width (a sweep's title names its whole grid)
+        axes.set_title(textwrap.fill(title, int(TITLE_CHARACTERS_PER_INCH * FIGURE_SIZE[0])),
+                       fontsize='medium')
     axes.grid(True, alpha=0.3)
     if runs:
         axes.legend(fontsize='x-small', loc='upper left', bbox_to_anchor=(1.01, 1.0),

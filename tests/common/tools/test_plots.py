@@ -21,3 +21,15 @@ def test_seventeen_runs_are_seventeen_looks_and_the_legend_hides_no_curve():
     legend = axes.get_legend().get_window_extent()
     assert legend.x0 >= axes.get_window_extent().x1  # beside the axes, not over the curves
     plt.close(figure)
+
+
+def test_a_long_title_wraps_inside_the_figure():
+    title = ('paac on pong: PAACConfig.num_envs = [16, 64, 256], '
+             'PAACConfig.learning_rate_per_env = [0.0007], 5,000,000 steps per point')
+    figure = plots.draw([_run('a', 0)], 'frames', 'score_mean_100', 'frames', 'score', title)
+    figure.canvas.draw()
+    text = figure.axes[0].title
+    assert '\n' in text.get_text() and text.get_text().replace('\n', ' ') == title
+    extent = text.get_window_extent()
+    assert extent.x0 >= 0 and extent.x1 <= figure.bbox.x1
+    plt.close(figure)
