@@ -42,14 +42,12 @@ class Lane:
             return int(fast_dqn.greedy_actions[self.index])
         return int(fast_dqn.act_fn(observation[None]).numpy()[0])
 
-    def record(self, fast_dqn, observation, action, reward, terminal, done, episode):
-        """Stages the step taken from `observation` (its newest frame); `episode`, (score,
-        length), is kept when the step ended it."""
+    def record(self, fast_dqn, observation, action, reward, terminal, done):
+        """Stages the step taken from `observation` (its newest frame); the caller keeps the
+        episode's (score, length) in finished_episodes when `done`."""
         self.staging.add(fast_dqn.replay.newest_frame(observation), action, reward, terminal,
                          self.episode_start)
         self.episode_start = bool(done)
-        if done:
-            self.finished_episodes.append(episode)
 
 
 class _RoundThread(threading.Thread):
@@ -96,9 +94,10 @@ class ActorThread(_RoundThread):
         observation = fast_dqn.observations[self.index]
         action = lane.action(fast_dqn, observation)
         next_observation, reward, terminal, done = self.env.step(action)
-        lane.record(fast_dqn, observation, action, reward, terminal, done,
-                    (float(self.env.episode_return), int(self.env.episode_length)))
+        lane.record(fast_dqn, observation, action, reward, terminal, done)
         if done:
+            lane.finished_episodes.append((float(self.env.episode_return),
+                                           int(self.env.episode_length)))
             next_observation = self.env.reset()
         observation[...] = next_observation
 
@@ -127,10 +126,12 @@ class VectorActorThread(_RoundThread):
             self.actions[lane.index] = lane.action(fast_dqn, observation)
         result = self.pool.step(self.actions)
         for index, lane in enumerate(self.lanes):
+            done = bool(result.dones[index])
             lane.record(fast_dqn, observations[index], int(self.actions[index]),
-                        float(result.rewards[index]), bool(result.terminals[index]),
-                        bool(result.dones[index]), (float(result.episode_returns[index]),
-                                                    int(result.episode_lengths[index])))
+                        float(result.rewards[index]), bool(result.terminals[index]), done)
+            if done:
+                lane.finished_episodes.append((float(result.episode_returns[index]),
+                                               int(result.episode_lengths[index])))
         # After a done the pool's observation is already the next episode's first.
         observations[:] = result.observations
 
