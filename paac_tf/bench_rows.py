@@ -3,8 +3,9 @@ of `gin/paac/pong.gin` (the paper's config, nw = 8 worker processes), on the ben
 its number of environments; paac/auto_workers the same with num_workers 'auto' (one per usable
 core: the README's first command), paac/xla with jit_compile, paac/bfloat16 with the torso in
 bfloat16, paac/overlap learning while sampling, paac/ale_vector its environments in ale_py's
-vector env. The bench's --num_workers applies to the env-only
-rows, not here: the rows measure the commands a user runs."""
+vector env (/alternating: in two groups taking turns with the policy). The bench's
+--num_workers applies to the env-only rows, not here: the rows measure the commands a user
+runs."""
 from common.envs import pools
 from common.tools import timing
 from common.units import on_policy
@@ -53,6 +54,10 @@ ROWS = {
     # The environments in ale_py's vector env (C++ threads, one call a step; make_pool.kind
     # 'ale_vector') instead of the paper's nw = 8 worker processes.
     'paac/ale_vector': lambda settings: paac_rate(settings, kind='ale_vector'),
+    # The same in two groups (two vector envs) taking turns: one steps in ALE's C++ threads while
+    # the policy acts on the other's observations (Stooke & Abbeel's alternating sampler).
+    'paac/ale_vector/alternating': lambda settings: paac_rate(
+        settings, sampler='alternating', kind='ale_vector'),
     # Learning while sampling (OverlapConfig.overlap_learning; common/units/on_policy.py).
     'paac/overlap': lambda settings: paac_rate(
         settings, extra=['PAACConfig.overlap_learning = True']),

@@ -73,3 +73,18 @@ def test_the_paac_ale_vector_row_steps_ale_pys_vector_env(monkeypatch):
     gin.clear_config()
     assert paac_rows.ROWS['paac/ale_vector'](SETTINGS)['steps_per_sec'] > 0
     assert steps and set(steps) == {SETTINGS['num_envs']}
+
+
+def test_the_paac_ale_vector_alternating_row_steps_two_groups_in_turn(monkeypatch):
+    groups = []
+    real_step_async = ale_vector.AleVectorPool.step_async
+
+    def counted(pool, actions, group=0):
+        groups.append((group, len(actions)))
+        return real_step_async(pool, actions, group)
+
+    monkeypatch.setattr(ale_vector.AleVectorPool, 'step_async', counted)
+    gin.clear_config()
+    assert paac_rows.ROWS['paac/ale_vector/alternating'](SETTINGS)['steps_per_sec'] > 0
+    half = SETTINGS['num_envs'] // 2
+    assert groups[:4] == [(0, half), (1, half), (0, half), (1, half)]

@@ -9,20 +9,28 @@ import numpy as np
 
 from common.envs.atari import (AtariConfig, CV2_INTERPOLATIONS, RAW_SCREEN_SHAPE,
                                nearest_indices)
-from common.envs.pool_base import EnvPool, StepResult, _check_common, _check_int
+from common.envs.pool_base import (EnvPool, StepResult, _arrays, _check_common, _check_divides,
+                                   _check_group, _check_int, _layout, _result)
 
 
 class AleVectorPool(EnvPool):
-    """ale_py's AtariVectorEnv (C++ threads) with the same StepResult semantics as the others."""
+    """ale_py's AtariVectorEnv (C++ threads) with the same StepResult semantics as the others.
+
+    With num_groups > 1 the envs are split into that many AtariVectorEnvs (env i still seeded
+    seed + i), each with its own C++ threads, so that one group steps (step_async / step_wait,
+    as ProcessPool's groups) while the caller acts on another's observations: the alternating
+    sampler (Stooke & Abbeel, section 4.1)."""
 
     @staticmethod
     def validate(atari_config: AtariConfig, num_envs: int, seed: int = 0,
-                 num_threads: int = 0) -> None:
+                 num_threads: int = 0, num_groups: int = 1) -> None:
         """Raise ValueError for arguments __init__ would reject, starting nothing."""
         if not isinstance(atari_config, AtariConfig):
             raise ValueError(f'atari_config={atari_config!r}; AleVectorPool runs AtariConfig only')
         _check_common(atari_config, num_envs, seed)
         _check_int('num_threads', num_threads, 0)
+        _check_int('num_groups', num_groups, 1)
+        _check_divides(num_envs, 'num_groups', num_groups)
         if atari_config.variant != 'nature':
             raise ValueError(f'AtariConfig.variant={atari_config.variant!r} is not supported '
                              "by AleVectorPool (no crop/downsample there); allowed: 'nature'")
@@ -32,37 +40,29 @@ class AleVectorPool(EnvPool):
                              'AleVectorPool; allowed: None or 0')
 
     def __init__(self, atari_config: AtariConfig, num_envs: int, seed: int = 0,
-                 num_threads: int = 0):
-        self.validate(atari_config, num_envs, seed, num_threads)
+                 num_threads: int = 0, num_groups: int = 1):
+        self.validate(atari_config, num_envs, seed, num_threads, num_groups)
         self._describe(atari_config, num_envs)
         self._config = atari_config
-        from ale_py.vector_env import AtariVectorEnv  # pylint: disable=import-outside-toplevel
+        self.num_groups = num_groups
+        size = num_envs // num_groups
+        self._slices = [slice(group * size, (group + 1) * size) for group in range(num_groups)]
         # Resized (and stacked) here when ale_py's C++ area resize is not the preset's.
         self._resizes_here = atari_config.resize != 'area'
-        height, width = RAW_SCREEN_SHAPE if self._resizes_here else atari_config.screen_size
-        max_frames = atari_config.max_episode_steps * atari_config.frame_skip
-        self._env = AtariVectorEnv(
-            atari_config.game, num_envs, num_threads=num_threads,
-            autoreset_mode='SameStep',
-            img_height=height, img_width=width, grayscale=True,
-            stack_num=1 if self._resizes_here else atari_config.stack,
-            frameskip=atari_config.frame_skip,
-            maxpool=atari_config.max_pool, noop_max=atari_config.noop_max,
-            # Its episodic_life resets the game on a life loss; life_loss_info only reports it
-            # as a termination, which is what episodic_life means here.
-            episodic_life=False, life_loss_info=atari_config.episodic_life,
-            # Clipped here, so that episode returns can stay the unclipped score.
-            reward_clipping=False,
-            use_fire_reset=atari_config.presses_fire,
-            max_num_frames_per_episode=min(max_frames or 2**31 - 1, 2**31 - 1),
-            repeat_action_probability=float(atari_config.repeat_action_probability),
-            full_action_space=atari_config.full_action_space)
+        self._envs = []
+        try:
+            for _ in range(num_groups):
+                self._envs.append(self._vector_env(size, num_threads))
+        except BaseException:
+            self._envs.clear()  # dropping them joins their C++ threads
+            raise
         self._seed = seed
-        self._actions = np.zeros(num_envs, np.int32)
-        self._observations = np.zeros((num_envs, *self.observation_shape), np.uint8)
-        self._rewards = np.zeros(num_envs, np.float32)
-        self._episode_returns = np.zeros(num_envs, np.float32)
-        self._episode_lengths = np.zeros(num_envs, np.int32)
+        layout, nbytes = _layout(num_envs, self.observation_shape, self.observation_dtype)
+        self._arrays = _arrays(bytearray(nbytes), layout)
+        self._result = _result(self._arrays)
+        self._group_results = [_result(self._arrays, group.start, group.stop)
+                               for group in self._slices]
+        self._stepping = [False] * num_groups
         self._running_returns = np.zeros(num_envs, np.float64)
         self._running_lengths = np.zeros(num_envs, np.int32)
         self._lives = np.zeros(num_envs, np.int32)
@@ -72,78 +72,137 @@ class AleVectorPool(EnvPool):
             self._stacks = np.zeros((num_envs, atari_config.stack) + tuple(
                 atari_config.screen_size), np.uint8)
 
-    def _stack_here(self, frames: np.ndarray, restarted) -> np.ndarray:
+    def _vector_env(self, num_envs: int, num_threads: int):
+        """One AtariVectorEnv of num_envs envs, as the AtariConfig asks."""
+        from ale_py.vector_env import AtariVectorEnv  # pylint: disable=import-outside-toplevel
+        config = self._config
+        height, width = RAW_SCREEN_SHAPE if self._resizes_here else config.screen_size
+        max_frames = config.max_episode_steps * config.frame_skip
+        return AtariVectorEnv(
+            config.game, num_envs, num_threads=num_threads,
+            autoreset_mode='SameStep',
+            img_height=height, img_width=width, grayscale=True,
+            stack_num=1 if self._resizes_here else config.stack,
+            frameskip=config.frame_skip,
+            maxpool=config.max_pool, noop_max=config.noop_max,
+            # Its episodic_life resets the game on a life loss; life_loss_info only reports it
+            # as a termination, which is what episodic_life means here.
+            episodic_life=False, life_loss_info=config.episodic_life,
+            # Clipped here, so that episode returns can stay the unclipped score.
+            reward_clipping=False,
+            use_fire_reset=config.presses_fire,
+            max_num_frames_per_episode=min(max_frames or 2**31 - 1, 2**31 - 1),
+            repeat_action_probability=float(config.repeat_action_probability),
+            full_action_space=config.full_action_space)
+
+    def _observe(self, envs: slice, observations: np.ndarray, restarted) -> None:
+        """Writes a group's observations (N, stack, H, W) from ale_py (or its pooled raw
+        frames, resized and stacked here) into the pool's (N, H, W, stack) buffer."""
+        if self._resizes_here:
+            observations = self._stack_here(envs, observations, restarted)
+        target = self._arrays['observations'][envs]
+        # cv2.merge per env is ~13x faster than numpy's strided transposing copy.
+        if self.observation_shape[-1] == 1:
+            target.reshape(observations.shape)[:] = observations
+            return
+        for source, out in zip(observations, target):
+            cv2.merge(list(source), out)
+
+    def _stack_here(self, envs: slice, frames: np.ndarray, restarted) -> np.ndarray:
         """Pooled raw frames (N, 1, 210, 160) -> the (N, stack, H, W) stacks, each newest frame
         resized; `restarted` (a bool per env, or True for all) zeroes the older frames, as the
         C++ stacks start an episode."""
-        stacks = self._stacks
+        stacks = self._stacks[envs]
         stacks[:, :-1] = stacks[:, 1:].copy()
         stacks[restarted, :-1] = 0
         for frame, target in zip(frames, stacks):
             self._resize(frame[0], target[-1])
         return stacks
 
-    def _to_channel_last(self, observations: np.ndarray) -> None:
-        """(N, stack, H, W) -> the pool's (N, H, W, stack) buffer."""
-        # cv2.merge per env is ~13x faster than numpy's strided transposing copy.
-        if self.observation_shape[-1] == 1:
-            self._observations.reshape(observations.shape)[:] = observations
-            return
-        for source, target in zip(observations, self._observations):
-            cv2.merge(list(source), target)
+    def _check_open(self) -> None:
+        if not self._envs:
+            raise RuntimeError('the pool is closed')
 
     def reset(self) -> np.ndarray:
-        if self._env is None:
-            raise RuntimeError('the pool is closed')
-        # Seeds env i with seed + i on the first reset only, like the other pools' envs.
-        observations, info = self._env.reset(seed=self._seed)
+        self._check_open()
+        if any(self._stepping):
+            raise RuntimeError('reset() while a step_async() is waiting for step_wait()')
+        for envs, env in zip(self._slices, self._envs):
+            # Seeds env i with seed + i on the first reset only, like the other pools' envs.
+            observations, info = env.reset(
+                seed=None if self._seed is None else self._seed + envs.start)
+            self._observe(envs, observations, True)
+            self._lives[envs] = info['lives']
         self._seed = None
-        if self._resizes_here:
-            observations = self._stack_here(observations, True)
-        self._to_channel_last(observations)
-        self._lives[:] = info['lives']
         self._running_returns.fill(0)
         self._running_lengths.fill(0)
         self._was_reset = True
-        return self._observations
+        return self._arrays['observations']
 
-    def step(self, actions) -> StepResult:
-        if self._env is None:
-            raise RuntimeError('the pool is closed')
-        self._write_actions(actions, self._actions)
-        observations, raw_rewards, terminations, truncations, info = self._env.step(
-            self._actions)
+    def step_async(self, actions, group: int = 0) -> None:
+        """Start stepping group `group`'s envs with `actions` (num_envs / num_groups of them)."""
+        self._check_open()
+        _check_group(group, self.num_groups)
+        if self._stepping[group]:
+            raise RuntimeError(f'group {group} is already stepping; call step_wait({group})')
+        envs = self._slices[group]
+        group_actions = self._arrays['actions'][envs]
+        self._write_actions(actions, group_actions)
+        self._envs[group].send(group_actions)
+        self._stepping[group] = True
+
+    def step_wait(self, group: int = 0) -> StepResult:
+        """Wait for group `group`'s step; returns the StepResult of its slice of envs."""
+        self._check_open()
+        _check_group(group, self.num_groups)
+        if not self._stepping[group]:
+            raise RuntimeError(f'step_wait({group}) without step_async(actions, {group})')
+        observations, raw_rewards, terminations, truncations, info = self._envs[group].recv()
+        self._stepping[group] = False
+        envs = self._slices[group]
+        result = self._group_results[group]
         lives = info['lives']
-        terminals = terminations | truncations
+        np.logical_or(terminations, truncations, out=result.terminals)
         if self._config.episodic_life:
             # A life loss terminates without a reset (lives go down); at game over the env is
             # already reset, so lives are back up (or stay 0 in games without lives).
-            dones = truncations | (terminations & (lives >= self._lives))
+            result.dones[:] = truncations | (terminations & (lives >= self._lives[envs]))
         else:
-            dones = terminals
-        if self._resizes_here:
-            # Same-step autoreset: where an episode ended, the frame is the next one's first.
-            observations = self._stack_here(observations, dones)
-        self._to_channel_last(observations)
-        self._lives[:] = lives
-        self._running_returns += raw_rewards
-        self._running_lengths += 1
-        self._episode_returns[dones] = self._running_returns[dones]
-        self._episode_lengths[dones] = self._running_lengths[dones]
-        self._running_returns[dones] = 0
-        self._running_lengths[dones] = 0
+            result.dones[:] = result.terminals
+        dones = result.dones
+        # Same-step autoreset: where an episode ended, the frame is the next one's first.
+        self._observe(envs, observations, dones)
+        self._lives[envs] = lives
+        running_returns, running_lengths = self._running_returns[envs], self._running_lengths[envs]
+        running_returns += raw_rewards
+        running_lengths += 1
+        result.episode_returns[dones] = running_returns[dones]
+        result.episode_lengths[dones] = running_lengths[dones]
+        running_returns[dones] = 0
+        running_lengths[dones] = 0
         if self._config.clip_rewards:
-            np.clip(raw_rewards, -1, 1, out=self._rewards, casting='unsafe')
+            np.clip(raw_rewards, -1, 1, out=result.rewards, casting='unsafe')
         else:
-            self._rewards[:] = raw_rewards
-        return StepResult(self._observations, self._rewards, terminals, dones,
-                          self._episode_returns, self._episode_lengths)
+            result.rewards[:] = raw_rewards
+        return result
+
+    def step(self, actions) -> StepResult:
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,):
+            raise ValueError(f'actions of shape {actions.shape}; expected ({self.num_envs},)')
+        for group, envs in enumerate(self._slices):
+            self.step_async(actions[envs], group)
+        for group in range(self.num_groups):
+            self.step_wait(group)
+        return self._result
 
     def close(self) -> None:
-        if self._env is not None:
-            self._env.close()
-            # Dropping the last reference joins ALE's C++ threads.
-            self._env = None
+        for group, env in enumerate(self._envs):
+            if self._stepping[group]:
+                env.recv()
+            env.close()
+        # Dropping the last references joins ALE's C++ threads.
+        self._envs = []
 
 
 def _resizer(config: AtariConfig):

@@ -33,6 +33,12 @@ def _check_divides(num_envs: int, name: str, count: int) -> None:
         raise ValueError(f'num_envs={num_envs} is not a multiple of {name}={count}')
 
 
+def _check_group(group, num_groups: int) -> None:
+    """A pool's group index: an int in 0..num_groups - 1."""
+    if not _is_int(group) or not 0 <= group < num_groups:
+        raise ValueError(f'group={group!r}; allowed 0..{num_groups - 1}')
+
+
 def _check_common(env_config, num_envs, seed) -> None:
     """Validate what every pool takes, before anything is started."""
     if not callable(getattr(env_config, 'validate', None)):

@@ -18,6 +18,7 @@ __all__ = ('POOL_KINDS', 'EnvPool', 'StepResult', 'SerialPool', 'ThreadPool', 'P
            'AleVectorPool', 'make_pool', 'validate_pool_config')
 
 POOL_KINDS = ('serial', 'thread', 'process', 'ale_vector')
+GROUPED_KINDS = ('process', 'ale_vector')  # the kinds with step_async / step_wait by group
 
 
 class SerialPool(EnvPool):
@@ -143,15 +144,15 @@ def _pool_arguments(env_config, num_envs, seed, kind, num_workers, num_threads,
     if kind not in POOL_KINDS:
         raise ValueError(f'kind={kind!r}; allowed: {POOL_KINDS}')
     _check_int('num_groups', num_groups, 1)
-    if num_groups != 1 and kind != 'process':
-        raise ValueError(f"num_groups={num_groups} needs kind='process', not {kind!r}")
+    if num_groups != 1 and kind not in GROUPED_KINDS:
+        raise ValueError(f'num_groups={num_groups} needs kind in {GROUPED_KINDS}, not {kind!r}')
     if pin_cpus is not False and kind != 'process':  # ProcessPool.validate checks the type
         raise ValueError(f"pin_cpus={pin_cpus!r} needs kind='process', not {kind!r}")
     arguments = {
         'serial': (env_config, num_envs, seed),
         'thread': (env_config, num_envs, num_threads or num_workers, seed),
         'process': (env_config, num_envs, num_workers, seed, num_groups, pin_cpus),
-        'ale_vector': (env_config, num_envs, seed, num_threads),
+        'ale_vector': (env_config, num_envs, seed, num_threads, num_groups),
     }[kind]
     return _POOL_CLASSES[kind], arguments
 
@@ -161,7 +162,8 @@ def make_pool(env_config, num_envs: int, seed: int = 0, kind: str = 'process',
               num_workers: int = 2, num_threads: int = 0, num_groups: int = 1,
               pin_cpus: bool = False) -> EnvPool:
     """A pool of `kind`: serial | thread (num_threads, or num_workers if 0) | process
-    (num_workers, num_groups, pin_cpus) | ale_vector (num_threads, 0 = ALE's choice)."""
+    (num_workers, num_groups, pin_cpus) | ale_vector (num_threads per group, 0 = ALE's choice;
+    num_groups)."""
     pool_class, arguments = _pool_arguments(env_config, num_envs, seed, kind, num_workers,
                                             num_threads, num_groups, pin_cpus)
     return pool_class(*arguments)

@@ -13,7 +13,7 @@ from multiprocessing import shared_memory
 import numpy as np
 
 from common.envs.pool_base import (EnvPool, StepResult, _arrays, _check_common, _check_divides,
-                                   _check_int, _EnvSlice, _is_int, _layout, _result)
+                                   _check_group, _check_int, _EnvSlice, _layout, _result)
 from common.run import processes
 from common.run import segments
 from common.run.processes import WorkerDiedError
@@ -229,10 +229,6 @@ class ProcessPool(EnvPool):
         if not self._finalizer.alive:
             raise RuntimeError('the pool is closed')
 
-    def _check_group(self, group) -> None:
-        if not _is_int(group) or not 0 <= group < self.num_groups:
-            raise ValueError(f'group={group!r}; allowed 0..{self.num_groups - 1}')
-
     def reset(self) -> np.ndarray:
         self._check_open()
         if any(self._stepping):
@@ -245,7 +241,7 @@ class ProcessPool(EnvPool):
     def step_async(self, actions, group: int = 0) -> None:
         """Start stepping group `group`'s envs with `actions` (num_envs / num_groups of them)."""
         self._check_open()
-        self._check_group(group)
+        _check_group(group, self.num_groups)
         if self._stepping[group]:
             raise RuntimeError(f'group {group} is already stepping; call step_wait({group})')
         start = group * self._envs_per_group
@@ -256,7 +252,7 @@ class ProcessPool(EnvPool):
     def step_wait(self, group: int = 0) -> StepResult:
         """Wait for group `group`'s step; returns the StepResult of its slice of envs."""
         self._check_open()
-        self._check_group(group)
+        _check_group(group, self.num_groups)
         if not self._stepping[group]:
             raise RuntimeError(f'step_wait({group}) without step_async(actions, {group})')
         self._wait(self._workers_of(group))

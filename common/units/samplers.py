@@ -8,7 +8,8 @@ same data; only the schedule differs:
   it is the serial sampler, over a ProcessPool the parallel one.
 - 'alternating': the pool's two groups of worker processes take turns: while one group steps,
   the policy runs on the other group's observations (Stooke & Abbeel, section 4.1, Figure 1).
-  It needs a ProcessPool with num_groups=2; it pays off when inference runs on an accelerator.
+  It needs a ProcessPool or AleVectorPool with num_groups=2; it pays off when inference runs
+  on an accelerator.
 
 With several replicas on one machine (DistributeConfig 'mirrored'), each replica has its own
 sampler groups ("we organize multiple GPUs by repeating the template", section 4.1): the pool
@@ -99,15 +100,15 @@ class SynchronizedSampler:
 
 
 class AlternatingSampler(SynchronizedSampler):
-    """Two phases of the groups of a ProcessPool alternate between stepping and acting: the
+    """Two phases of the groups of a pool alternate between stepping and acting: the
     even groups and the odd ones (with several replicas, group 2r + p is replica r's group of
     phase p, so each phase holds every replica's share in replica order)."""
 
     def __init__(self, pool, horizon):
         groups = getattr(pool, 'num_groups', 1)
         if groups < 2 or groups % 2:
-            raise ValueError(f'the alternating sampler needs a ProcessPool with num_groups=2 '
-                             f'(or 2 per replica), got {type(pool).__name__} with '
+            raise ValueError(f'the alternating sampler needs a ProcessPool or AleVectorPool with '
+                             f'num_groups=2 (or 2 per replica), got {type(pool).__name__} with '
                              f'num_groups={groups}')
         super().__init__(pool, horizon)
         envs_per_group = pool.num_envs // groups

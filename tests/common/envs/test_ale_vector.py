@@ -45,3 +45,71 @@ def test_frames_resized_here_are_the_requested_shape():
         assert result.observations[..., 0].any(axis=(1, 2)).all()
     finally:
         pool.close()
+
+
+def _copy(result):
+    return {name: getattr(result, name).copy() for name in result._fields}
+
+
+@pytest.mark.parametrize('resize', ['area', 'linear'])
+def test_groups_step_apart_and_match_a_serial_pool(resize):
+    # 'area' stacks in C++, 'linear' here: both keep each group's envs and stacks apart.
+    config = AtariConfig(game='pong', resize=resize, noop_max=0, fire_reset=False, stack=2,
+                         max_episode_steps=40)
+    actions = _random_actions(90, 4, config.num_actions())
+    vector = AleVectorPool(config, 4, seed=3, num_threads=1, num_groups=2)
+    serial = SerialPool(config, 4, seed=3)
+    try:
+        assert vector.num_groups == 2
+        np.testing.assert_array_equal(vector.reset(), serial.reset())
+        ended = 0
+        for step_actions in actions[:80]:
+            vector.step_async(step_actions[:2], group=0)
+            vector.step_async(step_actions[2:], group=1)
+            second = _copy(vector.step_wait(1))
+            first = _copy(vector.step_wait(0))
+            expected = serial.step(step_actions)
+            for name in ('observations', 'rewards', 'terminals', 'dones', 'episode_lengths'):
+                wanted = getattr(expected, name)
+                if name == 'episode_lengths':  # defined where an episode ended
+                    first[name], second[name] = first[name] * first['dones'], \
+                        second[name] * second['dones']
+                    wanted = wanted * expected.dones
+                np.testing.assert_array_equal(first[name], wanted[:2], err_msg=name)
+                np.testing.assert_array_equal(second[name], wanted[2:], err_msg=name)
+            ended += int(expected.dones.sum())
+        assert ended == 8  # each env's episode capped at 40 steps, twice
+        for step_actions in actions[80:]:
+            np.testing.assert_array_equal(vector.step(step_actions).observations,
+                                          serial.step(step_actions).observations)
+    finally:
+        vector.close()
+        serial.close()
+
+
+def test_group_misuse_raises():
+    pool = AleVectorPool(AtariConfig(game='pong'), 4, num_threads=1, num_groups=2)
+    try:
+        pool.reset()
+        with pytest.raises(RuntimeError, match='step_wait'):
+            pool.step_wait(0)
+        pool.step_async([0, 1], group=0)
+        with pytest.raises(RuntimeError, match='already stepping'):
+            pool.step_async([0, 1], group=0)
+        with pytest.raises(RuntimeError, match='reset'):
+            pool.reset()
+        with pytest.raises(ValueError, match='group=2'):
+            pool.step_async([0, 1], group=2)
+        with pytest.raises(ValueError, match='shape'):
+            pool.step_async([0, 1, 2], group=1)
+        assert pool.step_wait(0).observations.shape == (2, 84, 84, 4)
+    finally:
+        pool.close()  # also with a group still stepping
+    pool = AleVectorPool(AtariConfig(game='pong'), 2, num_threads=1, num_groups=2)
+    pool.reset()
+    pool.step_async([0], group=1)
+    pool.close()
+    with pytest.raises(RuntimeError, match='closed'):
+        pool.reset()
+    with pytest.raises(ValueError, match='num_groups=3'):
+        AleVectorPool(AtariConfig(game='pong'), 4, num_groups=3)

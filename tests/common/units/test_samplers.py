@@ -43,6 +43,21 @@ def test_synchronized_and_alternating_samplers_give_identical_trajectories():
     assert len({int(actions.sum()) for _, actions, *_ in synchronized}) > 1  # not all alike
 
 
+def test_alternating_over_ale_vector_groups_gives_the_synchronized_rollouts():
+    """The same over ale_py's vector env: two AleVectorPool groups, env i still seeded seed + i
+    (random no-op starts included)."""
+    policy = _deterministic_policy(SMALL_PONG.num_actions())
+    with pools.AleVectorPool(SMALL_PONG, 4, seed=11, num_threads=1) as pool:
+        synchronized = _collect(samplers.make_sampler('synchronized', pool, 5), policy, 3)
+    with pools.make_pool(SMALL_PONG, 4, seed=11, kind='ale_vector', num_threads=1,
+                         num_groups=samplers.num_groups('alternating')) as pool:
+        alternating = _collect(samplers.make_sampler('alternating', pool, 5), policy, 3)
+    for first, second in zip(synchronized, alternating):
+        for array, other in zip(first[:4] + first[5:], second[:4] + second[5:]):
+            np.testing.assert_array_equal(array, other)
+        assert first[4] == second[4]
+
+
 def test_a_rollout_continues_where_the_last_one_ended_and_matches_stepping_by_hand():
     config = gym_envs.GymConfig('CartPole-v1')
     policy = _deterministic_policy(2)
