@@ -61,7 +61,8 @@ def _segment_score(env_config, act, seed=3):
 
 # Published runs that docs/results.md says did not learn within their budget (a sweep point is
 # published whatever it shows); their policy is held to that instead.
-NOT_LEARNED = {'paac-pong-ne256': 'ne = 256 still uniform over the actions at 5M steps'}
+NOT_LEARNED = {'paac-pong-ne256': 'ne = 256 still uniform over the actions at 5M steps',
+               'accel-a2c-pong-envs256': '256 environments still uniform at 5M steps'}
 
 
 @pytest.mark.parametrize('name', PUBLISHED)
