@@ -68,7 +68,7 @@ class AccelConfig(config_lib.OverlapConfig, config_lib.RMSPropConfig, config_lib
     algorithm: str = 'a2c'              # a name in accel_tf/algorithms.py
     total_steps: int = 10_000_000       # environment steps (x frame skip frames)
     # Sampling (section 4.1): num_workers processes step envs_per_worker simulators each.
-    sampler: str = 'synchronized'       # 'synchronized' | 'alternating' (two worker groups)
+    sampler: str = 'synchronized'       # 'synchronized' | 'alternating' (two env groups)
     num_workers: int = 2                # n worker processes
     envs_per_worker: int = 8            # m simulators stepped in sequence by each worker
     pin_cpus: bool = False              # pin worker i to CPU i (mod the CPUs usable)

@@ -9,11 +9,11 @@ import numpy as np
 
 from common.envs.atari import (AtariConfig, CV2_INTERPOLATIONS, RAW_SCREEN_SHAPE,
                                nearest_indices)
-from common.envs.pool_base import (EnvPool, StepResult, _arrays, _check_common, _check_divides,
+from common.envs.pool_base import (GroupedPool, StepResult, _arrays, _check_common, _check_divides,
                                    _check_group, _check_int, _layout, _result)
 
 
-class AleVectorPool(EnvPool):
+class AleVectorPool(GroupedPool):
     """ale_py's AtariVectorEnv (C++ threads) with the same StepResult semantics as the others.
 
     With num_groups > 1 the envs are split into that many AtariVectorEnvs (env i still seeded
@@ -49,14 +49,7 @@ class AleVectorPool(EnvPool):
         self._slices = [slice(group * size, (group + 1) * size) for group in range(num_groups)]
         # Resized (and stacked) here when ale_py's C++ area resize is not the preset's.
         self._resizes_here = atari_config.resize != 'area'
-        self._envs = []
-        try:
-            for _ in range(num_groups):
-                self._envs.append(self._vector_env(size, num_threads))
-        except BaseException:
-            self._envs.clear()  # dropping them joins their C++ threads
-            raise
-        self._seed = seed
+        self._seed = int(seed)
         layout, nbytes = _layout(num_envs, self.observation_shape, self.observation_dtype)
         self._arrays = _arrays(bytearray(nbytes), layout)
         self._result = _result(self._arrays)
@@ -71,6 +64,14 @@ class AleVectorPool(EnvPool):
             # (N, stack, H, W), oldest frame first, as the C++ stacks are.
             self._stacks = np.zeros((num_envs, atari_config.stack) + tuple(
                 atari_config.screen_size), np.uint8)
+        # The vector envs last: nothing after them can fail and leave their C++ threads running.
+        self._envs = []
+        try:
+            for _ in range(num_groups):
+                self._envs.append(self._vector_env(size, num_threads))
+        except BaseException:
+            self._envs.clear()  # dropping them joins their C++ threads
+            raise
 
     def _vector_env(self, num_envs: int, num_threads: int):
         """One AtariVectorEnv of num_envs envs, as the AtariConfig asks."""
@@ -139,16 +140,11 @@ class AleVectorPool(EnvPool):
         self._was_reset = True
         return self._arrays['observations']
 
-    def step_async(self, actions, group: int = 0) -> None:
-        """Start stepping group `group`'s envs with `actions` (num_envs / num_groups of them)."""
-        self._check_open()
-        _check_group(group, self.num_groups)
-        if self._stepping[group]:
-            raise RuntimeError(f'group {group} is already stepping; call step_wait({group})')
-        envs = self._slices[group]
-        group_actions = self._arrays['actions'][envs]
-        self._write_actions(actions, group_actions)
-        self._envs[group].send(group_actions)
+    def _group_actions(self, group: int) -> np.ndarray:
+        return self._arrays['actions'][self._slices[group]]
+
+    def _send_group(self, group: int) -> None:
+        self._envs[group].send(self._group_actions(group))
         self._stepping[group] = True
 
     def step_wait(self, group: int = 0) -> StepResult:
@@ -186,23 +182,21 @@ class AleVectorPool(EnvPool):
             result.rewards[:] = raw_rewards
         return result
 
-    def step(self, actions) -> StepResult:
-        actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,):
-            raise ValueError(f'actions of shape {actions.shape}; expected ({self.num_envs},)')
-        for group, envs in enumerate(self._slices):
-            self.step_async(actions[envs], group)
-        for group in range(self.num_groups):
-            self.step_wait(group)
-        return self._result
-
     def close(self) -> None:
-        for group, env in enumerate(self._envs):
-            if self._stepping[group]:
-                env.recv()
-            env.close()
-        # Dropping the last references joins ALE's C++ threads.
-        self._envs = []
+        envs, self._envs = self._envs, []
+        stepping, self._stepping = self._stepping, [False] * self.num_groups
+        try:
+            for group, env in enumerate(envs):
+                if stepping[group]:
+                    try:
+                        env.recv()
+                    finally:
+                        env.close()
+                else:
+                    env.close()
+        finally:
+            # Dropping the last references joins ALE's C++ threads.
+            envs.clear()
 
 
 def _resizer(config: AtariConfig):

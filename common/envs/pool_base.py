@@ -158,3 +158,49 @@ class EnvPool:
 
     def __exit__(self, *exc_info):
         self.close()
+
+
+class GroupedPool(EnvPool):
+    """A pool whose envs form num_groups contiguous blocks that step apart (step_async /
+    step_wait), for the alternating sampler; step() steps them all."""
+    num_groups: int
+    _stepping: list  # per group: sent and not yet waited for
+    _arrays: dict
+    _result: StepResult
+
+    def _check_open(self) -> None:
+        raise NotImplementedError
+
+    def _group_actions(self, group: int) -> np.ndarray:
+        """The view of the actions buffer that group `group`'s envs step on."""
+        raise NotImplementedError
+
+    def _send_group(self, group: int) -> None:
+        """Starts group `group` stepping on its actions, already checked and in the buffer."""
+        raise NotImplementedError
+
+    def step_wait(self, group: int = 0) -> StepResult:
+        raise NotImplementedError
+
+    def _check_ready(self, group) -> None:
+        self._check_open()
+        _check_group(group, self.num_groups)
+        if self._stepping[group]:
+            raise RuntimeError(f'group {group} is already stepping; call step_wait({group})')
+
+    def step_async(self, actions, group: int = 0) -> None:
+        """Start stepping group `group`'s envs with `actions` (num_envs / num_groups of them)."""
+        self._check_ready(group)
+        self._write_actions(actions, self._group_actions(group))
+        self._send_group(group)
+
+    def step(self, actions) -> StepResult:
+        for group in range(self.num_groups):
+            self._check_ready(group)
+        # The whole batch is checked before any group is sent, so a bad action steps none.
+        self._write_actions(actions, self._arrays['actions'])
+        for group in range(self.num_groups):
+            self._send_group(group)
+        for group in range(self.num_groups):
+            self.step_wait(group)
+        return self._result

@@ -169,6 +169,11 @@ def make_pool(env_config, num_envs: int, seed: int = 0, kind: str = 'process',
     return pool_class(*arguments)
 
 
+def configured_kind() -> str:
+    """make_pool's kind as gin binds it now (its default, 'process', when unbound)."""
+    return gin.get_bindings(make_pool).get('kind', 'process')
+
+
 def validate_pool_config(env_config, num_envs: int, num_workers=None, **make_pool_arguments):
     """Raise ValueError for what make_pool would reject, starting nothing: arguments given
     here win, then make_pool's gin bindings, then its defaults."""

@@ -12,7 +12,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from common.envs.pool_base import (EnvPool, StepResult, _arrays, _check_common, _check_divides,
+from common.envs.pool_base import (GroupedPool, StepResult, _arrays, _check_common, _check_divides,
                                    _check_group, _check_int, _EnvSlice, _layout, _result)
 from common.run import processes
 from common.run import segments
@@ -97,7 +97,7 @@ def _shutdown(workers: list, connections: list, shm: _SharedMemory) -> None:
         pass
 
 
-class ProcessPool(EnvPool):
+class ProcessPool(GroupedPool):
     """PAAC's pool: spawned workers step num_envs / num_workers envs each into shared memory."""
 
     @staticmethod
@@ -238,14 +238,11 @@ class ProcessPool(EnvPool):
         self._was_reset = True
         return self._result.observations
 
-    def step_async(self, actions, group: int = 0) -> None:
-        """Start stepping group `group`'s envs with `actions` (num_envs / num_groups of them)."""
-        self._check_open()
-        _check_group(group, self.num_groups)
-        if self._stepping[group]:
-            raise RuntimeError(f'group {group} is already stepping; call step_wait({group})')
+    def _group_actions(self, group: int) -> np.ndarray:
         start = group * self._envs_per_group
-        self._write_actions(actions, self._arrays['actions'][start:start + self._envs_per_group])
+        return self._arrays['actions'][start:start + self._envs_per_group]
+
+    def _send_group(self, group: int) -> None:
         self._send(self._workers_of(group), _STEP)
         self._stepping[group] = True
 
@@ -261,17 +258,6 @@ class ProcessPool(EnvPool):
         if results is None:  # another thread closed the pool meanwhile (a worker of it died)
             raise RuntimeError('the pool is closed')
         return results[group]
-
-    def step(self, actions) -> StepResult:
-        actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,):
-            raise ValueError(f'actions of shape {actions.shape}; expected ({self.num_envs},)')
-        for group in range(self.num_groups):
-            start = group * self._envs_per_group
-            self.step_async(actions[start:start + self._envs_per_group], group)
-        for group in range(self.num_groups):
-            self.step_wait(group)
-        return self._result
 
     def close(self) -> None:
         """Stop the workers and free the shared memory; safe to call more than once."""

@@ -185,9 +185,11 @@ def sampler_groups(sampler, distribute_config):
 
 def require_sampler_groups(owner, sampler, num_workers, distribute_config):
     """Raises errors.ConfigError unless num_workers environment processes split evenly into the
-    sampler's groups (two for 'alternating') of every replica that samples apart."""
+    sampler's groups (two for 'alternating') of every replica that samples apart. Pools of
+    another kind (make_pool.kind) have no worker processes: their own validate checks that the
+    environments split into the groups."""
     groups = sampler_groups(sampler, distribute_config)
-    if num_workers % groups == 0:
+    if num_workers % groups == 0 or pools.configured_kind() != 'process':
         return
     replicas = sampler_replicas(distribute_config)
     if replicas == 1:

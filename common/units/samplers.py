@@ -6,7 +6,7 @@ same data; only the schedule differs:
 - 'synchronized': one batched policy call on all N observations, then all N environments step
   (PAAC's Algorithm 1; Stooke & Abbeel's synchronized sampler, section 4.1). Over a SerialPool
   it is the serial sampler, over a ProcessPool the parallel one.
-- 'alternating': the pool's two groups of worker processes take turns: while one group steps,
+- 'alternating': the pool's two groups of environments take turns: while one group steps,
   the policy runs on the other group's observations (Stooke & Abbeel, section 4.1, Figure 1).
   It needs a ProcessPool or AleVectorPool with num_groups=2; it pays off when inference runs
   on an accelerator.

@@ -103,10 +103,16 @@ def test_group_misuse_raises():
         with pytest.raises(ValueError, match='shape'):
             pool.step_async([0, 1, 2], group=1)
         assert pool.step_wait(0).observations.shape == (2, 84, 84, 4)
+        # A bad action in the second group steps neither: the pool goes on.
+        with pytest.raises(ValueError, match='out of range'):
+            pool.step([0, 1, 2, 99])
+        assert pool.step([0, 1, 2, 3]).observations.shape == (4, 84, 84, 4)
+        pool.step_async([0, 1], group=1)
     finally:
         pool.close()  # also with a group still stepping
-    pool = AleVectorPool(AtariConfig(game='pong'), 2, num_threads=1, num_groups=2)
-    pool.reset()
+    pool = AleVectorPool(AtariConfig(game='pong'), 2, seed=np.int64(5), num_threads=1,
+                         num_groups=2)
+    pool.reset()  # a numpy integer seed too
     pool.step_async([0], group=1)
     pool.close()
     with pytest.raises(RuntimeError, match='closed'):

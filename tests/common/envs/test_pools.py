@@ -226,6 +226,10 @@ def test_alternating_groups_match_a_serial_pool():
             pool.step_async(actions[0][:2], group=0)
         with pytest.raises(ValueError, match='group=2'):
             pool.step_async(actions[0][:2], group=2)
+        pool.step_wait(0)
+        with pytest.raises(ValueError, match='out of range'):  # in group 1: neither group steps
+            pool.step([0, 1, 2, 99])
+        assert pool.step([0, 1, 2, 3]).observations.shape == (4, *SMALL_PONG.observation_shape)
 
 
 @pytest.fixture

@@ -82,6 +82,18 @@ def test_each_mirrored_replica_gets_the_sampler_groups_of_its_own():
         config_lib.require_sampler_groups('PAACConfig', 'alternating', 6, mirrored)
 
 
+def test_sampler_groups_of_a_pool_without_worker_processes_ignore_num_workers():
+    # ale_py's vector env splits its environments into the groups; num_workers is unused there.
+    gin.clear_config()
+    try:
+        gin.bind_parameter('make_pool.kind', 'ale_vector')
+        config_lib.require_sampler_groups('PAACConfig', 'alternating', 3, None)
+    finally:
+        gin.clear_config()
+    with pytest.raises(errors.ConfigError, match='got 3'):
+        config_lib.require_sampler_groups('PAACConfig', 'alternating', 3, None)
+
+
 @pytest.mark.parametrize('cores, num_envs, groups, expected', [
     (2, 32, 1, 2), (8, 32, 1, 8), (6, 32, 1, 4), (64, 32, 1, 32), (1, 32, 1, 1),
     (1, 32, 2, 2), (3, 32, 2, 2), (12, 32, 2, 8), (5, 30, 1, 5), (7, 30, 2, 6)])
