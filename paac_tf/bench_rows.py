@@ -3,7 +3,8 @@ of `gin/paac/pong.gin` (the paper's config, nw = 8 worker processes), on the ben
 its number of environments; paac/auto_workers the same with num_workers 'auto' (one per usable
 core: the README's first command), paac/xla with jit_compile, paac/bfloat16 with the torso in
 bfloat16, paac/overlap learning while sampling, paac/ale_vector its environments in ale_py's
-vector env (/alternating: in two groups taking turns with the policy). The bench's
+vector env (/alternating: in two groups taking turns with the policy), paac/network the
+network's work alone (act calls and updates on one rollout, no environment). The bench's
 --num_workers applies to the env-only rows, not here: the rows measure the commands a user
 runs."""
 from common.envs import pools
@@ -14,13 +15,17 @@ from paac_tf import main as paac_main
 from paac_tf import paac
 
 
+def _configure(settings, sampler='synchronized', extra=()):
+    """gin/paac/pong.gin on the bench's game and number of environments."""
+    return paac_main.configure(['gin/paac/pong.gin'], [
+        f"AtariConfig.game = '{settings['game']}'", f"PAACConfig.num_envs = {settings['num_envs']}",
+        f"PAACConfig.sampler = '{sampler}'"] + list(extra))
+
+
 def paac_rate(settings, sampler='synchronized', extra=(), kind='process'):
     """PAAC training steps per second (timing.measurement) of gin/paac/pong.gin, its
     environments in a pool of `kind` (pools.POOL_KINDS)."""
-    bindings = [f"AtariConfig.game = '{settings['game']}'",
-                f"PAACConfig.num_envs = {settings['num_envs']}",
-                f"PAACConfig.sampler = '{sampler}'"] + list(extra)
-    config = paac_main.configure(['gin/paac/pong.gin'], bindings)
+    config = _configure(settings, sampler, extra)
     learner = paac.build_learner(config)
     with pools.make_pool(config.env_config, config.num_envs, seed=0, kind=kind,
                          num_workers=config.num_workers,
@@ -37,6 +42,28 @@ def paac_rate(settings, sampler='synchronized', extra=(), kind='process'):
     print('  paac time shares (overlapped phases with the alternating sampler): ' + ', '.join(
         f'{name} {seconds / total:.0%}' for name, seconds in phases.items()))
     return rate
+
+
+def network_rate(settings):
+    """Env steps per second of PAAC's network work alone: a rollout's act calls and its update,
+    again and again on one rollout of real frames, no environment stepping. With the env-only
+    rate r_env it bounds a run that does both on the same cores one after the other:
+    1 / (1 / r_env + 1 / r_network), so 0.5 of r_env needs r_network >= r_env."""
+    config = _configure(settings)
+    learner = paac.build_learner(config)
+    with pools.make_pool(config.env_config, config.num_envs, seed=0, kind='ale_vector') as pool:
+        sampler = samplers.make_sampler('synchronized', pool, config.horizon)
+        sampler.collect(lambda observations: learner.act(observations).numpy())
+    rollout = sampler.rollout
+
+    def iterate():
+        for step in range(config.horizon):
+            learner.act(rollout.observations[step]).numpy()
+        learner.train_on_rollout(rollout.observations, rollout.actions, rollout.rewards,
+                                 rollout.terminals)['loss'].numpy()
+
+    return timing.rate(iterate, config.steps_per_update, settings['seconds'],
+                       settings['warmup_seconds'])
 
 
 ROWS = {
@@ -58,6 +85,8 @@ ROWS = {
     # the policy acts on the other's observations (Stooke & Abbeel's alternating sampler).
     'paac/ale_vector/alternating': lambda settings: paac_rate(
         settings, sampler='alternating', kind='ale_vector'),
+    # The network's work alone (act + update per rollout, no environment).
+    'paac/network': network_rate,
     # Learning while sampling (OverlapConfig.overlap_learning; common/units/on_policy.py).
     'paac/overlap': lambda settings: paac_rate(
         settings, extra=['PAACConfig.overlap_learning = True']),

@@ -5,6 +5,7 @@ is the lever's."""
 import threading
 
 import gin
+import pytest
 import tf_keras as keras
 
 from accel_tf import bench_rows as accel_rows
@@ -88,3 +89,25 @@ def test_the_paac_ale_vector_alternating_row_steps_two_groups_in_turn(monkeypatc
     assert paac_rows.ROWS['paac/ale_vector/alternating'](SETTINGS)['steps_per_sec'] > 0
     half = SETTINGS['num_envs'] // 2
     assert groups[:4] == [(0, half), (1, half), (0, half), (1, half)]
+
+
+def test_the_paac_network_row_steps_no_environment_while_timed(monkeypatch):
+    steps, updates = [], []
+    real_step = ale_vector.AleVectorPool.step
+    monkeypatch.setattr(ale_vector.AleVectorPool, 'step',
+                        lambda pool, actions: steps.append(1) or real_step(pool, actions))
+    real_build = paac_rows.paac.build_learner
+
+    def build_counting(config):
+        learner = real_build(config)
+        train = learner.train_on_rollout
+        learner.train_on_rollout = lambda *rollout: updates.append(1) or train(*rollout)
+        return learner
+
+    monkeypatch.setattr(paac_rows.paac, 'build_learner', build_counting)
+    gin.clear_config()
+    result = paac_rows.ROWS['paac/network'](SETTINGS)
+    assert result['steps_per_sec'] > 0 and updates
+    assert len(steps) == 5  # the one rollout of real frames (horizon 5), before the timing
+    assert result['steps_per_sec'] == pytest.approx(
+        5 * SETTINGS['num_envs'] * len(updates) / result['seconds'], rel=1e-6)
