@@ -10,7 +10,7 @@ import numpy as np
 from common.envs.atari import (AtariConfig, CV2_INTERPOLATIONS, RAW_SCREEN_SHAPE,
                                nearest_indices)
 from common.envs.pool_base import (GroupedPool, StepResult, _arrays, _check_common, _check_divides,
-                                   _check_group, _check_int, _layout, _result)
+                                   _check_int, _layout, _result)
 
 
 class AleVectorPool(GroupedPool):
@@ -147,14 +147,8 @@ class AleVectorPool(GroupedPool):
         self._envs[group].send(self._group_actions(group))
         self._stepping[group] = True
 
-    def step_wait(self, group: int = 0) -> StepResult:
-        """Wait for group `group`'s step; returns the StepResult of its slice of envs."""
-        self._check_open()
-        _check_group(group, self.num_groups)
-        if not self._stepping[group]:
-            raise RuntimeError(f'step_wait({group}) without step_async(actions, {group})')
+    def _wait_group(self, group: int) -> StepResult:
         observations, raw_rewards, terminations, truncations, info = self._envs[group].recv()
-        self._stepping[group] = False
         envs = self._slices[group]
         result = self._group_results[group]
         lives = info['lives']

@@ -179,7 +179,8 @@ class GroupedPool(EnvPool):
         """Starts group `group` stepping on its actions, already checked and in the buffer."""
         raise NotImplementedError
 
-    def step_wait(self, group: int = 0) -> StepResult:
+    def _wait_group(self, group: int) -> StepResult:
+        """Waits for group `group`'s step (sent); the StepResult of its slice of envs."""
         raise NotImplementedError
 
     def _check_ready(self, group) -> None:
@@ -193,6 +194,17 @@ class GroupedPool(EnvPool):
         self._check_ready(group)
         self._write_actions(actions, self._group_actions(group))
         self._send_group(group)
+
+    def step_wait(self, group: int = 0) -> StepResult:
+        """Wait for group `group`'s step; returns the StepResult of its slice of envs."""
+        self._check_open()
+        _check_group(group, self.num_groups)
+        if not self._stepping[group]:
+            raise RuntimeError(f'step_wait({group}) without step_async(actions, {group})')
+        try:
+            return self._wait_group(group)
+        finally:
+            self._stepping[group] = False
 
     def step(self, actions) -> StepResult:
         for group in range(self.num_groups):

@@ -13,7 +13,7 @@ from multiprocessing import shared_memory
 import numpy as np
 
 from common.envs.pool_base import (GroupedPool, StepResult, _arrays, _check_common, _check_divides,
-                                   _check_group, _check_int, _EnvSlice, _layout, _result)
+                                   _check_int, _EnvSlice, _layout, _result)
 from common.run import processes
 from common.run import segments
 from common.run.processes import WorkerDiedError
@@ -246,14 +246,8 @@ class ProcessPool(GroupedPool):
         self._send(self._workers_of(group), _STEP)
         self._stepping[group] = True
 
-    def step_wait(self, group: int = 0) -> StepResult:
-        """Wait for group `group`'s step; returns the StepResult of its slice of envs."""
-        self._check_open()
-        _check_group(group, self.num_groups)
-        if not self._stepping[group]:
-            raise RuntimeError(f'step_wait({group}) without step_async(actions, {group})')
+    def _wait_group(self, group: int) -> StepResult:
         self._wait(self._workers_of(group))
-        self._stepping[group] = False
         results = self._group_results
         if results is None:  # another thread closed the pool meanwhile (a worker of it died)
             raise RuntimeError('the pool is closed')
