@@ -1,5 +1,6 @@
 """Fixtures shared across the test packages."""
 import os
+import re
 
 # GPUs are hidden from the suite (and the processes its tests start, which inherit this) before
 # TensorFlow loads, so it runs on a GPU machine as on a CPU one: no test process reserves a GPU
@@ -301,3 +302,37 @@ def _finite_checkpoints(run_dir):
 def finite_checkpoints():
     """A diverging run must keep only checkpoints from before it diverged."""
     return _finite_checkpoints
+
+
+def _error_lines(stderr):
+    """The lines of a run's stderr that begin 'error:' (the one-line errors of common.launch)."""
+    return [line for line in stderr.splitlines() if line.startswith('error:')]
+
+
+@pytest.fixture
+def errors_in():
+    """Bad input and failed runs end with exactly one 'error:' line naming what went wrong."""
+    return _error_lines
+
+
+def _diverged_run(result, run_dir):
+    """Checks a run that stopped on non-finite weights: exit 1, one 'error:' line naming the
+    update and the step, no traceback, and a last metrics row at that update and step that
+    shows nan; returns (the error line, that step)."""
+    from common.tools import run_files  # pylint: disable=import-outside-toplevel
+    assert result.returncode == 1, result.stderr[-3000:]
+    (error,) = _error_lines(result.stderr)
+    found = re.match(r'error: non-finite (loss|grad_norm) \((nan|inf)\) at update (\d+), '
+                     r'step ([\d,]+): the run diverged', error)
+    assert found and 'Traceback' not in result.stderr, result.stderr[-3000:]
+    updates, steps = int(found.group(3)), int(found.group(4).replace(',', ''))
+    last = run_files.read_csv(run_dir / 'metrics.csv')[-1]
+    assert (int(last['updates']), int(last['env_steps'])) == (updates, steps)
+    assert 'nan' in (last['loss'], last['grad_norm'])
+    return error, steps
+
+
+@pytest.fixture
+def diverged_run():
+    """A diverged run stops at once with one line and keeps what it wrote before."""
+    return _diverged_run

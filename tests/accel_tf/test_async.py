@@ -85,7 +85,8 @@ def _started_learning(run_dir):
 
 
 @pytest.mark.parametrize('stop', ['ctrl_c', 'dead_learner'])
-def test_ctrl_c_or_a_dead_learner_ends_the_run_with_a_checkpoint(tmp_path, stop, process_tree):
+def test_ctrl_c_or_a_dead_learner_ends_the_run_with_a_checkpoint(tmp_path, stop, process_tree,
+                                                                 errors_in):
     """Either ends the run with a checkpoint and no shared memory left: a SIGKILLed learner
     removes nothing of its own (its pool's segment), so the main process does, where
     multiprocessing's resource tracker would only once every process of the run is gone (with
@@ -113,7 +114,7 @@ def test_ctrl_c_or_a_dead_learner_ends_the_run_with_a_checkpoint(tmp_path, stop,
     if stop == 'ctrl_c':
         assert 'interrupted at step' in stdout and 'saved' in stdout
     else:
-        errors = [line for line in stderr.splitlines() if line.startswith('error:')]
+        errors = errors_in(stderr)
         assert len(errors) == 1, stderr[-3000:]
         assert 'learner' in errors[0] and 'died with exit code -9' in errors[0]
         assert 'saved' in errors[0] and 'rerun the same command' in errors[0]

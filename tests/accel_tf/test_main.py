@@ -181,11 +181,11 @@ def test_an_old_binding_in_an_included_file_says_what_to_bind_instead(tmp_path):
         'PPOConfig.minibatches instead (read by algorithm ppo, appo)')
 
 
-def test_bad_config_stops_the_command_before_anything_starts(tmp_path):
+def test_bad_config_stops_the_command_before_anything_starts(tmp_path, errors_in):
     result = _run(_flags(["AccelConfig.sampler = 'alternating'", 'AccelConfig.num_workers = 3']) +
                   ['--run_dir=run'], cwd=tmp_path)
     assert result.returncode == 2, result.stderr[-2000:]
-    error_lines = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    error_lines = errors_in(result.stderr)
     assert len(error_lines) == 1 and 'even num_workers' in error_lines[0], result.stderr[-2000:]
     assert not (tmp_path / 'run').exists()
 
@@ -227,17 +227,18 @@ def test_run_writes_the_run_directory_resumes_and_evaluates(tmp_path, gin_file, 
     assert int(row['episodes']) == 2 and int(row['env_steps']) == 640
 
 
-def test_a_run_dir_of_another_algorithm_is_refused(tmp_path):
+def test_a_run_dir_of_another_algorithm_is_refused(tmp_path, errors_in):
     first = _run(_flags(CARTPOLE_BINDINGS) + ['--run_dir=run'], cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     other = _run(_flags(CARTPOLE_BINDINGS, 'gin/accel/a2c_pong.gin') + ['--run_dir=run'],
                  cwd=tmp_path)
     assert other.returncode == 2
-    error_lines = [line for line in other.stderr.splitlines() if line.startswith('error:')]
+    error_lines = errors_in(other.stderr)
     assert len(error_lines) == 1 and "algorithm: 'ppo' there, 'a2c' here" in error_lines[0]
 
 
-def test_a_run_dir_of_another_model_shape_is_refused_and_an_older_record_is_not(tmp_path):
+def test_a_run_dir_of_another_model_shape_is_refused_and_an_older_record_is_not(tmp_path,
+                                                                                errors_in):
     """run.json records the torso (and the Q-value family's dueling and atoms); a run.json
     written before it did (tests/fixtures/checkpoints/accel_*) is compared on what it holds."""
     torso = "AccelConfig.torso_kwargs = {'hidden_sizes': (16,)}"
@@ -250,7 +251,7 @@ def test_a_run_dir_of_another_model_shape_is_refused_and_an_older_record_is_not(
     wider = a2c[:-1] + ["AccelConfig.torso_kwargs = {'hidden_sizes': (32,)}"]
     other = _run(_flags(wider, 'gin/accel/a2c_pong.gin') + ['--run_dir=run'], cwd=tmp_path)
     assert other.returncode == 2
-    error_lines = [line for line in other.stderr.splitlines() if line.startswith('error:')]
+    error_lines = errors_in(other.stderr)
     assert len(error_lines) == 1, other.stderr[-3000:]
     assert ("torso_kwargs: {'hidden_sizes': [16]} there, {'hidden_sizes': [32]} here"
             in error_lines[0])

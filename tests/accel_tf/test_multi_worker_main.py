@@ -154,7 +154,7 @@ def test_rainbow_on_two_workers_fills_one_replay_each_and_trains_in_step(tmp_pat
 
 
 def test_a_killed_worker_ends_the_chiefs_run_with_a_checkpoint_and_one_line(tmp_path,
-                                                                           process_tree):
+                                                                           process_tree, errors_in):
     """PAAC here: the same runner as A2C's, through its own entry point."""
     workers = _start_workers(tmp_path, 100_000_000, 'paac_tf.main')
     try:
@@ -168,7 +168,7 @@ def test_a_killed_worker_ends_the_chiefs_run_with_a_checkpoint_and_one_line(tmp_
             if worker.poll() is None:
                 worker.kill()
     assert workers[0].returncode == 1, stderr[-3000:]
-    error_lines = [line for line in stderr.splitlines() if line.startswith('error:')]
+    error_lines = errors_in(stderr)
     assert len(error_lines) == 1, stderr[-3000:]
     assert 'a peer machine of this multi-worker run is gone' in error_lines[0], error_lines[0]
     assert 'saved' in error_lines[0] and 'rerun the same command' in error_lines[0], error_lines[0]
@@ -190,7 +190,7 @@ def test_cluster_flags_are_checked_before_anything_starts(monkeypatch):
         cluster.configure(config, ['a:1', 'b:2'], 1)
 
 
-def test_a_session_stop_is_refused_over_several_workers_before_anything_starts(tmp_path):
+def test_a_session_stop_is_refused_over_several_workers_before_anything_starts(tmp_path, errors_in):
     """Each worker would stop on its own count and episodes; the collectives need one step."""
     result = subprocess.run(
         [sys.executable, '-m', 'accel_tf.main', f'--gin_file={PRESET}', '--run_dir=run',
@@ -198,7 +198,7 @@ def test_a_session_stop_is_refused_over_several_workers_before_anything_starts(t
         [f'--gin_bindings={binding}' for binding in BINDINGS], cwd=tmp_path,
         env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True, text=True,
         timeout=120)
-    error_lines = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    error_lines = errors_in(result.stderr)
     assert result.returncode == 2 and len(error_lines) == 1, result.stderr[-2000:]
     assert '--stop_at_steps/--stop_at_score' in error_lines[0]
     assert 'several workers' in error_lines[0]

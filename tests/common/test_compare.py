@@ -110,7 +110,7 @@ def test_plot_draws_one_line_per_run_and_the_evaluation_points(tmp_path):
     assert len(rates.axes[0].lines) == 2  # no evaluation markers on the throughput figure
 
 
-def test_cli_plot_writes_three_pngs_and_names_a_bad_directory_among_good_ones(tmp_path):
+def test_cli_plot_writes_three_pngs_and_names_a_bad_directory_among_good_ones(tmp_path, errors_in):
     for name, paper in (('paac-pong-1', 'paac'), ('dqn-pong-1', 'dqn')):
         _write_run(str(tmp_path / name), paper, [(60, 100, 400, 1, 0, -20.5, 50),
                                                  (120, 200, 800, 2, 1, -20.0, 60)])
@@ -124,7 +124,7 @@ def test_cli_plot_writes_three_pngs_and_names_a_bad_directory_among_good_ones(tm
         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT),
         timeout=120)
     assert result.returncode == 2
-    error_lines = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    error_lines = errors_in(result.stderr)
     assert len(error_lines) == 1 and 'broken' in error_lines[0] and 'JSON' in error_lines[0]
     table = result.stdout.splitlines()
     assert 'game' in table[0] and 'pong' in table[1] and 'dqn-pong-1' in table[2]

@@ -90,10 +90,10 @@ def test_presets_hold_the_original_code_and_paper_values():
     ('GA3CConfig.rmsprop_initial_mean_square = -1.0', 'rmsprop_initial_mean_square must be >= 0'),
     ('RMSProp.initial_mean_square = 1.0', 'bind GA3CConfig.rmsprop_initial_mean_square instead'),
 ])
-def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding, named):
+def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding, named, errors_in):
     result = _run(_flags([binding], 'gin/ga3c/pong.gin') + ['--run_dir=run'], cwd=tmp_path)
     assert result.returncode == 2
-    error_lines = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    error_lines = errors_in(result.stderr)
     assert len(error_lines) == 1 and named in error_lines[0], result.stderr[-2000:]
     assert not (tmp_path / 'run').exists()
 
@@ -146,7 +146,8 @@ def test_run_writes_the_run_format_resumes_and_plays(tmp_path):
     assert int(row['episodes']) == 3 and int(row['env_steps']) >= 1200
 
 
-def test_a_diverging_run_stops_with_one_line_and_keeps_its_finitefinite_checkpoints(tmp_path, finite_checkpoints):
+def test_a_diverging_run_stops_with_one_line_and_keeps_its_finite_checkpoints(
+        tmp_path, finite_checkpoints, errors_in):
     """At a learning rate of 1e30 the trainer threads' updates go to NaN within a few: the run
     stops with one line naming the step and the update, exit 1, and no checkpoint holds a
     non-finite value. The loss or gradient norm of a row stops it after that row; weights that
@@ -156,7 +157,7 @@ def test_a_diverging_run_stops_with_one_line_and_keeps_its_finitefinite_checkpoi
         'GA3CConfig.checkpoint_every_steps = 100', 'GA3CConfig.log_every_seconds = 0.05']) +
         ['--run_dir=run'], cwd=tmp_path)
     assert result.returncode == 1, result.stderr[-3000:]
-    (error,) = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    (error,) = errors_in(result.stderr)
     found = re.match(r'error: non-finite (loss|grad_norm|weights) .*step ([\d,]+).*: the run '
                      r'diverged', error)
     assert found and 'update' in error and 'Traceback' not in result.stderr, result.stderr[-3000:]
@@ -293,7 +294,7 @@ def test_a_ctrl_c_as_the_run_ends_leaves_no_segment(tmp_path, delay, process_tre
     assert not process_tree.leaked_shm(shm_before)
 
 
-def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path, process_tree):
+def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path, process_tree, errors_in):
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
     process = subprocess.Popen(
         [sys.executable, '-m', 'ga3c_tf.main'] + _flags(
@@ -308,7 +309,7 @@ def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path, process_tree):
     os.kill(agents[0], signal.SIGKILL)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 1
-    error_lines = [line for line in stderr.splitlines() if line.startswith('error:')]
+    error_lines = errors_in(stderr)
     assert len(error_lines) == 1 and 'killed by signal SIGKILL' in error_lines[0], stderr[-2000:]
     assert process_tree.wait_for(lambda: not process_tree.alive(agents), 15)
 

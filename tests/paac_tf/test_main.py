@@ -77,10 +77,10 @@ def test_the_papers_old_name_t_max_is_read_as_horizon():
     ('PAACConfig.alternating_halves = True', "bind PAACConfig.sampler = 'alternating' instead"),
     ('PAACConfig.num_envs = ', 'PAACConfig.num_envs'),
 ])
-def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding, named):
+def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding, named, errors_in):
     result = _run(_flags([binding], 'gin/paac/pong.gin') + ['--run_dir=run'], cwd=tmp_path)
     assert result.returncode == 2
-    error_lines = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    error_lines = errors_in(result.stderr)
     assert len(error_lines) == 1 and named in error_lines[0], result.stderr[-2000:]
     assert not (tmp_path / 'run').exists()
 
@@ -239,14 +239,14 @@ def test_a_lost_checkpoint_index_resumes_from_the_newest_checkpoint_file(tmp_pat
     assert steps == sorted(steps) and steps[-1] == 600
 
 
-def test_a_run_dir_of_another_game_is_refused_before_anything_is_written(tmp_path):
+def test_a_run_dir_of_another_game_is_refused_before_anything_is_written(tmp_path, errors_in):
     first = _run(_flags(CARTPOLE_BINDINGS) + ['--run_dir=run'], cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     before = sorted(os.listdir(tmp_path / 'run'))
     other = _run(_flags(CARTPOLE_BINDINGS + ["GymConfig.env_id = 'Acrobot-v1'"]) +
                  ['--run_dir=run'], cwd=tmp_path)
     assert other.returncode == 2
-    errors = [line for line in other.stderr.splitlines() if line.startswith('error:')]
+    errors = errors_in(other.stderr)
     assert len(errors) == 1 and "env: 'CartPole-v1' there, 'Acrobot-v1' here" in errors[0]
     assert sorted(os.listdir(tmp_path / 'run')) == before  # no invocation.resume-*.json
 
@@ -265,7 +265,8 @@ def test_bench_row_measures_the_pong_preset_with_its_own_worker_count():
     assert result['min'] <= result['median'] <= result['max']
 
 
-def test_a_diverging_run_stops_with_one_line_and_keeps_the_checkpoint_before(tmp_path, finite_checkpoints):
+def test_a_diverging_run_stops_with_one_line_and_keeps_the_checkpoint_before(
+        tmp_path, finite_checkpoints, diverged_run):
     """At a learning rate of 1e30 the first update leaves huge but finite weights (checkpointed
     at step 20) and the second one's loss overflows: the run stops with one line naming the
     update and the step, after the row that shows nan, and writes no checkpoint of the diverged
@@ -273,15 +274,7 @@ def test_a_diverging_run_stops_with_one_line_and_keeps_the_checkpoint_before(tmp
     result = _run(_flags(CARTPOLE_BINDINGS + [
         'PAACConfig.learning_rate = 1e30', 'PAACConfig.checkpoint_every_steps = 20',
         'PAACConfig.log_every_seconds = 1e-6']) + ['--run_dir=run'], cwd=tmp_path)
-    assert result.returncode == 1, result.stderr[-3000:]
-    (error,) = [line for line in result.stderr.splitlines() if line.startswith('error:')]
-    found = re.match(r'error: non-finite (loss|grad_norm) \((nan|inf)\) at update (\d+), '
-                     r'step ([\d,]+): the run diverged', error)
-    assert found and 'Traceback' not in result.stderr, result.stderr[-3000:]
-    updates, steps = int(found.group(3)), int(found.group(4).replace(',', ''))
-    last = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')[-1]
-    assert (int(last['updates']), int(last['env_steps'])) == (updates, steps)
-    assert 'nan' in (last['loss'], last['grad_norm'])
+    error, steps = diverged_run(result, tmp_path / 'run')
     kept = finite_checkpoints(tmp_path / 'run')
     assert 20 in kept and max(kept) < steps and all(kept.values()), kept
     assert f'ckpt-{max(kept)}, stays' in error

@@ -117,10 +117,11 @@ def _paac(tmp_path, *flags):
 
 @pytest.mark.parametrize('flag, named', [('--stop_at_steps=0', '--stop_at_steps=0'),
                                          ('--stop_at_score=nan', '--stop_at_score=nan')])
-def test_the_entry_point_refuses_a_bad_stop_before_anything_starts(tmp_path, flag, named):
+def test_the_entry_point_refuses_a_bad_stop_before_anything_starts(tmp_path, flag, named,
+                                                                   errors_in):
     result = _paac(tmp_path, flag)
     assert result.returncode == 2, result.stderr[-2000:]
-    error_lines = [line for line in result.stderr.splitlines() if line.startswith('error:')]
+    error_lines = errors_in(result.stderr)
     assert len(error_lines) == 1 and named in error_lines[0], result.stderr[-2000:]
     assert not (tmp_path / 'run').exists()
 
