@@ -27,6 +27,8 @@ environments, over the bench's worker count (one per CPU by default):
       (section 5.3), at the same replay ratio, /async_tf_data both;
   accel/{a2c,ppo}/learn/xla, accel/{dqn,rainbow}_512/xla: those rows with the networks' calls
       XLA-compiled (AccelConfig.jit_compile; common/learners/xla.py);
+  accel/a2c/reuse: accel/a2c with the update reusing the acting pass's torso outputs
+      (AccelConfig.reuse_activations; common/learners/activation_reuse.py);
   peer/tf_agents_ppo: tf-agents' PPOClipAgent and DynamicStepDriver on the same pool, frames,
       A3C-Net-shaped networks, batch and epochs as accel/ppo (accel_tf/peer_tf_agents.py;
       tf-agents trains each epoch on the whole batch, one gradient step, where accel/ppo takes
@@ -313,6 +315,10 @@ ROWS = {
          'AccelConfig.overlap_learning = True']),
     'accel/a2c/learn/bfloat16': lambda settings: learning_only_rate(
         settings, 'a2c_pong', [BFLOAT16]),
+    # The update reusing the acting pass (ActingPassConfig.reuse_activations;
+    # common/learners/activation_reuse.py): the same update without its own forward pass.
+    'accel/a2c/reuse': lambda settings: training_rate(
+        settings, 'a2c_pong', ['AccelConfig.reuse_activations = True']),
     'accel/ppo/learn/bfloat16': lambda settings: learning_only_rate(
         settings, 'ppo_pong',
         [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}", BFLOAT16]),

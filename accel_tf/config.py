@@ -29,6 +29,9 @@ OPTIMIZERS = ('rmsprop', 'adam')
 LEARNING_RATE_SCALINGS = ('sqrt', 'none')
 # The algorithms that sample, then learn (the on-policy unit): overlap_learning applies to them.
 ON_POLICY = tuple(row.name for row in algorithms.ROWS if row.loop == 'on_policy')
+# One update per rollout of the parameters that acted (A2C): reuse_activations applies to them.
+REUSING = tuple(row.name for row in algorithms.ROWS
+                if row.loop == 'on_policy' and row.update == 'actor_critic')
 
 # Section name (as rows and bindings spell it) -> its class.
 SECTIONS = {cls.__name__: cls for cls in (
@@ -59,7 +62,8 @@ RENAMED = _renamed()
 
 @gin.configurable(denylist=[cls.FIELD for cls in SECTIONS.values()])
 @dataclasses.dataclass
-class AccelConfig(config_lib.OverlapConfig, config_lib.RMSPropConfig, config_lib.RunConfig):
+class AccelConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_lib.RMSPropConfig,
+                  config_lib.RunConfig):
     """One run of an algorithm of accel_tf/algorithms.py on the synchronized or alternating
     sampler (section 4.1); for A3C and APPO, every field but num_learners describes one
     actor-learner. The section fields are set by from_gin() (or given when built in Python): the
@@ -154,6 +158,12 @@ class AccelConfig(config_lib.OverlapConfig, config_lib.RMSPropConfig, config_lib
         checks.require(not self.overlap_learning or self.row.loop == 'on_policy',
                        f'AccelConfig.overlap_learning=True; algorithm={self.algorithm!r} does not '
                        f"sample then learn (allowed for: {', '.join(ON_POLICY)})")
+        checks.require(not self.reuse_activations or self.algorithm in REUSING,
+                       f'AccelConfig.reuse_activations=True; algorithm={self.algorithm!r} does not '
+                       f"train once per rollout on the parameters that acted (allowed for: "
+                       f"{', '.join(REUSING)})")
+        self.validate_reuse(self.sampler, self.distribute, self.overlap_learning,
+                            self.compute_dtype, self.jit_compile)
 
     def _validate_row(self):
         """What the algorithm's row asks of AccelConfig: its optimizer, no schedule where it has

@@ -60,7 +60,8 @@ def build_actor_critic_learner(config):
     return actor_critic.ActorCriticLearner(
         _model(config), make_optimizer(config), settings,
         actor_critic.observation_spec(config.env_config), seed=config.seed, horizon=config.horizon,
-        jit_compile=config.jit_compile, acting_model=_acting_model(config))
+        jit_compile=config.jit_compile, acting_model=_acting_model(config),
+        reuse_activations=config.reuse_activations)
 
 
 def build_ppo_learner(config):

@@ -30,6 +30,8 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
   .../bfloat16       paac, dqn/{standard,both}, accel/ppo, accel/{a2c,ppo}/learn,
                     accel/{dqn,rainbow}_512 with the torsos in bfloat16 (RunConfig.compute_dtype);
   .../overlap        paac, accel/{a2c,ppo} learning while sampling (OverlapConfig.overlap_learning);
+  .../reuse          paac, paac/ale_vector, paac/network, accel/a2c with the update reusing the
+                    acting pass's torso outputs (ActingPassConfig.reuse_activations);
   peer/tf_agents_ppo  tf-agents' PPO agent and driver on the same pool and batch as accel/ppo;
   replay/prioritized_512  a prioritized draw of 512 of 1M items with its priority update
                     (items/s; 512 over it is the time per minibatch).

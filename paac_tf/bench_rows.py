@@ -4,7 +4,8 @@ its number of environments; paac/auto_workers the same with num_workers 'auto' (
 core: the README's first command), paac/xla with jit_compile, paac/bfloat16 with the torso in
 bfloat16, paac/overlap learning while sampling, paac/ale_vector its environments in ale_py's
 vector env (/alternating: in two groups taking turns with the policy), paac/network the
-network's work alone (act calls and updates on one rollout, no environment). The bench's
+network's work alone (act calls and updates on one rollout, no environment); /reuse: the update
+reusing the acting pass. The bench's
 --num_workers applies to the env-only rows, not here: the rows measure the commands a user
 runs."""
 from common.envs import pools
@@ -14,6 +15,7 @@ from common.units import samplers
 from paac_tf import main as paac_main
 from paac_tf import paac
 
+REUSE = 'PAACConfig.reuse_activations = True'
 
 def _configure(settings, sampler='synchronized', extra=()):
     """gin/paac/pong.gin on the bench's game and number of environments."""
@@ -44,23 +46,25 @@ def paac_rate(settings, sampler='synchronized', extra=(), kind='process'):
     return rate
 
 
-def network_rate(settings):
+def network_rate(settings, extra=()):
     """Env steps per second of PAAC's network work alone: a rollout's act calls and its update,
     again and again on one rollout of real frames, no environment stepping. With the env-only
     rate r_env it bounds a run that does both on the same cores one after the other:
-    1 / (1 / r_env + 1 / r_network), so 0.5 of r_env needs r_network >= r_env."""
-    config = _configure(settings)
+    1 / (1 / r_env + 1 / r_network), so 0.5 of r_env needs r_network >= r_env. With
+    reuse_activations bound, through the unit's policy and update (the acting pass reused)."""
+    config = _configure(settings, extra=extra)
     learner = paac.build_learner(config)
     with pools.make_pool(config.env_config, config.num_envs, seed=0, kind='ale_vector') as pool:
         sampler = samplers.make_sampler('synchronized', pool, config.horizon)
         sampler.collect(lambda observations: learner.act(observations).numpy())
     rollout = sampler.rollout
+    unit = on_policy.OnPolicyUnit(sampler, learner)
+    arrays = (rollout.observations, rollout.actions, rollout.rewards, rollout.terminals)
 
     def iterate():
         for step in range(config.horizon):
-            learner.act(rollout.observations[step]).numpy()
-        learner.train_on_rollout(rollout.observations, rollout.actions, rollout.rewards,
-                                 rollout.terminals)['loss'].numpy()
+            unit.policy(rollout.observations[step])
+        unit.learn(arrays)
 
     return timing.rate(iterate, config.steps_per_update, settings['seconds'],
                        settings['warmup_seconds'])
@@ -90,4 +94,10 @@ ROWS = {
     # Learning while sampling (OverlapConfig.overlap_learning; common/units/on_policy.py).
     'paac/overlap': lambda settings: paac_rate(
         settings, extra=['PAACConfig.overlap_learning = True']),
+    # The update reusing the acting pass's torso outputs (ActingPassConfig.reuse_activations;
+    # common/learners/activation_reuse.py): the same update without its own forward pass.
+    'paac/reuse': lambda settings: paac_rate(settings, extra=[REUSE]),
+    'paac/ale_vector/reuse': lambda settings: paac_rate(settings, extra=[REUSE],
+                                                        kind='ale_vector'),
+    'paac/network/reuse': lambda settings: network_rate(settings, extra=[REUSE]),
 }

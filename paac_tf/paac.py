@@ -27,7 +27,8 @@ from common.envs import gym as gym_envs  # noqa: F401
 
 @gin.configurable
 @dataclasses.dataclass
-class PAACConfig(config_lib.OverlapConfig, config_lib.RMSPropConfig, config_lib.RunConfig):
+class PAACConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_lib.RMSPropConfig,
+                 config_lib.RunConfig):
     """Every PAAC knob; defaults are the paper's (section 5.1) and, where the paper's scores came
     from the code, the code's (alfredvc/paac); gin/paac/*.gin cite each."""
     env_config: Any = None             # @AtariConfig() or @GymConfig()
@@ -101,6 +102,8 @@ class PAACConfig(config_lib.OverlapConfig, config_lib.RMSPropConfig, config_lib.
         config_lib.require_sampler_groups(self.owner, self.sampler, self.num_workers,
                                           self.distribute)
         self.validate_overlap(self.distribute)
+        self.validate_reuse(self.sampler, self.distribute, self.overlap_learning,
+                            self.compute_dtype, self.jit_compile)
 
     def validate_cluster(self, num_cluster_workers):
         """Raises ConfigError unless the simulators and worker processes split evenly over a
@@ -142,7 +145,8 @@ def build_learner(config, strategy=None):
     return actor_critic.ActorCriticLearner(
         model, optimizer, settings, spec, seed=config.seed, horizon=config.horizon,
         jit_compile=config.jit_compile,
-        acting_model=make_model() if config.overlap_learning else None)
+        acting_model=make_model() if config.overlap_learning else None,
+        reuse_activations=config.reuse_activations)
 
 
 def train(config, run_dir, make_pool):

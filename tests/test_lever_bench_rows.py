@@ -111,3 +111,23 @@ def test_the_paac_network_row_steps_no_environment_while_timed(monkeypatch):
     assert len(steps) == 5  # the one rollout of real frames (horizon 5), before the timing
     assert result['steps_per_sec'] == pytest.approx(
         5 * SETTINGS['num_envs'] * len(updates) / result['seconds'], rel=1e-6)
+
+
+@pytest.mark.parametrize('rows, name', [(paac_rows.ROWS, 'paac/network/reuse'),
+                                        (accel_rows.ROWS, 'accel/a2c/reuse'),
+                                        (paac_rows.ROWS, 'paac/ale_vector/reuse')])
+def test_the_reuse_rows_train_on_the_acting_pass_and_never_on_a_forward_of_their_own(
+        monkeypatch, rows, name):
+    built = []
+    _remember_learners(monkeypatch, accel_rows.kinds, built)
+    _remember_learners(monkeypatch, paac_rows.paac, built)
+    gin.clear_config()
+    from common.learners import actor_critic  # pylint: disable=import-outside-toplevel
+    plain = []
+    real = actor_critic.ActorCriticLearner._train_on_rollout  # pylint: disable=protected-access
+    monkeypatch.setattr(actor_critic.ActorCriticLearner, '_train_on_rollout',
+                        lambda *args: plain.append(1) or real(*args))
+    assert rows[name](SETTINGS)['steps_per_sec'] > 0
+    (learner,) = built
+    assert learner.reuses_activations and int(learner.optimizer.iterations.numpy()) > 0
+    assert not plain  # (traced at build time it would count: tf.functions trace lazily)

@@ -117,6 +117,31 @@ class OverlapConfig:
 
 
 @dataclasses.dataclass
+class ActingPassConfig:
+    """Reusing the acting pass in the on-policy update (common/learners/activation_reuse.py):
+    the update takes the torso outputs the rollout's policy calls computed instead of a forward
+    pass of its own, for a run whose update trains the parameters that acted (PAAC, A2C); the
+    same gradients, one forward pass fewer."""
+    reuse_activations: bool = False
+
+    def validate_reuse(self, sampler, distribute_config, overlap_learning, compute_dtype,
+                       jit_compile):
+        """Raises ConfigError if reuse_activations is asked where the update cannot take the
+        acting pass's outputs as its own."""
+        if not self.reuse_activations:
+            return
+        name = f'{type(self).__name__}.reuse_activations=True'
+        strategy = getattr(distribute_config, 'strategy', 'none')
+        for ok, setting, allowed in (
+                (sampler == 'synchronized', f'sampler={sampler!r}', "'synchronized'"),
+                (strategy == 'none', f'DistributeConfig.strategy={strategy!r}', "'none'"),
+                (not overlap_learning, 'overlap_learning=True', 'False'),
+                (compute_dtype == 'float32', f'compute_dtype={compute_dtype!r}', "'float32'"),
+                (not jit_compile, 'jit_compile=True', 'False')):
+            checks.require(ok, f'{name} cannot run with {setting} (allowed with it: {allowed})')
+
+
+@dataclasses.dataclass
 class RMSPropConfig:
     """TF1's tf.train.RMSPropOptimizer as the PAAC and GA3C codes ran it: epsilon inside the
     square root and mean squares starting at ones (tf.keras: outside, and zeros)."""

@@ -12,6 +12,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from common.learners import activation_reuse
 from common.learners import interval_means
 from common.learners import losses
 from common.learners import optim
@@ -158,11 +159,19 @@ class ActorCriticLearner(PolicyLearner):
     anything with apply_gradients, build and current_learning_rate)."""
 
     def __init__(self, model, optimizer, settings, observation_spec, seed=0, horizon=None,
-                 name='actor_critic_learner', jit_compile=False, acting_model=None):
+                 name='actor_critic_learner', jit_compile=False, acting_model=None,
+                 reuse_activations=False):
+        """reuse_activations: traced_act() also returns the torso outputs it computed, and
+        train_on_traced_rollout() takes them in place of a second forward pass over the rollout
+        (common/learners/activation_reuse.py): the same update, for a rollout acted on with the
+        parameters it trains."""
         if settings.reduction not in REDUCTIONS:
             raise ValueError(f'reduction={settings.reduction!r}; allowed: {REDUCTIONS}')
+        if reuse_activations:
+            _check_reuse(model, settings, horizon, jit_compile, acting_model)
         super().__init__(model, optimizer, settings, observation_spec, seed, UPDATE_STATS, name,
                          jit_compile, acting_model)
+        self.reuses_activations = reuse_activations
         self.predict = tf.function(self._predict, input_signature=[observation_spec])
         self.train_on_sequences = tf.function(self._train_on_sequences,
                                               input_signature=sequence_signature(observation_spec))
@@ -180,6 +189,16 @@ class ActorCriticLearner(PolicyLearner):
                 distribute.current_strategy(), self._train_on_rollout, (1, 1, 1, 1), signature)
             self.flat_rollout_gradients = tf.function(self._flat_rollout_gradients,
                                                       input_signature=signature)
+        if reuse_activations:
+            self.traced_act = tf.function(self._traced_act, input_signature=[observation_spec])
+            probe = model.scaled(tf.zeros((1,) + tuple(observation_spec.shape[1:]),
+                                          observation_spec.dtype))
+            kept = [tf.TensorSpec((None,) + tuple(output.shape[1:]), tf.float32)
+                    for output in activation_reuse.stored_outputs(
+                        model.torso, activation_reuse.trace(model.torso, probe))]
+            self.train_on_traced_rollout = tf.function(
+                self._train_on_traced_rollout,
+                input_signature=rollout_signature(observation_spec, horizon) + [[kept] * horizon])
 
     def _predict(self, observations):
         logits, values = self.call_model(observations)
@@ -188,8 +207,11 @@ class ActorCriticLearner(PolicyLearner):
     def _objective(self, observations, actions, returns, weights=None):
         """(what is differentiated, the loss terms) for flat batches; weights (None: all 1)
         weigh the rows, 0 for padding (losses.actor_critic_loss)."""
+        return self._objective_of(*self.call_model(observations), actions, returns, weights)
+
+    def _objective_of(self, logits, values, actions, returns, weights=None):
+        """_objective given the model's logits and values on the observations."""
         settings = self.settings
-        logits, values = self.call_model(observations)
         if settings.gae_lambda is not None:
             returns = returns + tf.stop_gradient(values)  # returns held the GAE advantages
         loss = losses.actor_critic_loss(
@@ -288,3 +310,50 @@ class ActorCriticLearner(PolicyLearner):
         shape = tf.shape(observations)
         flat_observations = tf.reshape(observations[:-1], tf.concat([[-1], shape[2:]], 0))
         return self._train_on_returns(flat_observations, tf.reshape(actions, [-1]), targets)
+
+    def _traced_act(self, observations):
+        """act(), and the outputs of the torso's layers that the update can reuse
+        (activation_reuse.stored_outputs)."""
+        model = self.model
+        outputs = activation_reuse.trace(model.torso, model.scaled(observations))
+        actions = sample_actions(model.policy_head(outputs[-1]), self.generator)
+        return actions, activation_reuse.stored_outputs(model.torso, outputs)
+
+    def _train_on_traced_rollout(self, observations, actions, rewards, terminals, kept_steps):
+        """_train_on_rollout with the torso outputs of the rollout's acting calls (kept_steps:
+        for each step, what traced_act returned with it) in place of a forward pass: the heads
+        and the loss on the kept features, then the torso's backward pass alone."""
+        model = self.model
+        kept = [tf.concat(parts, 0) for parts in zip(*kept_steps)]  # step-major, as the rollout
+        targets = self.rollout_targets(observations, rewards, terminals)
+        shape = tf.shape(observations)
+        inputs = model.scaled(tf.reshape(observations[:-1], tf.concat([[-1], shape[2:]], 0)))
+        outputs = activation_reuse.layer_outputs(model.torso, inputs, kept)
+        features = outputs[-1]
+        heads = model.policy_head.trainable_variables + model.value_head.trainable_variables
+        with tf.GradientTape() as tape:
+            tape.watch(features)
+            objective, loss = self._objective_of(
+                model.policy_head(features), tf.squeeze(model.value_head(features), axis=-1),
+                tf.reshape(actions, [-1]), targets)
+        head_gradients, features_gradient = tape.gradient(objective, [heads, features])
+        found = activation_reuse.torso_gradients(model.torso, inputs, outputs, features_gradient)
+        found.update((variable.ref(), gradient)
+                     for variable, gradient in zip(heads, head_gradients))
+        return self._apply([found[variable.ref()] for variable in model.trainable_variables],
+                           loss)
+
+
+def _check_reuse(model, settings, horizon, jit_compile, acting_model):
+    """Raises ValueError unless the update can take the acting pass's outputs as its own."""
+    if not all(hasattr(model, name) for name in ('torso', 'policy_head', 'value_head')):
+        raise ValueError('reuse_activations needs an ActorCriticNetwork (torso and heads)')
+    activation_reuse.check_torso(model.torso)
+    for ok, why in ((horizon is not None, 'a rollout horizon'),
+                    (settings.gae_lambda is None, 'n-step returns (gae_lambda None)'),
+                    (not jit_compile, 'jit_compile off'),
+                    (acting_model is None, 'no acting copy (no overlapped learning)'),
+                    (getattr(model, 'observation_moments', None) is None,
+                     'no observation standardization')):
+        if not ok:
+            raise ValueError(f'reuse_activations needs {why}')

@@ -10,6 +10,10 @@ rollout's update runs on a thread while the samplers collect the next rollout wi
 copy of the parameters from before it, so a rollout is one update behind the parameters it
 trains (APPO's policy lag of 1). TensorFlow releases the GIL while it trains and the simulators
 step in worker processes, so sampling and learning share the machine instead of taking turns.
+
+Reusing the acting pass (a learner built with reuse_activations): each policy call of the
+rollout keeps the torso outputs it computed and the update takes them in place of its own
+forward pass (common/learners/activation_reuse.py); the same update, one forward pass fewer.
 """
 from concurrent import futures
 import time
@@ -37,6 +41,10 @@ class OnPolicyUnit(runner.Unit):
         the next rollout is collected (the learner needs an acting model)."""
         if overlap and getattr(learner, 'acting_model', None) is None:
             raise ValueError('overlap=True needs a learner built with an acting_model')
+        self.reuse = getattr(learner, 'reuses_activations', False)
+        if overlap and self.reuse:
+            raise ValueError('overlap=True and a learner reusing the acting pass: the update '
+                             'would not train the parameters that acted; allowed: one of them')
         self.sampler = sampler
         self.learner = learner
         self.learn_seconds = 0.0
@@ -47,19 +55,26 @@ class OnPolicyUnit(runner.Unit):
         self.updating = futures.ThreadPoolExecutor(1, 'update') if overlap else None
         self.update_in_flight = None
         self.env_steps = None
+        self.kept = []  # per policy call of this rollout, the torso outputs it computed
 
-    def _policy(self, observations):
-        return self.act(observations).numpy()
+    def policy(self, observations):
+        """The sampler's policy: int32 actions for a batch of observations (kept torso
+        outputs too, when the learner reuses the acting pass)."""
+        if not self.reuse:
+            return self.act(observations).numpy()
+        actions, kept = self.learner.traced_act(observations)
+        self.kept.append(kept)
+        return actions.numpy()
 
     def iterate(self):
         """One rollout and one training call (overlapped: the previous rollout's, finished,
         and this one's, started); returns the episodes that ended, (score, length)."""
-        episodes = self.sampler.collect(self._policy)
+        episodes = self.sampler.collect(self.policy)
         rollout = self.sampler.rollout
         arrays = (rollout.observations, rollout.actions, rollout.rewards, rollout.terminals)
         if not self.overlap:
             start = time.perf_counter()
-            self._update(arrays)
+            self.learn(arrays)
             self.learn_seconds += time.perf_counter() - start
             return episodes
         arrays = tuple(np.array(array) for array in arrays)  # the next collect overwrites them
@@ -68,13 +83,28 @@ class OnPolicyUnit(runner.Unit):
         if self.env_steps is not None:
             self.learner.set_env_steps(self.env_steps)
         self.learner.sync_acting()
-        self.update_in_flight = self.updating.submit(self._update, arrays)
+        self.update_in_flight = self.updating.submit(self.learn, arrays)
         self.learn_seconds += time.perf_counter() - start
         return episodes
 
-    def _update(self, arrays):
-        stats = self.learner.train_on_rollout(*arrays)
+    def learn(self, arrays):
+        """One update on the rollout's (observations, actions, rewards, terminals)."""
+        if self.reuse:
+            stats = self.learner.train_on_traced_rollout(*arrays, self._kept_rollout())
+        else:
+            stats = self.learner.train_on_rollout(*arrays)
         stats['loss'].numpy()  # Waits for the update, so 'learn' time is honest.
+
+    def _kept_rollout(self):
+        """The kept outputs of this rollout's policy calls, step by step: one call per step on
+        all N environments (the synchronized sampler's), which anything else would break."""
+        steps, self.kept = self.kept, []
+        horizon, num_envs = self.sampler.rollout.actions.shape
+        if len(steps) != horizon or any(len(kept[0]) != num_envs for kept in steps):
+            raise RuntimeError(f'reusing the acting pass needs one policy call per step on all '
+                               f'{num_envs} environments (the synchronized sampler); got '
+                               f'{len(steps)} calls for {horizon} steps')
+        return steps
 
     def settle(self):
         """Waits for the update in flight (overlapped), raising its error."""

@@ -1,5 +1,5 @@
-"""AccelConfig.overlap_learning: the on-policy algorithms take it; the others are refused in one
-line before anything starts."""
+"""AccelConfig.overlap_learning and reuse_activations: the algorithms they fit take them; the
+others are refused in one line before anything starts."""
 import pytest
 
 from accel_tf import config as config_lib
@@ -19,3 +19,23 @@ def test_a2c_takes_overlap_learning_and_a3c_is_refused():
                                                  r"not sample then learn \(allowed for: a2c, ppo\)"):
         _config(algorithm='a3c', num_learners=2, actor_critic=sections.ActorCriticConfig(),
                 async_learners=sections.AsyncLearnersConfig()).validate()
+
+
+def _reuse_config(**fields):
+    values = dict(env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', num_workers=1,
+                  reuse_activations=True, algorithm='a2c',
+                  actor_critic=sections.ActorCriticConfig())
+    values.update(fields)
+    return config_lib.AccelConfig(**values)
+
+
+def test_a2c_takes_reuse_activations_and_ppo_or_an_overlapped_a2c_is_refused():
+    """The update must train, once, the parameters that acted: A2C's; PPO's epochs do not."""
+    _reuse_config().validate()
+    with pytest.raises(errors.ConfigError, match=r"reuse_activations=True; algorithm='ppo' does "
+                                                 r'not train once per rollout .*allowed for: a2c\)'):
+        _reuse_config(algorithm='ppo', ppo=sections.PPOConfig(),
+                      actor_critic=sections.ActorCriticConfig(gae_lambda=0.95)).validate()
+    with pytest.raises(errors.ConfigError, match='reuse_activations=True cannot run with '
+                                                 'overlap_learning=True'):
+        _reuse_config(overlap_learning=True).validate()

@@ -261,3 +261,42 @@ def test_an_overlapped_run_saves_after_its_last_update_and_refuses_several_devic
         _cartpole_config(overlap_learning=True, num_workers=2,
                          distribute=config_lib.DistributeConfig(strategy='mirrored',
                                                                 num_replicas=2))
+
+
+def test_reusing_the_acting_pass_trains_as_the_plain_unit():
+    """PAACConfig.reuse_activations: side by side with the plain unit from the same seeds, the
+    same actions in every rollout and the same weights after each of 12 updates (to float
+    rounding, which RMSProp's small denominators grow over many more)."""
+    units = []
+    for reuse in (False, True):
+        config = _cartpole_config(reuse_activations=reuse, learning_rate=0.05)
+        pool = pools.SerialPool(config.env_config, config.num_envs, seed=3)
+        units.append(on_policy.OnPolicyUnit(
+            samplers.make_sampler('synchronized', pool, config.horizon),
+            paac.build_learner(config)))
+    plain, reused = units
+    assert (plain.reuse, reused.reuse) == (False, True)
+    try:
+        for _ in range(12):
+            for unit in units:
+                unit.iterate()
+            np.testing.assert_array_equal(reused.sampler.rollout.actions,
+                                          plain.sampler.rollout.actions)
+            assert not reused.kept  # taken by the update
+            for first, second in zip(plain.learner.model.get_weights(),
+                                     reused.learner.model.get_weights()):
+                np.testing.assert_allclose(second, first, rtol=1e-5, atol=1e-6)
+    finally:
+        for unit in units:
+            unit.sampler.pool.close()
+
+
+@pytest.mark.parametrize('overrides, named', [
+    ({'sampler': 'alternating', 'num_workers': 2}, "sampler='alternating'"),
+    ({'overlap_learning': True}, 'overlap_learning=True'),
+    ({'compute_dtype': 'bfloat16'}, "compute_dtype='bfloat16'"),
+    ({'jit_compile': True}, 'jit_compile=True'),
+])
+def test_reusing_the_acting_pass_is_refused_where_the_update_cannot_take_it(overrides, named):
+    with pytest.raises(errors.ConfigError, match=f'reuse_activations=True cannot run with {named}'):
+        _cartpole_config(reuse_activations=True, **overrides)

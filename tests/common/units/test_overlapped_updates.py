@@ -42,13 +42,13 @@ def test_each_rollout_is_collected_one_update_behind_the_parameters_it_trains():
                                       overlap=True)
         start = _weights(learner.model)
         acted_with = []
-        real_policy = unit._policy
+        real_policy = unit.policy
 
         def policy(observations):
             acted_with.append(_weights(learner.acting_model))
             return real_policy(observations)
 
-        unit._policy = policy
+        unit.policy = policy
         unit.iterate()  # collects with the start, starts update 1
         unit.settle()
         after_first = _weights(learner.model)
