@@ -1,13 +1,12 @@
-"""PAAC rows for `python -m common.bench`: full training steps per second (act + step + update)
-of `gin/paac/pong.gin` (the paper's config, nw = 8 worker processes), on the bench's game with
-its number of environments; paac/auto_workers the same with num_workers 'auto' (one per usable
-core: the README's first command), paac/xla with jit_compile, paac/bfloat16 with the torso in
-bfloat16, paac/overlap learning while sampling, paac/ale_vector its environments in ale_py's
-vector env (/alternating: in two groups taking turns with the policy), paac/network the
+"""PAAC rows for `python -m common.bench`: full training steps per second (act + step + update) of
+`gin/paac/pong.gin` (the paper's config, nw = 8 worker processes), on the bench's game with its
+number of environments; paac/auto_workers the same with num_workers 'auto' (one per usable core:
+the README's first command until 2026-11-29), paac/xla with jit_compile, paac/bfloat16 with the
+torso in bfloat16, paac/overlap learning while sampling, paac/ale_vector its environments in
+ale_py's vector env (/alternating: in two groups taking turns with the policy), paac/network the
 network's work alone (act calls and updates on one rollout, no environment); /reuse: the update
-reusing the acting pass. The bench's
---num_workers applies to the env-only rows, not here: the rows measure the commands a user
-runs."""
+reusing the acting pass. The bench's --num_workers applies to the env-only rows, not here: the
+rows measure the commands a user runs."""
 from common.envs import pools
 from common.tools import timing
 from common.units import on_policy

@@ -11,6 +11,7 @@ from typing import Any, Optional, Union
 
 import gin
 
+from common.envs import pools
 from common.launch import config as config_lib
 from common.learners import actor_critic
 from common.learners import networks
@@ -157,8 +158,12 @@ def train(config, run_dir, make_pool):
     """
     strategy = distribute.strategy_of(config.distribute)
     machines = multi_worker.MachineShare.of(strategy).num_machines
-    print(f'PAAC: {config.num_envs} environments over {config.num_workers} worker processes, '
-          f'{config.sampler} sampler, learning rate {config.initial_learning_rate:g}', flush=True)
+    kind = pools.configured_kind()
+    stepped_by = (f'over {config.num_workers} worker processes' if kind == 'process' else
+                  f"in a pool of kind '{kind}'")
+    print(f'PAAC: {config.num_envs} environments {stepped_by}, {config.sampler} sampler, '
+          f'learning rate {config.initial_learning_rate:g}'
+          f"{', the acting pass reused' if config.reuse_activations else ''}", flush=True)
     return on_policy.train(
         config, run_dir, build_learner(config, strategy),
         lambda seed: make_pool(config.env_config, config.num_envs // machines, seed=seed,

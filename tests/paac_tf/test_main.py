@@ -260,7 +260,7 @@ def test_bench_row_measures_the_pong_preset_with_its_own_worker_count():
         workers = gin.query_parameter('PAACConfig.num_workers')
     finally:
         gin.clear_config()
-    assert workers == 8  # gin/paac/paper.gin's nw (paac/auto_workers: the README's command)
+    assert workers == 8  # gin/paac/paper.gin's nw (paac/auto_workers: num_workers 'auto')
     assert result['steps_per_sec'] > 0
     assert result['min'] <= result['median'] <= result['max']
 

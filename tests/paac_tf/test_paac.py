@@ -300,3 +300,38 @@ def test_reusing_the_acting_pass_trains_as_the_plain_unit():
 def test_reusing_the_acting_pass_is_refused_where_the_update_cannot_take_it(overrides, named):
     with pytest.raises(errors.ConfigError, match=f'reuse_activations=True cannot run with {named}'):
         _cartpole_config(reuse_activations=True, **overrides)
+
+
+@pytest.mark.parametrize('kind, says', [
+    (None, 'PAAC: 4 environments over 1 worker processes, synchronized sampler, learning rate '
+           '0.01\n'),
+    ('ale_vector', "PAAC: 4 environments in a pool of kind 'ale_vector', synchronized sampler, "
+                   'learning rate 0.01, the acting pass reused\n')])
+def test_the_start_line_says_what_steps_the_environments(tmp_path, capsys, kind, says):
+    import gin  # pylint: disable=import-outside-toplevel
+    if kind is not None:
+        gin.bind_parameter('make_pool.kind', kind)
+    config = _cartpole_config(total_steps=20, reuse_activations=kind is not None)
+    paac.train(config, str(tmp_path), lambda env_config, num_envs, seed, num_workers, num_groups:
+               pools.SerialPool(env_config, num_envs, seed=seed))
+    assert says in capsys.readouterr().out
+
+
+def test_the_fast_pong_preset_is_the_paper_preset_on_faster_machinery():
+    """gin/paac/pong_fast.gin changes no value of the paper: every PAACConfig field is
+    pong.gin's but reuse_activations, and only the pool's kind is bound besides."""
+    import dataclasses  # pylint: disable=import-outside-toplevel
+    import gin  # pylint: disable=import-outside-toplevel
+    from paac_tf import main as paac_main  # pylint: disable=import-outside-toplevel
+    root = app.PROJECT_ROOT
+    configs, kinds = [], []
+    for preset in ('pong.gin', 'pong_fast.gin'):
+        gin.clear_config()
+        configs.append(dataclasses.asdict(paac_main.configure(
+            [f'{root}/gin/paac/{preset}'], [])))
+        kinds.append(pools.configured_kind())
+    gin.clear_config()
+    paper, fast = configs
+    assert {name for name in paper if paper[name] != fast[name]} == {'reuse_activations'}
+    assert (paper['reuse_activations'], fast['reuse_activations']) == (False, True)
+    assert kinds == ['process', 'ale_vector']

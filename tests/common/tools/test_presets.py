@@ -12,6 +12,7 @@ from common.tools import presets
 
 # (preset, the paper that owns it)
 PRESETS = [('gin/paac/pong.gin', 'paac'), ('gin/paac/original_code.gin', 'paac'),
+           ('gin/paac/pong_fast.gin', 'paac'),
            ('gin/ga3c/pong.gin', 'ga3c'), ('gin/ga3c/paper.gin', 'ga3c'),
            ('gin/dqn/pong.gin', 'dqn'), ('gin/dqn/paper.gin', 'dqn'),
            ('gin/fast/pong.gin', 'accel')] + [
