@@ -140,8 +140,7 @@ class PPOLearner(actor_critic.PolicyLearner):
         their running moments updated, with normalize_values)."""
         settings = self.settings
         num_steps = tf.shape(rewards)[0]
-        shape = tf.shape(observations)
-        flat_all = tf.reshape(observations, tf.concat([[-1], shape[2:]], 0))
+        flat_all = actor_critic.flat_steps(observations)
         logits, values = self.call_model(flat_all)
         values = tf.reshape(values, [num_steps + 1, -1])
         if self.value_moments is not None:  # the head's standardized values in returns' units

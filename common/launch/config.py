@@ -116,6 +116,10 @@ class OverlapConfig:
                        f'DistributeConfig.strategy={strategy!r} (allowed with it: \'none\')')
 
 
+# The torso activations whose backward pass common/learners/activation_reuse.py holds.
+REUSABLE_ACTIVATIONS = ('relu', 'tanh', 'linear')
+
+
 @dataclasses.dataclass
 class ActingPassConfig:
     """Reusing the acting pass in the on-policy update (common/learners/activation_reuse.py):
@@ -125,19 +129,23 @@ class ActingPassConfig:
     reuse_activations: bool = False
 
     def validate_reuse(self, sampler, distribute_config, overlap_learning, compute_dtype,
-                       jit_compile):
+                       jit_compile, gae_lambda=None, torso_kwargs=None):
         """Raises ConfigError if reuse_activations is asked where the update cannot take the
-        acting pass's outputs as its own."""
+        acting pass's outputs as its own (common/learners/activation_reuse.py)."""
         if not self.reuse_activations:
             return
         name = f'{type(self).__name__}.reuse_activations=True'
         strategy = getattr(distribute_config, 'strategy', 'none')
+        activation = (torso_kwargs or {}).get('activation', 'relu')
         for ok, setting, allowed in (
                 (sampler == 'synchronized', f'sampler={sampler!r}', "'synchronized'"),
                 (strategy == 'none', f'DistributeConfig.strategy={strategy!r}', "'none'"),
                 (not overlap_learning, 'overlap_learning=True', 'False'),
                 (compute_dtype == 'float32', f'compute_dtype={compute_dtype!r}', "'float32'"),
-                (not jit_compile, 'jit_compile=True', 'False')):
+                (not jit_compile, 'jit_compile=True', 'False'),
+                (gae_lambda is None, f'gae_lambda={gae_lambda!r}', 'None (n-step returns)'),
+                (activation in REUSABLE_ACTIVATIONS, f'a torso activation {activation!r}',
+                 f'one of {REUSABLE_ACTIVATIONS}')):
             checks.require(ok, f'{name} cannot run with {setting} (allowed with it: {allowed})')
 
 

@@ -2,9 +2,9 @@
 Algorithm 1, A2C: one update per rollout, after it) would compute again, in its forward pass, the
 torso outputs the rollout's policy calls already computed. Kept from acting, they let the update
 run the backward pass alone: the same gradients without a second forward pass over the rollout
-(about half of the update's network time for PAAC's network on a CPU, BENCHMARKS.md).
+(PAAC's network work per step 1.18-1.30x as fast on a 2-core CPU, BENCHMARKS.md 2026-11-29).
 
-trace(torso, inputs) -> every layer's output; torso_gradients(...) -> each torso variable's
+run_layers(torso, inputs) -> every layer's output; torso_gradients(...) -> each torso variable's
 gradient, by the formulas of TensorFlow's own gradients of these layers (the Conv2D backprop ops,
 MatMul's, ReLU's and tanh's from their outputs), so the update is the one autodiff gives.
 Torsos of Conv2D, Dense, Flatten and ZeroPadding2D layers computing in float32 (every torso of
@@ -13,7 +13,7 @@ common/learners/networks.py) are supported; check_torso names anything else.
 import tensorflow as tf
 import tf_keras as keras
 
-__all__ = ('check_torso', 'trace', 'STORED_LAYERS', 'stored_outputs', 'layer_outputs',
+__all__ = ('check_torso', 'run_layers', 'STORED_LAYERS', 'stored_outputs', 'layer_outputs',
            'torso_gradients')
 
 layers = keras.layers
@@ -27,11 +27,17 @@ RECOMPUTED_LAYERS = (layers.Flatten, layers.ZeroPadding2D)
 
 def check_torso(torso):
     """Raises ValueError naming the first layer whose backward pass this module does not hold."""
+    if not any(isinstance(layer, STORED_LAYERS) for layer in torso.layers):
+        raise ValueError(f'reusing the acting pass: torso {torso.name!r} has no Conv2D or Dense '
+                         'layer (nothing to keep)')
     for layer in torso.layers:
         if layer.compute_dtype != 'float32':
             raise ValueError(f'reusing the acting pass needs a float32 torso; layer {layer.name!r}'
                              f' computes in {layer.compute_dtype} (allowed: float32)')
         if isinstance(layer, RECOMPUTED_LAYERS):
+            if getattr(layer, 'data_format', 'channels_last') != 'channels_last':
+                raise ValueError(f'reusing the acting pass: layer {layer.name!r} has data_format '
+                                 f'{layer.data_format!r}; allowed: channels_last')
             continue
         if not isinstance(layer, STORED_LAYERS):
             raise ValueError(f'reusing the acting pass: layer {layer.name!r} is a '
@@ -39,7 +45,8 @@ def check_torso(torso):
                              'ZeroPadding2D')
         if layer.activation not in ACTIVATIONS:
             raise ValueError(f'reusing the acting pass: layer {layer.name!r} has activation '
-                             f'{layer.activation.__name__}; allowed: {sorted(ACTIVATIONS.values())}')
+                             f'{layer.activation.__name__}; allowed: '
+                             f'{sorted(ACTIVATIONS.values())}')
         if not layer.use_bias:
             raise ValueError(f'reusing the acting pass: layer {layer.name!r} has no bias; '
                              'allowed: layers with biases')
@@ -50,18 +57,23 @@ def check_torso(torso):
                              'channels-last convolution (dilation 1, one group)')
 
 
-def trace(torso, inputs):
+def run_layers(torso, inputs):
     """The torso's layers applied one by one to inputs (what calling the Sequential does); the
-    list of every layer's output, the last being the features."""
+    list of every layer's output, the last being the features. A Dense layer must take a batch
+    of vectors (its backward pass here is a plain matrix product)."""
     outputs = []
     for layer in torso.layers:
+        if isinstance(layer, layers.Dense) and inputs.shape.rank != 2:
+            raise ValueError(f'reusing the acting pass: Dense layer {layer.name!r} takes rank '
+                             f'{inputs.shape.rank} inputs; allowed: rank 2 (after a Flatten)')
         inputs = layer(inputs)
         outputs.append(inputs)
     return outputs
 
 
 def stored_outputs(torso, outputs):
-    """The outputs of trace() that the acting pass keeps (STORED_LAYERS'), in layer order."""
+    """The outputs of run_layers() that the acting pass keeps (STORED_LAYERS'), in layer
+    order."""
     return [output for layer, output in zip(torso.layers, outputs)
             if isinstance(layer, STORED_LAYERS)]
 
@@ -97,10 +109,12 @@ def _unpad(layer, upstream):
 def torso_gradients(torso, inputs, outputs, features_gradient):
     """{variable.ref(): gradient} of the torso's trainable variables for the gradient
     features_gradient of the objective with respect to the torso's output, given the torso's
-    inputs and every layer's output on them (trace or layer_outputs)."""
+    inputs and every layer's output on them (run_layers or layer_outputs)."""
     gradients = {}
     upstream = features_gradient
-    for index in reversed(range(len(torso.layers))):
+    first_weighted = min(index for index, layer in enumerate(torso.layers)
+                         if isinstance(layer, STORED_LAYERS))
+    for index in reversed(range(first_weighted, len(torso.layers))):
         layer = torso.layers[index]
         layer_input = outputs[index - 1] if index else inputs
         if isinstance(layer, layers.Flatten):
@@ -113,7 +127,7 @@ def torso_gradients(torso, inputs, outputs, features_gradient):
         if isinstance(layer, layers.Dense):
             gradients[layer.kernel.ref()] = tf.matmul(layer_input, upstream, transpose_a=True)
             gradients[layer.bias.ref()] = tf.reduce_sum(upstream, axis=0)
-            if index:
+            if index > first_weighted:
                 upstream = tf.matmul(upstream, layer.kernel, transpose_b=True)
         else:
             strides = [1, *layer.strides, 1]
@@ -122,7 +136,7 @@ def torso_gradients(torso, inputs, outputs, features_gradient):
                 input=layer_input, filter_sizes=tf.shape(layer.kernel), out_backprop=upstream,
                 strides=strides, padding=padding)
             gradients[layer.bias.ref()] = tf.reduce_sum(upstream, axis=[0, 1, 2])
-            if index:
+            if index > first_weighted:
                 upstream = tf.raw_ops.Conv2DBackpropInput(
                     input_sizes=tf.shape(layer_input), filter=layer.kernel,
                     out_backprop=upstream, strides=strides, padding=padding)

@@ -20,7 +20,8 @@ from common.learners import xla
 from common.scale import distribute
 
 __all__ = ('UPDATE_STATS', 'REDUCTIONS', 'LossSettings', 'sequence_signature', 'sample_actions',
-           'observation_spec', 'rollout_signature', 'PolicyLearner', 'ActorCriticLearner')
+           'observation_spec', 'flat_steps', 'rollout_signature', 'PolicyLearner',
+           'ActorCriticLearner')
 
 # Per-update statistics, logged as means over each log interval.
 UPDATE_STATS = ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm', 'learning_rate')
@@ -61,6 +62,11 @@ def observation_spec(env_config):
     """The TensorSpec of a batch of env_config's observations, for tf.function signatures."""
     return tf.TensorSpec((None,) + tuple(env_config.observation_shape),
                          tf.as_dtype(env_config.observation_dtype))
+
+
+def flat_steps(observations):
+    """(T, N, ...) observations as one (T * N, ...) batch, step-major."""
+    return tf.reshape(observations, tf.concat([[-1], tf.shape(observations)[2:]], 0))
 
 
 def rollout_signature(observation_spec, horizon):
@@ -161,8 +167,8 @@ class ActorCriticLearner(PolicyLearner):
     def __init__(self, model, optimizer, settings, observation_spec, seed=0, horizon=None,
                  name='actor_critic_learner', jit_compile=False, acting_model=None,
                  reuse_activations=False):
-        """reuse_activations: traced_act() also returns the torso outputs it computed, and
-        train_on_traced_rollout() takes them in place of a second forward pass over the rollout
+        """reuse_activations: act_keeping_outputs() also returns the torso outputs it computed, and
+        train_on_kept_outputs() takes them in place of a second forward pass over the rollout
         (common/learners/activation_reuse.py): the same update, for a rollout acted on with the
         parameters it trains."""
         if settings.reduction not in REDUCTIONS:
@@ -190,14 +196,15 @@ class ActorCriticLearner(PolicyLearner):
             self.flat_rollout_gradients = tf.function(self._flat_rollout_gradients,
                                                       input_signature=signature)
         if reuse_activations:
-            self.traced_act = tf.function(self._traced_act, input_signature=[observation_spec])
+            self.act_keeping_outputs = tf.function(self._act_keeping_outputs,
+                                                   input_signature=[observation_spec])
             probe = model.scaled(tf.zeros((1,) + tuple(observation_spec.shape[1:]),
                                           observation_spec.dtype))
             kept = [tf.TensorSpec((None,) + tuple(output.shape[1:]), tf.float32)
                     for output in activation_reuse.stored_outputs(
-                        model.torso, activation_reuse.trace(model.torso, probe))]
-            self.train_on_traced_rollout = tf.function(
-                self._train_on_traced_rollout,
+                        model.torso, activation_reuse.run_layers(model.torso, probe))]
+            self.train_on_kept_outputs = tf.function(
+                self._train_on_kept_outputs,
                 input_signature=rollout_signature(observation_spec, horizon) + [[kept] * horizon])
 
     def _predict(self, observations):
@@ -277,8 +284,7 @@ class ActorCriticLearner(PolicyLearner):
         statistics but the learning rate, for an update applied elsewhere (the asynchronous
         learners' central store)."""
         targets = self.rollout_targets(observations, rewards, terminals)
-        shape = tf.shape(observations)
-        flat_observations = tf.reshape(observations[:-1], tf.concat([[-1], shape[2:]], 0))
+        flat_observations = flat_steps(observations[:-1])
         gradients, loss = self._gradients(flat_observations, tf.reshape(actions, [-1]), targets)
         flat, global_norm = self._flatten_clipped(gradients)
         return flat, {'loss': loss.total, 'policy_loss': loss.policy_loss,
@@ -295,9 +301,7 @@ class ActorCriticLearner(PolicyLearner):
             _, bootstrap = self.call_model(observations[-1])
             targets = self.n_step_returns(rewards, terminals, bootstrap, settings.gamma)
         else:
-            shape = tf.shape(observations)
-            flat = tf.reshape(observations, tf.concat([[-1], shape[2:]], 0))
-            _, values = self.call_model(flat)
+            _, values = self.call_model(flat_steps(observations))
             values = tf.reshape(values, [num_steps + 1, -1])
             targets = self.generalized_advantage_estimation(
                 rewards, values[:-1], terminals, values[-1], settings.gamma,
@@ -307,27 +311,25 @@ class ActorCriticLearner(PolicyLearner):
     def _train_on_rollout(self, observations, actions, rewards, terminals):
         """One update on horizon steps of N environments (PAAC's Algorithm 1, lines 12-19)."""
         targets = self.rollout_targets(observations, rewards, terminals)
-        shape = tf.shape(observations)
-        flat_observations = tf.reshape(observations[:-1], tf.concat([[-1], shape[2:]], 0))
+        flat_observations = flat_steps(observations[:-1])
         return self._train_on_returns(flat_observations, tf.reshape(actions, [-1]), targets)
 
-    def _traced_act(self, observations):
+    def _act_keeping_outputs(self, observations):
         """act(), and the outputs of the torso's layers that the update can reuse
         (activation_reuse.stored_outputs)."""
         model = self.model
-        outputs = activation_reuse.trace(model.torso, model.scaled(observations))
+        outputs = activation_reuse.run_layers(model.torso, model.scaled(observations))
         actions = sample_actions(model.policy_head(outputs[-1]), self.generator)
         return actions, activation_reuse.stored_outputs(model.torso, outputs)
 
-    def _train_on_traced_rollout(self, observations, actions, rewards, terminals, kept_steps):
+    def _train_on_kept_outputs(self, observations, actions, rewards, terminals, kept_steps):
         """_train_on_rollout with the torso outputs of the rollout's acting calls (kept_steps:
-        for each step, what traced_act returned with it) in place of a forward pass: the heads
-        and the loss on the kept features, then the torso's backward pass alone."""
+        for each step, what act_keeping_outputs returned with it) in place of a forward pass:
+        the heads and the loss on the kept features, then the torso's backward pass alone."""
         model = self.model
         kept = [tf.concat(parts, 0) for parts in zip(*kept_steps)]  # step-major, as the rollout
         targets = self.rollout_targets(observations, rewards, terminals)
-        shape = tf.shape(observations)
-        inputs = model.scaled(tf.reshape(observations[:-1], tf.concat([[-1], shape[2:]], 0)))
+        inputs = model.scaled(flat_steps(observations[:-1]))
         outputs = activation_reuse.layer_outputs(model.torso, inputs, kept)
         features = outputs[-1]
         heads = model.policy_head.trainable_variables + model.value_head.trainable_variables

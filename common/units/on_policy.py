@@ -62,7 +62,7 @@ class OnPolicyUnit(runner.Unit):
         outputs too, when the learner reuses the acting pass)."""
         if not self.reuse:
             return self.act(observations).numpy()
-        actions, kept = self.learner.traced_act(observations)
+        actions, kept = self.learner.act_keeping_outputs(observations)
         self.kept.append(kept)
         return actions.numpy()
 
@@ -90,7 +90,7 @@ class OnPolicyUnit(runner.Unit):
     def learn(self, arrays):
         """One update on the rollout's (observations, actions, rewards, terminals)."""
         if self.reuse:
-            stats = self.learner.train_on_traced_rollout(*arrays, self._kept_rollout())
+            stats = self.learner.train_on_kept_outputs(*arrays, self._kept_rollout())
         else:
             stats = self.learner.train_on_rollout(*arrays)
         stats['loss'].numpy()  # Waits for the update, so 'learn' time is honest.
@@ -100,10 +100,12 @@ class OnPolicyUnit(runner.Unit):
         all N environments (the synchronized sampler's), which anything else would break."""
         steps, self.kept = self.kept, []
         horizon, num_envs = self.sampler.rollout.actions.shape
-        if len(steps) != horizon or any(len(kept[0]) != num_envs for kept in steps):
+        sizes = [len(kept[0]) for kept in steps]
+        if sizes != [num_envs] * horizon:
             raise RuntimeError(f'reusing the acting pass needs one policy call per step on all '
                                f'{num_envs} environments (the synchronized sampler); got '
-                               f'{len(steps)} calls for {horizon} steps')
+                               f'{len(steps)} calls for {horizon} steps, on {sizes} '
+                               'environments')
         return steps
 
     def settle(self):

@@ -32,10 +32,20 @@ def _reuse_config(**fields):
 def test_a2c_takes_reuse_activations_and_ppo_or_an_overlapped_a2c_is_refused():
     """The update must train, once, the parameters that acted: A2C's; PPO's epochs do not."""
     _reuse_config().validate()
-    with pytest.raises(errors.ConfigError, match=r"reuse_activations=True; algorithm='ppo' does "
-                                                 r'not train once per rollout .*allowed for: a2c\)'):
+    with pytest.raises(errors.ConfigError, match=r"reuse_activations=True; algorithm='ppo' "
+                                                 r'does not train once per rollout .*allowed '
+                                                 r'for: a2c\)'):
         _reuse_config(algorithm='ppo', ppo=sections.PPOConfig(),
                       actor_critic=sections.ActorCriticConfig(gae_lambda=0.95)).validate()
     with pytest.raises(errors.ConfigError, match='reuse_activations=True cannot run with '
                                                  'overlap_learning=True'):
         _reuse_config(overlap_learning=True).validate()
+
+
+@pytest.mark.parametrize('fields, named', [
+    ({'actor_critic': sections.ActorCriticConfig(gae_lambda=0.95)}, 'gae_lambda=0.95'),
+    ({'torso_kwargs': {'hidden_sizes': (8,), 'activation': 'elu'}}, "a torso activation 'elu'"),
+])
+def test_an_a2c_whose_update_cannot_take_the_acting_pass_is_refused_in_one_line(fields, named):
+    with pytest.raises(errors.ConfigError, match=f'reuse_activations=True cannot run with {named}'):
+        _reuse_config(**fields).validate()

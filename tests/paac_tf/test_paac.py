@@ -296,6 +296,8 @@ def test_reusing_the_acting_pass_trains_as_the_plain_unit():
     ({'overlap_learning': True}, 'overlap_learning=True'),
     ({'compute_dtype': 'bfloat16'}, "compute_dtype='bfloat16'"),
     ({'jit_compile': True}, 'jit_compile=True'),
+    ({'distribute': config_lib.DistributeConfig(strategy='mirrored', num_replicas=2),
+      'num_workers': 2}, "DistributeConfig.strategy='mirrored'"),
 ])
 def test_reusing_the_acting_pass_is_refused_where_the_update_cannot_take_it(overrides, named):
     with pytest.raises(errors.ConfigError, match=f'reuse_activations=True cannot run with {named}'):

@@ -50,7 +50,8 @@ def test_torso_gradients_from_kept_outputs_equal_autodiffs(network, torso_kwargs
     expected = tape.gradient(expected_objective, model.trainable_variables)
 
     inputs = model.scaled(observations)
-    kept = activation_reuse.stored_outputs(model.torso, activation_reuse.trace(model.torso, inputs))
+    kept = activation_reuse.stored_outputs(model.torso,
+                                           activation_reuse.run_layers(model.torso, inputs))
     # Kept outputs are constants to the update, as a rollout's are.
     kept = [tf.constant(output.numpy()) for output in kept]
     outputs = activation_reuse.layer_outputs(model.torso, inputs, kept)
@@ -75,7 +76,7 @@ def test_torso_gradients_from_kept_outputs_equal_autodiffs(network, torso_kwargs
 def test_kept_outputs_are_the_conv_and_dense_layers_and_the_rest_is_recomputed():
     model, dtype = _model('dqn_net', None, (104, 80, 4))
     inputs = model.scaled(_observations((104, 80, 4), dtype, rows=2))
-    every = activation_reuse.trace(model.torso, inputs)
+    every = activation_reuse.run_layers(model.torso, inputs)
     kept = activation_reuse.stored_outputs(model.torso, every)
     assert [output.shape[1:] for output in kept] == [
         (25, 19, 32), (12, 9, 64), (12, 9, 64), (512,)]
@@ -88,14 +89,26 @@ def test_kept_outputs_are_the_conv_and_dense_layers_and_the_rest_is_recomputed()
 
 @pytest.mark.parametrize('torso, named', [
     (keras.Sequential([keras.layers.Conv2D(4, 3, activation='elu')]), 'activation elu'),
-    (keras.Sequential([keras.layers.BatchNormalization()]), 'BatchNormalization'),
+    (keras.Sequential([keras.layers.Conv2D(4, 3), keras.layers.BatchNormalization()]),
+     'BatchNormalization'),
     (keras.Sequential([keras.layers.Dense(4, use_bias=False)]), 'has no bias'),
     (keras.Sequential([keras.layers.Conv2D(4, 3, dilation_rate=2)]), 'plain channels-last'),
+    (keras.Sequential([keras.layers.Flatten(data_format='channels_first'),
+                       keras.layers.Dense(4)]), "data_format 'channels_first'"),
+    (keras.Sequential([keras.layers.Flatten()]), 'no Conv2D or Dense layer'),
 ])
 def test_a_torso_it_cannot_reverse_is_refused_by_name(torso, named):
     torso.build((None, 8, 8, 2))
     with pytest.raises(ValueError, match=named):
         activation_reuse.check_torso(torso)
+
+
+def test_a_dense_layer_on_images_is_refused_when_run():
+    torso = keras.Sequential([keras.layers.Dense(4, activation='relu')])
+    torso.build((None, 8, 8, 2))
+    activation_reuse.check_torso(torso)  # its input rank shows only when it runs
+    with pytest.raises(ValueError, match='takes rank 4 inputs; allowed: rank 2'):
+        activation_reuse.run_layers(torso, tf.zeros((1, 8, 8, 2)))
 
 
 def test_a_bfloat16_torso_is_refused():
@@ -108,48 +121,58 @@ def test_a_bfloat16_torso_is_refused():
         activation_reuse.check_torso(_model(network, None, shape)[0].torso)
 
 
-def _paac_like_learner(horizon, seed=5, **extra):
+def _paac_like_learner(horizon, seed=5, gae_lambda=None, standardize_observations=False,
+                       **extra):
     from common.learners import actor_critic, optim  # pylint: disable=import-outside-toplevel
-    model = networks.make_actor_critic(4, (44, 36, 4), np.uint8, network='nips', seed=seed,
-                                       initializer='fan_in_uniform')
+
+    def model():
+        return networks.make_actor_critic(
+            4, (44, 36, 4), np.uint8, network='nips', seed=seed, initializer='fan_in_uniform',
+            standardize_observations=standardize_observations)
+
+    if extra.get('acting_model') == 'copy':
+        extra['acting_model'] = model()
     settings = actor_critic.LossSettings(gamma=0.99, entropy_coef=0.01, value_loss_coef=0.25,
-                                         clip_norm=40.0, scale=5.0)
+                                         clip_norm=40.0, scale=5.0, gae_lambda=gae_lambda)
     spec = tf.TensorSpec((None, 44, 36, 4), tf.uint8)
-    return actor_critic.ActorCriticLearner(model, optim.RMSProp(0.01, epsilon=0.1), settings,
+    return actor_critic.ActorCriticLearner(model(), optim.RMSProp(0.01, epsilon=0.1), settings,
                                            spec, seed=seed, horizon=horizon, **extra)
 
 
 def test_a_rollout_acted_and_trained_with_kept_outputs_updates_as_the_plain_learner():
     """Two learners from the same weights and seed, over three rollouts of random frames: the
-    traced one acts (same actions) and trains on its kept outputs, the plain one trains on a
+    keeping one acts (same actions) and trains on its kept outputs, the plain one trains on a
     forward pass of its own: the same statistics and the same weights after every update."""
     horizon, num_envs = 3, 4
-    traced = _paac_like_learner(horizon, reuse_activations=True)
+    keeping = _paac_like_learner(horizon, reuse_activations=True)
     plain = _paac_like_learner(horizon)
     generator = np.random.default_rng(7)
     for _ in range(3):
         observations = generator.integers(0, 256, (horizon + 1, num_envs, 44, 36, 4), np.uint8)
         steps, actions = [], []
         for step in range(horizon):
-            traced_actions, kept = traced.traced_act(observations[step])
-            np.testing.assert_array_equal(traced_actions, plain.act(observations[step]))
+            kept_actions, kept = keeping.act_keeping_outputs(observations[step])
+            np.testing.assert_array_equal(kept_actions, plain.act(observations[step]))
             steps.append(kept)
-            actions.append(traced_actions.numpy())
+            actions.append(kept_actions.numpy())
         rewards = generator.normal(size=(horizon, num_envs)).astype(np.float32)
         terminals = np.float32(generator.random((horizon, num_envs)) < 0.3)
         arrays = (observations, np.stack(actions), rewards, terminals)
-        traced_stats = traced.train_on_traced_rollout(*arrays, steps)
+        kept_stats = keeping.train_on_kept_outputs(*arrays, steps)
         plain_stats = plain.train_on_rollout(*arrays)
         for name in ('loss', 'policy_loss', 'value_loss', 'entropy', 'grad_norm'):
-            np.testing.assert_allclose(traced_stats[name], plain_stats[name], rtol=1e-4,
+            np.testing.assert_allclose(kept_stats[name], plain_stats[name], rtol=1e-4,
                                        err_msg=name)
-        for first, second in zip(traced.model.get_weights(), plain.model.get_weights()):
+        for first, second in zip(keeping.model.get_weights(), plain.model.get_weights()):
             np.testing.assert_allclose(first, second, rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize('extra, named', [
     ({'jit_compile': True}, 'jit_compile off'),
     ({'horizon': None}, 'a rollout horizon'),
+    ({'gae_lambda': 0.95}, r'n-step returns \(gae_lambda None\)'),
+    ({'acting_model': 'copy'}, 'no acting copy'),
+    ({'standardize_observations': True}, 'no observation standardization'),
 ])
 def test_a_learner_that_cannot_reuse_the_acting_pass_says_why(extra, named):
     values = {'horizon': 3, 'reuse_activations': True, **extra}
