@@ -158,7 +158,8 @@ class AccelConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_
         checks.require(not self.overlap_learning or self.row.loop == 'on_policy',
                        f'AccelConfig.overlap_learning=True; algorithm={self.algorithm!r} does not '
                        f"sample then learn (allowed for: {', '.join(ON_POLICY)})")
-        checks.require(not self.reuse_activations or self.algorithm in REUSING,
+        checks.require(not self.reuse_activations or (self.row.loop, self.row.update) == (
+                           'on_policy', 'actor_critic'),
                        f'AccelConfig.reuse_activations=True; algorithm={self.algorithm!r} does not '
                        f"train once per rollout on the parameters that acted (allowed for: "
                        f"{', '.join(REUSING)})")
