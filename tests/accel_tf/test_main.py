@@ -251,10 +251,9 @@ def test_a_run_dir_of_another_model_shape_is_refused_and_an_older_record_is_not(
     wider = a2c[:-1] + ["AccelConfig.torso_kwargs = {'hidden_sizes': (32,)}"]
     other = _run(_flags(wider, 'gin/accel/a2c_pong.gin') + ['--run_dir=run'], cwd=tmp_path)
     assert other.returncode == 2
-    error_lines = errors_in(other.stderr)
-    assert len(error_lines) == 1, other.stderr[-3000:]
+    (error_line,) = errors_in(other.stderr)  # exactly one
     assert ("torso_kwargs: {'hidden_sizes': [16]} there, {'hidden_sizes': [32]} here"
-            in error_lines[0])
+            in error_line)
     # As a run.json of the code before: without torso_kwargs, the same command resumes.
     del record['torso_kwargs']
     (tmp_path / 'run' / 'run.json').write_text(json.dumps(record))
