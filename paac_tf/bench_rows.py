@@ -5,7 +5,8 @@ the README's first command until 2026-11-29), paac/xla with jit_compile, paac/bf
 torso in bfloat16, paac/overlap learning while sampling, paac/ale_vector its environments in
 ale_py's vector env (/alternating: in two groups taking turns with the policy), paac/network the
 network's work alone (act calls and updates on one rollout, no environment); /reuse: the update
-reusing the acting pass. The bench's --num_workers applies to the env-only rows, not here: the
+reusing the acting pass; paac/ale_vector/bfloat16 and paac/network/bfloat16: those two with the
+torso in bfloat16. The bench's --num_workers applies to the env-only rows, not here: the
 rows measure the commands a user runs."""
 from common.envs import pools
 from common.tools import timing
@@ -15,6 +16,7 @@ from paac_tf import main as paac_main
 from paac_tf import paac
 
 REUSE = 'PAACConfig.reuse_activations = True'
+BFLOAT16 = "PAACConfig.compute_dtype = 'bfloat16'"
 
 def _configure(settings, sampler='synchronized', extra=()):
     """gin/paac/pong.gin on the bench's game and number of environments."""
@@ -99,4 +101,8 @@ ROWS = {
     'paac/ale_vector/reuse': lambda settings: paac_rate(settings, extra=[REUSE],
                                                         kind='ale_vector'),
     'paac/network/reuse': lambda settings: network_rate(settings, extra=[REUSE]),
+    # The vector env's row and the network's work alone with the torso in bfloat16.
+    'paac/ale_vector/bfloat16': lambda settings: paac_rate(settings, extra=[BFLOAT16],
+                                                           kind='ale_vector'),
+    'paac/network/bfloat16': lambda settings: network_rate(settings, extra=[BFLOAT16]),
 }

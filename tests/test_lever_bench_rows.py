@@ -36,12 +36,14 @@ def test_accel_and_paac_bfloat16_rows_train_bfloat16_torsos(monkeypatch):
     built = []
     _remember_learners(monkeypatch, accel_rows.kinds, built)
     _remember_learners(monkeypatch, paac_rows.paac, built)
-    for rows, name in ((accel_rows.ROWS, 'accel/a2c/learn/bfloat16'),
-                       (paac_rows.ROWS, 'paac/bfloat16')):
+    names = ((accel_rows.ROWS, 'accel/a2c/learn/bfloat16'), (paac_rows.ROWS, 'paac/bfloat16'),
+             (paac_rows.ROWS, 'paac/ale_vector/bfloat16'),
+             (paac_rows.ROWS, 'paac/network/bfloat16'))
+    for rows, name in names:
         gin.clear_config()
         assert rows[name](SETTINGS)['steps_per_sec'] > 0, name
     # (float32 without the option: tests/test_jit_compile_presets.py)
-    assert [_torso_dtypes(learner.model) for learner in built] == [{'bfloat16'}, {'bfloat16'}]
+    assert [_torso_dtypes(learner.model) for learner in built] == [{'bfloat16'}] * len(names)
 
 
 def test_the_speed_test_configures_the_compute_dtype():
