@@ -24,7 +24,9 @@ environments, over the bench's worker count (one per CPU by default):
       to 65,536 transitions (the 1M of the presets is 8.3 GB of 104x80 frames) and filled before
       timing; accel/{dqn,rainbow}_512/tf_data draw the minibatches through a prefetching tf.data
       pipeline, accel/{dqn,rainbow}_512/async train on a thread while the next phase samples
-      (section 5.3), at the same replay ratio, /async_tf_data both;
+      (section 5.3), at the same replay ratio, /async_tf_data both; accel/dqn_32,
+      accel/cat_dqn_32: gin/accel/dqn_pong.gin and cat_dqn_pong.gin at their own batch of 32
+      (8 updates per phase, one call);
   accel/{a2c,ppo}/learn/xla, accel/{dqn,rainbow}_512/xla: those rows with the networks' calls
       XLA-compiled (AccelConfig.jit_compile; common/learners/xla.py);
   accel/a2c/reuse: accel/a2c with the update reusing the acting pass's torso outputs
@@ -292,6 +294,9 @@ ROWS = {
     # Appendix A.3's rates: DQN 7.5e-4 at batch 512; categorical DQN 4.2e-4 at 256 and above,
     # Adam epsilon 0.01 / L; eps-Rainbow its published rate, Adam epsilon 0.005 / L.
     'accel/dqn_512': _q_row('dqn_512'),
+    # The presets at batch 32 (dqn_pong.gin, cat_dqn_pong.gin): 8 updates of 32 per phase.
+    'accel/dqn_32': lambda settings: q_training_rate(settings, 'dqn_pong', 32),
+    'accel/cat_dqn_32': lambda settings: q_training_rate(settings, 'cat_dqn_pong', 32),
     'accel/cat_dqn_2048': lambda settings: q_training_rate(
         settings, 'cat_dqn_pong', 2048, ['AccelConfig.learning_rate = 0.00042',
                                           f'AccelConfig.adam_epsilon = {0.01 / 2048}']),

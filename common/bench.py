@@ -23,6 +23,7 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
                     /learn: their optimization phase alone, on one collected rollout;
                     A3C, APPO with 2 learner processes on one central store;
                     dqn_512, cat_dqn_2048, rainbow_512: the Q-value family's large batches;
+                    dqn_32, cat_dqn_32: the DQN and categorical DQN presets at batch 32;
                     {dqn,rainbow}_512/tf_data: minibatches through a prefetching tf.data
                     pipeline; {dqn,rainbow}_512/async: a trainer thread beside the sampler;
   .../xla            paac, dqn/standard, ga3c, accel/{a2c,ppo}/learn, accel/{dqn,rainbow}_512

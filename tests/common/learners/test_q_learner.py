@@ -1,6 +1,7 @@
 """The shared Q-learner: TD errors per sample, K updates in one call equal K calls."""
 import common  # noqa: F401
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from common.learners import networks
@@ -11,8 +12,10 @@ SPEC = tf.TensorSpec((None, 4), tf.float32)
 
 def _learner(double_dqn=False, **settings):
     tf.random.set_seed(0)
+    support = np.linspace(-2.0, 2.0, 5).astype(np.float32) if settings.get('categorical') else None
     make = lambda: networks.make_q_network(  # noqa: E731
-        3, (4,), np.float32, network='mlp', torso_kwargs={'hidden_sizes': (8,)})
+        3, (4,), np.float32, network='mlp', torso_kwargs={'hidden_sizes': (8,)},
+        support=support)
     return q_learner.QLearner(make, 3, q_learner.centered_rmsprop(1e-3, 0.95, 0.01),
                               q_learner.QSettings(gamma=0.9, double_dqn=double_dqn, **settings),
                               SPEC)
@@ -54,9 +57,12 @@ def test_an_update_returns_the_td_errors_against_the_target_network():
         np.testing.assert_allclose(means['grad_norm'], norm, rtol=1e-5)
 
 
-def test_a_stack_of_updates_in_one_call_equals_one_call_each():
+@pytest.mark.parametrize('settings', [{}, {'double_dqn': True}, {'categorical': True}])
+def test_a_stack_of_updates_in_one_call_equals_one_call_each(settings):
+    """The stack's one target pass over all its next observations gives each update the
+    targets its own call computes."""
     batches = [_batch(seed) for seed in range(3)]
-    looped, single = _learner(), _learner()
+    looped, single = _learner(**settings), _learner(**settings)
     single.online.set_weights(looped.online.get_weights())
     single.update_target()
     looped.update_target()
