@@ -115,40 +115,30 @@ class QLearner(tf.Module):
         for target, online in zip(self.target.variables, self.online.variables):
             target.assign(online)
 
-    def target_outputs(self, next_observations):
-        """What the loss takes from the target network: its Q-values, or a categorical
-        network's atom logits."""
-        if self.settings.categorical:
-            return self.target_atoms(next_observations)
-        return self.call_target(next_observations)
-
-    def loss(self, observations, actions, rewards, next_observations, terminals, weights=None,
-             target_outputs=None):
-        """losses.DQNLoss of the online network against the target network's bootstrap;
-        target_outputs: target_outputs(next_observations) if already computed."""
+    def loss(self, observations, actions, rewards, next_observations, terminals, weights=None):
+        """losses.DQNLoss of the online network against the target network's bootstrap."""
         settings = self.settings
         next_q_online = self.call_online(next_observations) if settings.double_dqn else None
         gamma = settings.gamma ** settings.n_step
-        if target_outputs is None:
-            target_outputs = self.target_outputs(next_observations)
         if settings.categorical:
             return losses.categorical_dqn_loss(
                 self.online_atoms(observations), actions, rewards, terminals,
-                target_outputs, gamma, self.online.support,
+                self.target_atoms(next_observations), gamma, self.online.support,
                 next_q_online=next_q_online, weights=weights,
                 priority=settings.categorical_priority)
+        next_q_target = self.call_target(next_observations)
         return losses.dqn_loss(self.call_online(observations), actions, rewards, terminals,
-                               target_outputs, gamma, next_q_online=next_q_online,
+                               next_q_target, gamma, next_q_online=next_q_online,
                                huber_delta=settings.huber_delta, weights=weights)
 
     def _train_step(self, observations, actions, rewards, next_observations, terminals,
-                    weights=None, target_outputs=None):
+                    weights=None):
         """One update (importance-weighted if weights); returns its per-sample TD errors
         (target - Q)."""
         variables = self.online.trainable_variables
         with tf.GradientTape() as tape:
             loss = self.loss(observations, actions, rewards, next_observations, terminals,
-                             weights, target_outputs)
+                             weights)
         gradients = distribute.mean_across_replicas(tape.gradient(loss.loss, variables))
         grad_norm = tf.linalg.global_norm(gradients)
         if self.settings.clip_norm > 0:
@@ -161,20 +151,14 @@ class QLearner(tf.Module):
 
     def _train_steps(self, observations, actions, rewards, next_observations, terminals):
         """One update per minibatch of a (K, B, ...) stack, in order; returns the TD errors
-        [K, B]. A graph loop rather than K calls, and the target network, which no update of
-        the stack changes, runs once on all K x B next observations (one large batch instead of
-        K small ones): the same targets, to float rounding."""
+        [K, B]. A graph loop rather than K calls: the next minibatch's target-network pass,
+        which no update in between changes, can run while the current update finishes."""
         num_batches = tf.shape(actions)[0]
-        batch_shape = tf.shape(actions)
-        flat = tf.reshape(next_observations, tf.concat(
-            [[batch_shape[0] * batch_shape[1]], tf.shape(next_observations)[2:]], 0))
-        outputs = self.target_outputs(flat)
-        targets = tf.reshape(outputs, tf.concat([batch_shape, tf.shape(outputs)[1:]], 0))
         td_errors = tf.TensorArray(tf.float32, size=num_batches)
         for index in tf.range(num_batches):
             td_errors = td_errors.write(index, self._train_step(
                 observations[index], actions[index], rewards[index], next_observations[index],
-                terminals[index], target_outputs=targets[index]))
+                terminals[index]))
         return td_errors.stack()
 
 

@@ -59,8 +59,8 @@ def test_an_update_returns_the_td_errors_against_the_target_network():
 
 @pytest.mark.parametrize('settings', [{}, {'double_dqn': True}, {'categorical': True}])
 def test_a_stack_of_updates_in_one_call_equals_one_call_each(settings):
-    """The stack's one target pass over all its next observations gives each update the
-    targets its own call computes."""
+    """The graph loop over a stack makes the updates K calls make, for plain, double and
+    categorical DQN."""
     batches = [_batch(seed) for seed in range(3)]
     looped, single = _learner(**settings), _learner(**settings)
     single.online.set_weights(looped.online.get_weights())
