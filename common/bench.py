@@ -36,7 +36,9 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
                     acting pass's torso outputs (ActingPassConfig.reuse_activations);
   peer/tf_agents_ppo  tf-agents' PPO agent and driver on the same pool and batch as accel/ppo;
   replay/prioritized_512  a prioritized draw of 512 of 1M items with its priority update
-                    (items/s; 512 over it is the time per minibatch).
+                    (items/s; 512 over it is the time per minibatch);
+  replay/uniform_512  a uniform draw of 512 stacked Pong transitions from a full 1M-step
+                    replay (8.3 GB), states and next states (transitions/s).
 Each row prints its spread: the min, median and max rate of the windows inside its measurement
 (about a second each; a target period for the dqn rows); the accel/sample rows also print where
 one time step's wall time went (simulators, policy, the rest). Timings are only comparable
@@ -63,6 +65,7 @@ from common.envs import pools
 from common.launch import app
 from common.launch import registry
 from common.replay import prioritized
+from common.replay import replay as replay_lib
 from common.run import devices
 from common.run import processes
 from common.tools import timing
@@ -127,6 +130,31 @@ def prioritized_replay_row(settings):
                        settings['warmup_seconds'])
 
 
+# The uniform replay row's memory: the Q-value presets' 1M steps of 104x80 frames in 16 streams.
+UNIFORM_REPLAY_CAPACITY = 1_000_000
+UNIFORM_REPLAY_STREAMS = 16
+
+
+def uniform_replay_row(settings):
+    """Uniform replay's draw alone: 512 transitions (states and next states stacked from 104x80
+    frames, 4 a stack) from a full replay of UNIFORM_REPLAY_CAPACITY steps, episodes of about
+    800 steps, again and again; the rate is transitions per second."""
+    batch_size, chunk = 512, 2048
+    memory = replay_lib.ReplayMemory(UNIFORM_REPLAY_CAPACITY, (104, 80, 4), np.uint8, 4,
+                                     num_streams=UNIFORM_REPLAY_STREAMS, seed=0)
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, (chunk, 104, 80), dtype=np.uint8)
+    starts = rng.random(memory.stream_capacity) < 1 / 800
+    zeros = np.zeros(chunk, np.int32)
+    for stream in range(memory.num_streams):
+        for begin in range(0, memory.stream_capacity, chunk):
+            count = min(chunk, memory.stream_capacity - begin)
+            memory.add_steps(stream, frames[:count], zeros[:count], zeros[:count],
+                             starts[begin:begin + count], starts[begin:begin + count])
+    return timing.rate(lambda: memory.sample(batch_size), batch_size, settings['seconds'],
+                       settings['warmup_seconds'])
+
+
 ROWS = {
     'env/serial': env_row('serial'),
     'env/thread': env_row('thread'),
@@ -137,6 +165,7 @@ ROWS = {
     'env/serial/stooke': env_row('serial', variant='stooke'),
     'env/serial/stooke/skip': env_row('serial', variant='stooke', downsample='skip'),
     'replay/prioritized_512': prioritized_replay_row,
+    'replay/uniform_512': uniform_replay_row,
     **registry.bench_rows(),
 }
 

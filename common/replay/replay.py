@@ -209,20 +209,37 @@ class ReplayMemory:
 
     def stacked(self, streams, positions):
         """The stacked observations ending at these steps; frames before an episode start are 0."""
-        oldest_first = np.arange(self.stack - 1, -1, -1)
-        at = (positions[:, None] - oldest_first[None, :]) % self.stream_capacity
-        frames = self.frames[streams[:, None], at]            # (B, stack, *frame_shape)
-        starts = self.episode_starts[streams[:, None], at]    # (B, stack)
-        # A frame is padding if a newer frame of its stack starts an episode.
-        newer_starts = np.cumsum(starts[:, ::-1], axis=1)[:, ::-1] - starts
-        frames[newer_starts > 0] = 0
-        if self.stack == 1:
-            return frames[:, 0]
-        # cv2.merge interleaves the frames channel-last ~15x faster than a numpy transpose.
-        observations = np.empty((len(positions),) + self.observation_shape,
-                                self.observation_dtype)
-        for row, observation in zip(frames, observations):
-            cv2.merge(tuple(row), observation)
+        return self._stacks(streams, positions, (0,))[0]
+
+    def _stacks(self, streams, positions, shifts):
+        """For each shift, the stacked observations ending at positions + shift (frames before
+        an episode start within a stack are 0), from one gather of the frames they span: a
+        transition's state and its next state (shift n_step) share stack - n_step frames."""
+        stack = self.stack
+        offsets = np.arange(1 - stack, max(shifts) + 1)
+        at = (positions[:, None] + offsets[None, :]) % self.stream_capacity  # (B, span)
+        rows = (streams[:, None] * self.stream_capacity + at).ravel()
+        # np.take of whole rows copies each frame in one piece (faster than 2-D fancy indexing).
+        frames = self.frames.reshape((self.capacity, -1)).take(rows, axis=0).reshape(
+            at.shape + self.frame_shape)                       # (B, span, *frame_shape)
+        starts = self.episode_starts[streams[:, None], at]    # (B, span)
+        observations = []
+        for shift in shifts:
+            window = slice(shift, shift + stack)
+            if stack == 1:
+                observations.append(frames[:, shift])
+                continue
+            # A frame is padding if a newer frame of its stack starts an episode.
+            window_starts = starts[:, window]
+            padding = np.cumsum(window_starts[:, ::-1], axis=1)[:, ::-1] - window_starts > 0
+            # cv2.merge interleaves the frames channel-last ~15x faster than a numpy transpose.
+            merged = np.empty((len(positions),) + self.observation_shape, self.observation_dtype)
+            for row, observation in zip(frames[:, window], merged):
+                cv2.merge(tuple(row), observation)
+            padded_rows, padded_frames = np.nonzero(padding)
+            if len(padded_rows):
+                merged[padded_rows, ..., padded_frames] = 0
+            observations.append(merged)
         return observations
 
     def sample(self, batch_size):
@@ -243,12 +260,15 @@ class ReplayMemory:
             discounts = (self.gamma ** np.arange(self.n_step)).astype(np.float32)
             rewards = (self.rewards[streams[:, None], at] * alive * discounts).sum(axis=1)
             terminals = cut.any(axis=1).astype(np.float32)
-        next_positions = (positions + self.n_step) % self.stream_capacity
-        return Batch(observations=self.stacked(streams, positions),
-                     actions=self.actions[streams, positions],
+        if self.n_step < self.stack:  # the two stacks overlap: one gather for both
+            observations, next_observations = self._stacks(streams, positions, (0, self.n_step))
+        else:
+            observations = self.stacked(streams, positions)
+            next_observations = self.stacked(
+                streams, (positions + self.n_step) % self.stream_capacity)
+        return Batch(observations=observations, actions=self.actions[streams, positions],
                      rewards=rewards.astype(np.float32, copy=False),
-                     next_observations=self.stacked(streams, next_positions),
-                     terminals=terminals)
+                     next_observations=next_observations, terminals=terminals)
 
     def sample_stacked(self, num_minibatches, batch_size):
         """num_minibatches uniform minibatches (one draw of num_minibatches * batch_size steps),

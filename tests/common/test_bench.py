@@ -29,6 +29,22 @@ def test_the_prioritized_replay_row_times_draws_and_updates_over_a_million_items
     assert result['steps_per_sec'] > 0 and result['windows'] >= 1
 
 
+def test_the_uniform_replay_row_draws_from_a_full_replay_of_pong_stacks(monkeypatch):
+    monkeypatch.setattr(bench, 'UNIFORM_REPLAY_CAPACITY', 16 * 3000)
+    draws = []
+    original_sample = bench.replay_lib.ReplayMemory.sample
+
+    def counted_sample(self, batch_size):
+        assert len(self) == self.capacity == 16 * 3000 and self.num_streams == 16
+        draws.append(original_sample(self, batch_size))
+        return draws[-1]
+
+    monkeypatch.setattr(bench.replay_lib.ReplayMemory, 'sample', counted_sample)
+    result = bench.ROWS['replay/uniform_512'](SETTINGS)
+    assert result['steps_per_sec'] > 0 and draws
+    assert draws[0].observations.shape == draws[0].next_observations.shape == (512, 104, 80, 4)
+
+
 def test_a_failing_row_raises_with_its_traceback_and_leaves_no_process():
     with pytest.raises(bench.RowFailed, match='(?s)row env/serial failed:.*Traceback'):
         bench.measure_row('env/serial', dict(SETTINGS, game='no_such_game'))

@@ -199,3 +199,36 @@ def test_prefault_takes_the_replays_memory_at_creation():
     assert lazy_growth < 50
     assert eager_growth > 0.95 * eager.nbytes / 2**20
     del eager
+
+
+def _stack_by_hand(memory, stream, position):
+    """The (H, W, stack) observation ending at position, frame by frame from the stored ones."""
+    capacity, stack = memory.stream_capacity, memory.stack
+    frames = [memory.frames[stream, (position - age) % capacity] for age in range(stack)]
+    starts = [memory.episode_starts[stream, (position - age) % capacity] for age in range(stack)]
+    observation = np.zeros(memory.observation_shape, memory.observation_dtype)
+    for age, frame in enumerate(frames):  # age 0 is the newest
+        if not any(starts[:age]):         # no newer frame of the stack starts an episode
+            observation[..., stack - 1 - age] = frame
+    return observation
+
+
+@pytest.mark.parametrize('n_step', [1, 2, 3, 4, 6])
+def test_states_and_next_states_equal_stacks_built_frame_by_frame(n_step):
+    """One gather serves a transition's overlapping state and next state (n_step < stack), two
+    gathers the others; either way every pixel is the stored frame's, or padding."""
+    memory = replay.ReplayMemory(2 * 30, (3, 2, 4), np.uint8, stack=4, num_streams=2, seed=4,
+                                 n_step=n_step, gamma=0.9)
+    rng = np.random.default_rng(n_step)
+    for stream in range(2):  # 70 steps into 30 per stream: the streams wrap around
+        for step in range(70):
+            memory.add(stream, rng.integers(1, 256, (3, 2, 4), dtype=np.uint8), 0, 0.0,
+                       bool(rng.random() < 0.1), bool(step == 0 or rng.random() < 0.2))
+    streams, positions = memory.sample_indices(300)
+    batch = memory.transitions(streams, positions)
+    for index, (stream, position) in enumerate(zip(streams, positions)):
+        np.testing.assert_array_equal(batch.observations[index],
+                                      _stack_by_hand(memory, stream, position))
+        np.testing.assert_array_equal(batch.next_observations[index], _stack_by_hand(
+            memory, stream, (position + n_step) % memory.stream_capacity))
+    assert batch.observations.dtype == np.uint8 and batch.observations.shape == (300, 3, 2, 4)
