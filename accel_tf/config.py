@@ -164,8 +164,8 @@ class AccelConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_
                        f"train once per rollout on the parameters that acted (allowed for: "
                        f"{', '.join(REUSING)})")
         self.validate_reuse(self.sampler, self.distribute, self.overlap_learning,
-                            self.compute_dtype, self.jit_compile,
-                            getattr(self.actor_critic, 'gae_lambda', None), self.torso_kwargs)
+                            self.jit_compile, getattr(self.actor_critic, 'gae_lambda', None),
+                            self.torso_kwargs)
 
     def _validate_row(self):
         """What the algorithm's row asks of AccelConfig: its optimizer, no schedule where it has

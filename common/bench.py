@@ -28,9 +28,9 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
                     pipeline; {dqn,rainbow}_512/async: a trainer thread beside the sampler;
   .../xla            paac, dqn/standard, ga3c, accel/{a2c,ppo}/learn, accel/{dqn,rainbow}_512
                     with the networks' calls XLA-compiled (RunConfig.jit_compile);
-  .../bfloat16       paac, paac/{ale_vector,network}, dqn/{standard,both}, accel/ppo,
-                    accel/{a2c,ppo}/learn, accel/{dqn,rainbow}_512 with the torsos in bfloat16
-                    (RunConfig.compute_dtype);
+  .../bfloat16       paac, paac/{ale_vector,network}, paac/{ale_vector,network}/reuse,
+                    dqn/{standard,both}, accel/ppo, accel/{a2c,ppo}/learn,
+                    accel/{dqn,rainbow}_512 with the torsos in bfloat16 (RunConfig.compute_dtype);
   .../overlap        paac, accel/{a2c,ppo} learning while sampling (OverlapConfig.overlap_learning);
   .../reuse          paac, paac/ale_vector, paac/network, accel/a2c with the update reusing the
                     acting pass's torso outputs (ActingPassConfig.reuse_activations);

@@ -6,7 +6,7 @@ torso in bfloat16, paac/overlap learning while sampling, paac/ale_vector its env
 ale_py's vector env (/alternating: in two groups taking turns with the policy), paac/network the
 network's work alone (act calls and updates on one rollout, no environment); /reuse: the update
 reusing the acting pass; paac/ale_vector/bfloat16 and paac/network/bfloat16: those two with the
-torso in bfloat16. The bench's --num_workers applies to the env-only rows, not here: the
+torso in bfloat16 (/reuse/bfloat16: both levers). The bench's --num_workers applies to the env-only rows, not here: the
 rows measure the commands a user runs."""
 from common.envs import pools
 from common.tools import timing
@@ -105,4 +105,9 @@ ROWS = {
     'paac/ale_vector/bfloat16': lambda settings: paac_rate(settings, extra=[BFLOAT16],
                                                            kind='ale_vector'),
     'paac/network/bfloat16': lambda settings: network_rate(settings, extra=[BFLOAT16]),
+    # Both levers: the update reusing a bfloat16 acting pass.
+    'paac/ale_vector/reuse/bfloat16': lambda settings: paac_rate(
+        settings, extra=[REUSE, BFLOAT16], kind='ale_vector'),
+    'paac/network/reuse/bfloat16': lambda settings: network_rate(settings,
+                                                                 extra=[REUSE, BFLOAT16]),
 }

@@ -104,7 +104,7 @@ class PAACConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_l
                                           self.distribute)
         self.validate_overlap(self.distribute)
         self.validate_reuse(self.sampler, self.distribute, self.overlap_learning,
-                            self.compute_dtype, self.jit_compile)
+                            self.jit_compile)
 
     def validate_cluster(self, num_cluster_workers):
         """Raises ConfigError unless the simulators and worker processes split evenly over a

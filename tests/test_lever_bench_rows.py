@@ -38,6 +38,8 @@ def test_accel_and_paac_bfloat16_rows_train_bfloat16_torsos(monkeypatch):
     _remember_learners(monkeypatch, paac_rows.paac, built)
     names = ((accel_rows.ROWS, 'accel/a2c/learn/bfloat16'), (paac_rows.ROWS, 'paac/bfloat16'),
              (paac_rows.ROWS, 'paac/ale_vector/bfloat16'),
+             (paac_rows.ROWS, 'paac/ale_vector/reuse/bfloat16'),
+             (paac_rows.ROWS, 'paac/network/reuse/bfloat16'),
              (paac_rows.ROWS, 'paac/network/bfloat16'))
     for rows, name in names:
         gin.clear_config()
@@ -117,7 +119,9 @@ def test_the_paac_network_row_steps_no_environment_while_timed(monkeypatch):
 
 @pytest.mark.parametrize('rows, name', [(paac_rows.ROWS, 'paac/network/reuse'),
                                         (accel_rows.ROWS, 'accel/a2c/reuse'),
-                                        (paac_rows.ROWS, 'paac/ale_vector/reuse')])
+                                        (paac_rows.ROWS, 'paac/ale_vector/reuse'),
+                                        (paac_rows.ROWS, 'paac/network/reuse/bfloat16'),
+                                        (paac_rows.ROWS, 'paac/ale_vector/reuse/bfloat16')])
 def test_the_reuse_rows_train_on_the_acting_pass_and_never_on_a_forward_of_their_own(
         monkeypatch, rows, name):
     built = []

@@ -128,8 +128,8 @@ class ActingPassConfig:
     same gradients, one forward pass fewer."""
     reuse_activations: bool = False
 
-    def validate_reuse(self, sampler, distribute_config, overlap_learning, compute_dtype,
-                       jit_compile, gae_lambda=None, torso_kwargs=None):
+    def validate_reuse(self, sampler, distribute_config, overlap_learning, jit_compile,
+                       gae_lambda=None, torso_kwargs=None):
         """Raises ConfigError if reuse_activations is asked where the update cannot take the
         acting pass's outputs as its own (common/learners/activation_reuse.py)."""
         if not self.reuse_activations:
@@ -141,7 +141,6 @@ class ActingPassConfig:
                 (sampler == 'synchronized', f'sampler={sampler!r}', "'synchronized'"),
                 (strategy == 'none', f'DistributeConfig.strategy={strategy!r}', "'none'"),
                 (not overlap_learning, 'overlap_learning=True', 'False'),
-                (compute_dtype == 'float32', f'compute_dtype={compute_dtype!r}', "'float32'"),
                 (not jit_compile, 'jit_compile=True', 'False'),
                 (gae_lambda is None, f'gae_lambda={gae_lambda!r}', 'None (n-step returns)'),
                 (activation in REUSABLE_ACTIVATIONS, f'a torso activation {activation!r}',

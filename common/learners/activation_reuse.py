@@ -7,8 +7,11 @@ run the backward pass alone: the same gradients without a second forward pass ov
 run_layers(torso, inputs) -> every layer's output; torso_gradients(...) -> each torso variable's
 gradient, by the formulas of TensorFlow's own gradients of these layers (the Conv2D backprop ops,
 MatMul's, ReLU's and tanh's from their outputs), so the update is the one autodiff gives.
-Torsos of Conv2D, Dense, Flatten and ZeroPadding2D layers computing in float32 (every torso of
-common/learners/networks.py) are supported; check_torso names anything else.
+Torsos of Conv2D, Dense, Flatten and ZeroPadding2D layers computing in float32, or in bfloat16
+on float32 variables (tf-keras' mixed_bfloat16: every torso of common/learners/networks.py, in
+either RunConfig.compute_dtype) are supported; check_torso names anything else. In bfloat16 the
+backward pass runs in bfloat16 as autodiff's does: each layer's kernel cast to it, each gradient
+cast back to its float32 variable.
 """
 import tensorflow as tf
 import tf_keras as keras
@@ -23,6 +26,7 @@ ACTIVATIONS = {keras.activations.relu: 'relu', keras.activations.tanh: 'tanh',
 # to recompute from the layer before.
 STORED_LAYERS = (layers.Conv2D, layers.Dense)
 RECOMPUTED_LAYERS = (layers.Flatten, layers.ZeroPadding2D)
+COMPUTE_DTYPES = ('float32', 'bfloat16')
 
 
 def check_torso(torso):
@@ -30,10 +34,15 @@ def check_torso(torso):
     if not any(isinstance(layer, STORED_LAYERS) for layer in torso.layers):
         raise ValueError(f'reusing the acting pass: torso {torso.name!r} has no Conv2D or Dense '
                          'layer (nothing to keep)')
+    dtypes = {layer.compute_dtype for layer in torso.layers}
     for layer in torso.layers:
-        if layer.compute_dtype != 'float32':
-            raise ValueError(f'reusing the acting pass needs a float32 torso; layer {layer.name!r}'
-                             f' computes in {layer.compute_dtype} (allowed: float32)')
+        if layer.compute_dtype not in COMPUTE_DTYPES or layer.variable_dtype != 'float32':
+            raise ValueError(f'reusing the acting pass: layer {layer.name!r} computes in '
+                             f'{layer.compute_dtype} on {layer.variable_dtype} variables (allowed: '
+                             f'{" or ".join(COMPUTE_DTYPES)} on float32 variables)')
+        if len(dtypes) > 1:
+            raise ValueError(f'reusing the acting pass: the torso {torso.name!r} mixes compute '
+                             f'dtypes {sorted(dtypes)} (allowed: one of {COMPUTE_DTYPES})')
         if isinstance(layer, RECOMPUTED_LAYERS):
             if getattr(layer, 'data_format', 'channels_last') != 'channels_last':
                 raise ValueError(f'reusing the acting pass: layer {layer.name!r} has data_format '
@@ -106,12 +115,35 @@ def _unpad(layer, upstream):
     return upstream[:, top:shape[1] - bottom, left:shape[2] - right, :]
 
 
+def _weighted_layer_gradients(layer, layer_input, upstream, propagate):
+    """(kernel gradient, bias gradient, gradient with respect to the layer's input or None) of a
+    Conv2D or Dense layer, given the gradient upstream of its pre-activation, in its compute
+    dtype (the kernel cast to it, as the layer's call does)."""
+    kernel = tf.cast(layer.kernel, upstream.dtype)
+    below = None
+    if isinstance(layer, layers.Dense):
+        kernel_gradient = tf.matmul(layer_input, upstream, transpose_a=True)
+        if propagate:
+            below = tf.matmul(upstream, kernel, transpose_b=True)
+    else:
+        strides, padding = [1, *layer.strides, 1], layer.padding.upper()
+        kernel_gradient = tf.raw_ops.Conv2DBackpropFilter(
+            input=layer_input, filter_sizes=tf.shape(kernel), out_backprop=upstream,
+            strides=strides, padding=padding)
+        if propagate:
+            below = tf.raw_ops.Conv2DBackpropInput(
+                input_sizes=tf.shape(layer_input), filter=kernel, out_backprop=upstream,
+                strides=strides, padding=padding)
+    return kernel_gradient, tf.raw_ops.BiasAddGrad(out_backprop=upstream), below
+
+
 def torso_gradients(torso, inputs, outputs, features_gradient):
     """{variable.ref(): gradient} of the torso's trainable variables for the gradient
     features_gradient of the objective with respect to the torso's output, given the torso's
     inputs and every layer's output on them (run_layers or layer_outputs)."""
     gradients = {}
-    upstream = features_gradient
+    upstream = tf.cast(features_gradient, torso.layers[0].compute_dtype)
+    inputs = tf.cast(inputs, upstream.dtype)  # as the first layer's call casts them
     first_weighted = min(index for index, layer in enumerate(torso.layers)
                          if isinstance(layer, STORED_LAYERS))
     for index in reversed(range(first_weighted, len(torso.layers))):
@@ -124,20 +156,8 @@ def torso_gradients(torso, inputs, outputs, features_gradient):
             upstream = _unpad(layer, upstream)
             continue
         upstream = _activation_gradient(layer, outputs[index], upstream)
-        if isinstance(layer, layers.Dense):
-            gradients[layer.kernel.ref()] = tf.matmul(layer_input, upstream, transpose_a=True)
-            gradients[layer.bias.ref()] = tf.reduce_sum(upstream, axis=0)
-            if index > first_weighted:
-                upstream = tf.matmul(upstream, layer.kernel, transpose_b=True)
-        else:
-            strides = [1, *layer.strides, 1]
-            padding = layer.padding.upper()
-            gradients[layer.kernel.ref()] = tf.raw_ops.Conv2DBackpropFilter(
-                input=layer_input, filter_sizes=tf.shape(layer.kernel), out_backprop=upstream,
-                strides=strides, padding=padding)
-            gradients[layer.bias.ref()] = tf.reduce_sum(upstream, axis=[0, 1, 2])
-            if index > first_weighted:
-                upstream = tf.raw_ops.Conv2DBackpropInput(
-                    input_sizes=tf.shape(layer_input), filter=layer.kernel,
-                    out_backprop=upstream, strides=strides, padding=padding)
+        kernel_gradient, bias_gradient, upstream = _weighted_layer_gradients(
+            layer, layer_input, upstream, index > first_weighted)
+        gradients[layer.kernel.ref()] = tf.cast(kernel_gradient, layer.variable_dtype)
+        gradients[layer.bias.ref()] = tf.cast(bias_gradient, layer.variable_dtype)
     return gradients

@@ -200,7 +200,7 @@ class ActorCriticLearner(PolicyLearner):
                                                    input_signature=[observation_spec])
             probe = model.scaled(tf.zeros((1,) + tuple(observation_spec.shape[1:]),
                                           observation_spec.dtype))
-            kept = [tf.TensorSpec((None,) + tuple(output.shape[1:]), tf.float32)
+            kept = [tf.TensorSpec((None,) + tuple(output.shape[1:]), output.dtype)
                     for output in activation_reuse.stored_outputs(
                         model.torso, activation_reuse.run_layers(model.torso, probe))]
             self.train_on_kept_outputs = tf.function(

@@ -263,13 +263,16 @@ def test_an_overlapped_run_saves_after_its_last_update_and_refuses_several_devic
                                                                 num_replicas=2))
 
 
-def test_reusing_the_acting_pass_trains_as_the_plain_unit():
-    """PAACConfig.reuse_activations: side by side with the plain unit from the same seeds, the
-    same actions in every rollout and the same weights after each of 12 updates (to float
-    rounding, which RMSProp's small denominators grow over many more)."""
+@pytest.mark.parametrize('compute_dtype', ['float32', 'bfloat16'])
+def test_reusing_the_acting_pass_trains_as_the_plain_unit(compute_dtype):
+    """PAACConfig.reuse_activations: side by side with the plain unit from the same seeds (both
+    with the torso in compute_dtype), the same actions in every rollout and the same weights
+    after each of 12 updates (to float rounding, which RMSProp's small denominators grow over
+    many more)."""
     units = []
     for reuse in (False, True):
-        config = _cartpole_config(reuse_activations=reuse, learning_rate=0.05)
+        config = _cartpole_config(reuse_activations=reuse, learning_rate=0.05,
+                                  compute_dtype=compute_dtype)
         pool = pools.SerialPool(config.env_config, config.num_envs, seed=3)
         units.append(on_policy.OnPolicyUnit(
             samplers.make_sampler('synchronized', pool, config.horizon),
@@ -294,7 +297,6 @@ def test_reusing_the_acting_pass_trains_as_the_plain_unit():
 @pytest.mark.parametrize('overrides, named', [
     ({'sampler': 'alternating', 'num_workers': 2}, "sampler='alternating'"),
     ({'overlap_learning': True}, 'overlap_learning=True'),
-    ({'compute_dtype': 'bfloat16'}, "compute_dtype='bfloat16'"),
     ({'jit_compile': True}, 'jit_compile=True'),
     ({'distribute': config_lib.DistributeConfig(strategy='mirrored', num_replicas=2),
       'num_workers': 2}, "DistributeConfig.strategy='mirrored'"),

@@ -20,10 +20,11 @@ TORSO_CASES = [  # (network, torso_kwargs, observation shape); small frames keep
 ]
 
 
-def _model(network, torso_kwargs, shape):
+def _model(network, torso_kwargs, shape, compute_dtype='float32'):
     dtype = np.uint8 if len(shape) == 3 else np.float32
     return networks.make_actor_critic(5, shape, dtype, network=network,
-                                      torso_kwargs=torso_kwargs, seed=3), dtype
+                                      torso_kwargs=torso_kwargs, seed=3,
+                                      compute_dtype=compute_dtype), dtype
 
 
 def _observations(shape, dtype, rows=6):
@@ -40,9 +41,16 @@ def _objective(logits, values):
             + tf.reduce_sum(tf.square(values - 0.3)))
 
 
+# How close to autodiff's each gradient must be, relative to its largest element: the same ops in
+# both (a wrong formula is off by far more), float rounding apart.
+TOLERANCES = {'float32': 2e-5, 'bfloat16': 2e-5}
+
+
+@pytest.mark.parametrize('compute_dtype', sorted(TOLERANCES))
 @pytest.mark.parametrize('network, torso_kwargs, shape', TORSO_CASES)
-def test_torso_gradients_from_kept_outputs_equal_autodiffs(network, torso_kwargs, shape):
-    model, dtype = _model(network, torso_kwargs, shape)
+def test_torso_gradients_from_kept_outputs_equal_autodiffs(network, torso_kwargs, shape,
+                                                           compute_dtype):
+    model, dtype = _model(network, torso_kwargs, shape, compute_dtype)
     observations = _observations(shape, dtype)
     with tf.GradientTape() as tape:
         logits, values = model(observations)
@@ -68,9 +76,11 @@ def test_torso_gradients_from_kept_outputs_equal_autodiffs(network, torso_kwargs
     np.testing.assert_allclose(objective.numpy(), expected_objective.numpy(), rtol=1e-5)
     assert set(found) == {variable.ref() for variable in model.trainable_variables}
     for variable, gradient in zip(model.trainable_variables, expected):
+        assert found[variable.ref()].dtype == variable.dtype == tf.float32
         scale = np.abs(gradient.numpy()).max() + 1e-12
         np.testing.assert_allclose(found[variable.ref()].numpy() / scale,
-                                   gradient.numpy() / scale, atol=2e-5, err_msg=variable.name)
+                                   gradient.numpy() / scale, atol=TOLERANCES[compute_dtype],
+                                   err_msg=variable.name)
 
 
 def test_kept_outputs_are_the_conv_and_dense_layers_and_the_rest_is_recomputed():
@@ -111,24 +121,34 @@ def test_a_dense_layer_on_images_is_refused_when_run():
         activation_reuse.run_layers(torso, tf.zeros((1, 8, 8, 2)))
 
 
-def test_a_bfloat16_torso_is_refused():
-    model = networks.make_actor_critic(3, (44, 36, 4), np.uint8, network='nips',
-                                       compute_dtype='bfloat16')
-    with pytest.raises(ValueError, match='computes in bfloat16'):
-        activation_reuse.check_torso(model.torso)
-    for network in networks.NETWORK_NAMES:  # every torso of the tree in float32 is held
+@pytest.mark.parametrize('layers, named', [
+    ([keras.layers.Conv2D(4, 3, dtype='float16')], 'computes in float16 on float16 variables'),
+    ([keras.layers.Conv2D(4, 3, dtype='mixed_float16')], 'computes in float16 on float32'),
+    ([keras.layers.Conv2D(4, 3, dtype='mixed_bfloat16'), keras.layers.Flatten(),
+      keras.layers.Dense(4)], r"mixes compute dtypes \['bfloat16', 'float32'\]"),
+])
+def test_a_torso_in_another_dtype_or_in_two_is_refused(layers, named):
+    torso = keras.Sequential(layers)
+    torso.build((None, 8, 8, 2))
+    with pytest.raises(ValueError, match=named):
+        activation_reuse.check_torso(torso)
+
+
+@pytest.mark.parametrize('compute_dtype', ['float32', 'bfloat16'])
+def test_every_torso_of_the_tree_is_held_in_either_compute_dtype(compute_dtype):
+    for network in networks.NETWORK_NAMES:
         shape = (4,) if network == 'mlp' else (104, 80, 4)
-        activation_reuse.check_torso(_model(network, None, shape)[0].torso)
+        activation_reuse.check_torso(_model(network, None, shape, compute_dtype)[0].torso)
 
 
 def _paac_like_learner(horizon, seed=5, gae_lambda=None, standardize_observations=False,
-                       **extra):
+                       compute_dtype='float32', **extra):
     from common.learners import actor_critic, optim  # pylint: disable=import-outside-toplevel
 
     def model():
         return networks.make_actor_critic(
             4, (44, 36, 4), np.uint8, network='nips', seed=seed, initializer='fan_in_uniform',
-            standardize_observations=standardize_observations)
+            standardize_observations=standardize_observations, compute_dtype=compute_dtype)
 
     if extra.get('acting_model') == 'copy':
         extra['acting_model'] = model()
@@ -139,13 +159,15 @@ def _paac_like_learner(horizon, seed=5, gae_lambda=None, standardize_observation
                                            spec, seed=seed, horizon=horizon, **extra)
 
 
-def test_a_rollout_acted_and_trained_with_kept_outputs_updates_as_the_plain_learner():
+@pytest.mark.parametrize('compute_dtype', ['float32', 'bfloat16'])
+def test_a_rollout_acted_and_trained_with_kept_outputs_updates_as_the_plain_learner(
+        compute_dtype):
     """Two learners from the same weights and seed, over three rollouts of random frames: the
     keeping one acts (same actions) and trains on its kept outputs, the plain one trains on a
     forward pass of its own: the same statistics and the same weights after every update."""
     horizon, num_envs = 3, 4
-    keeping = _paac_like_learner(horizon, reuse_activations=True)
-    plain = _paac_like_learner(horizon)
+    keeping = _paac_like_learner(horizon, reuse_activations=True, compute_dtype=compute_dtype)
+    plain = _paac_like_learner(horizon, compute_dtype=compute_dtype)
     generator = np.random.default_rng(7)
     for _ in range(3):
         observations = generator.integers(0, 256, (horizon + 1, num_envs, 44, 36, 4), np.uint8)
