@@ -295,11 +295,15 @@ class ReplayMemory:
     def saved_state(self, env_steps, kind):
         """(arrays, meta) that save() writes: every array that holds steps or says where they
         go, the settings, the sampling generator's state; ReplayFileError if nothing is held or
-        a write was cut short (a save would hold half a step)."""
+        a write was cut short (a save would hold half a step). The per-step arrays go only up
+        to the furthest position any stream has written (before the streams wrap, a replay
+        stopped at 15% full saves 15% of its frames), as views, not copies."""
         self.writes.refuse_save('a save would hold half a step')
         if len(self) == 0:
             raise replay_files.ReplayFileError('replay holds no steps')
-        arrays = {name: getattr(self, name) for name in SAVED_ARRAYS}
+        filled = int(self.counts.max())
+        arrays = {name: getattr(self, name)[:, :filled] if name in STEP_ARRAYS
+                  else getattr(self, name) for name in SAVED_ARRAYS}
         meta = {'format': replay_files.FORMAT, 'kind': kind, 'env_steps': int(env_steps),
                 'settings': self.settings(), 'gamma': self.gamma,
                 'arrays': {name: {'shape': list(array.shape), 'dtype': array.dtype.name}
@@ -335,15 +339,26 @@ class ReplayMemory:
         slice by slice into self.frames (no second copy in memory), then cursors and counts;
         marks the session boundary. Any failure, or an interrupt, leaves the replay empty."""
         Error = replay_files.ReplayFileError
-        small = {name: replay_files.load_array(directory, name, getattr(self, name).shape,
-                                               getattr(self, name).dtype)
+        capacity = self.stream_capacity
+        try:
+            filled = int(meta['arrays']['frames']['shape'][1])
+        except (KeyError, TypeError, IndexError, ValueError) as error:
+            raise Error(f'{directory}/{replay_files.META_FILE} lacks the shape of frames '
+                        f'({error!r})') from None
+        if not 0 < filled <= capacity:
+            raise Error(f'{directory} holds {filled} positions per stream; this replay has '
+                        f'{capacity}')
+        small = {name: replay_files.load_array(
+                     directory, name, getattr(self, name)[:, :filled].shape
+                     if name in STEP_ARRAYS else getattr(self, name).shape,
+                     getattr(self, name).dtype)
                  for name in SAVED_ARRAYS if name not in ('frames', 'dangling')}
         cursors, counts = small.pop('cursors'), small.pop('counts')
-        capacity = self.stream_capacity
-        if (np.any((cursors < 0) | (cursors >= capacity) | (counts < 0) | (counts > capacity))
+        if (np.any((cursors < 0) | (cursors >= capacity) | (counts < 0) | (counts > filled))
                 or np.any((counts < capacity) & (cursors != counts))):
             raise Error(f'{directory} holds cursors {cursors.tolist()} and counts '
-                        f'{counts.tolist()} that no replay of {capacity} steps per stream has')
+                        f'{counts.tolist()} that no replay of {capacity} steps per stream '
+                        f'saved to {filled} positions has')
         try:
             dangling_shape = tuple(meta['arrays']['dangling']['shape'])
         except (KeyError, TypeError) as error:
@@ -360,9 +375,9 @@ class ReplayMemory:
                         f'({type(error).__name__}: {error})') from None
         self.clear()
         try:
-            replay_files.copy_array_into(directory, 'frames', self.frames)
+            replay_files.copy_array_into(directory, 'frames', self.frames[:, :filled])
             for name, array in small.items():
-                getattr(self, name)[...] = array
+                getattr(self, name)[:, :filled] = array
             self.cursors[:], self.counts[:] = cursors, counts
         except BaseException:
             self.clear()
@@ -389,6 +404,8 @@ class ReplayMemory:
         self.writes.reset()
 
 
-# What ReplayMemory.save() writes, each as <name>.npy.
+# What ReplayMemory.save() writes, each as <name>.npy; the per-step ones [stream, position]
+# only up to the furthest position written.
 SAVED_ARRAYS = ('frames', 'actions', 'rewards', 'terminals', 'episode_starts', 'cursors',
                 'counts', 'dangling')
+STEP_ARRAYS = ('frames', 'actions', 'rewards', 'terminals', 'episode_starts')

@@ -6,7 +6,8 @@ that ends cleanly (total_steps reached, Ctrl-C or SIGTERM) saves its replay besi
 checkpoint, as Dopamine checkpoints its replay buffer (dopamine/replay_memory/
 circular_replay_buffer.py, save/load: np.save of each array, gzipped there), and the next
 session restores it if it belongs to the checkpoint it resumed from. Only at a session's end: a
-Pong replay of 1M frames is ~7 GB.
+Pong replay of 1M frames is ~7 GB; one stopped before its streams wrap saves only the positions
+written so far.
 
 A saved replay is a directory: one uncompressed .npy file per array (np.save's format, written
 in one pass: seconds for GBs; memory-mapped to read back without a second copy of the frames,
@@ -96,15 +97,30 @@ def _remove_leftovers(directory):
             shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
 
 
+def _contiguous_parts(array):
+    """array itself if C-contiguous, else its slices along the first axis (each C-contiguous,
+    as a replay's arrays cut to their filled positions are): what a copy can go through
+    without a second copy of the whole array in memory."""
+    if array.flags.c_contiguous:
+        return [array]
+    parts = list(array) if array.ndim > 1 else []
+    if not parts or not all(part.flags.c_contiguous for part in parts):
+        raise ValueError(f'an array of shape {array.shape} and strides {array.strides} is not '
+                         'contiguous along its first axis\'s slices')
+    return parts
+
+
 def _write_npy(path, array):
-    """array (C-contiguous) as the .npy file path, what np.save writes, flushed to the disk;
-    the data goes through one file write, whose OSError names the cause (np.save's tofile says
-    only how many bytes it wrote), and path is named in any OSError."""
+    """array (C-contiguous, or contiguous in each slice along its first axis) as the .npy file
+    path, what np.save writes, flushed to the disk; the data goes through file writes whose
+    OSError names the cause (np.save's tofile says only how many bytes it wrote), and path is
+    named in any OSError."""
     with file_writes.naming(path):
         with open(path, 'wb') as f:
             np.lib.format.write_array_header_1_0(
                 f, np.lib.format.header_data_from_array_1_0(array))
-            f.write(memoryview(array.reshape(-1)).cast('B'))
+            for part in _contiguous_parts(array):
+                f.write(memoryview(part.reshape(-1)).cast('B'))
             f.flush()
             os.fsync(f.fileno())
 
@@ -188,7 +204,7 @@ def write_directory(directory, arrays, meta, margin_bytes=None):
         with file_writes.naming(temporary):
             os.mkdir(temporary)
         for name, array in arrays.items():
-            _write_npy(os.path.join(temporary, name + '.npy'), np.ascontiguousarray(array))
+            _write_npy(os.path.join(temporary, name + '.npy'), np.asarray(array))
         _write_meta(os.path.join(temporary, META_FILE), meta)
         _swap(temporary, directory)
     except BaseException as error:
@@ -242,15 +258,19 @@ def load_array(directory, name, shape, dtype):
 
 
 def copy_array_into(directory, name, target, chunk_bytes=CHUNK_BYTES):
-    """Copies name.npy into target (same shape and dtype) through a read-only memory map, slice
-    by slice, so the file is never held in memory beside target."""
+    """Copies name.npy into target (same shape and dtype; C-contiguous, or contiguous in each
+    slice along its first axis) through a read-only memory map, slice by slice, so the file is
+    never held in memory beside target."""
     source = _open_array(directory, name, target.shape, target.dtype, mmap_mode='r')
-    rows_source = source.reshape((len(source) * source.shape[1],) + source.shape[2:]) \
-        if source.ndim > 1 else source
-    rows_target = target.reshape(rows_source.shape)  # a view: the replay's arrays are contiguous
-    step = max(1, chunk_bytes // max(1, rows_source[:1].nbytes))
-    for start in range(0, len(rows_source), step):
-        rows_target[start:start + step] = rows_source[start:start + step]
+    parts = _contiguous_parts(target)
+    sources = [source] if len(parts) == 1 else list(source)
+    for source_part, target_part in zip(sources, parts):
+        rows_source = source_part.reshape((-1,) + source_part.shape[2:]) \
+            if source_part.ndim > 1 else source_part
+        rows_target = target_part.reshape(rows_source.shape)  # a view: contiguous
+        step = max(1, chunk_bytes // max(1, rows_source[:1].nbytes))
+        for start in range(0, len(rows_source), step):
+            rows_target[start:start + step] = rows_source[start:start + step]
 
 
 def save_for_resume(replay, run_dir, env_steps, margin_bytes=None):

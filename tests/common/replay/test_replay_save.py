@@ -76,6 +76,65 @@ def test_a_round_trip_restores_every_array_the_cursors_counts_and_the_next_draws
         _assert_batches_equal(restored.sample(16), memory.sample(16))
 
 
+@pytest.mark.parametrize('kind', ['uniform', 'prioritized'])
+def test_a_replay_not_yet_wrapped_saves_only_its_filled_positions_and_restores_whole(tmp_path,
+                                                                                    kind):
+    memory = _memory(seed=3)
+    writer = (memory if kind == 'uniform'
+              else prioritized_replay.PrioritizedReplay(memory, alpha=0.6, seed=5))
+    _fill(memory, 9, writer=writer)        # 9 of each stream's 20 positions
+    writer.add(1, np.full(SHAPE, 77, np.uint8), 2, 0.5, False, False)  # stream 1 one ahead
+    directory = str(tmp_path / 'replay')
+    writer.save(directory, 1000, margin_bytes=0)
+    filled = int(memory.counts.max())
+    frames_file = os.path.join(directory, 'frames.npy')
+    assert np.load(frames_file, mmap_mode='r').shape == (2, filled, 3, 2)
+    with open(frames_file, 'rb') as f:  # the data after the header: the filled positions
+        np.lib.format.read_magic(f)
+        np.lib.format.read_array_header_1_0(f)
+        assert os.path.getsize(frames_file) - f.tell() == memory.frames[:, :filled].nbytes
+    assert filled < memory.stream_capacity
+    meta = json.loads((tmp_path / 'replay' / replay_files.META_FILE).read_text())
+    assert meta['arrays']['frames']['shape'] == [2, filled, 3, 2]
+
+    restored_memory = _memory(seed=99)
+    restored = (restored_memory if kind == 'uniform'
+                else prioritized_replay.PrioritizedReplay(restored_memory, alpha=0.6, seed=7))
+    restored.restore(directory, 1000)
+    for name in replay.STEP_ARRAYS + ('cursors', 'counts'):
+        np.testing.assert_array_equal(getattr(restored_memory, name), getattr(memory, name),
+                                      name)
+    if kind == 'prioritized':
+        np.testing.assert_array_equal(restored.sampling.tree.nodes, writer.sampling.tree.nodes)
+        for _ in range(3):
+            (batch, indices, weights), expected = (restored.sample(8, beta=0.5),
+                                                   writer.sample(8, beta=0.5))
+            _assert_batches_equal(batch, expected[0])
+            np.testing.assert_array_equal(indices, expected[1])
+            np.testing.assert_array_equal(weights, expected[2])
+    else:
+        for _ in range(3):
+            _assert_batches_equal(restored.sample(16), writer.sample(16))
+
+
+def test_a_save_of_every_position_restores_into_a_replay_not_yet_wrapped(tmp_path):
+    """What saves wrote before they stopped at the filled positions: the whole capacity."""
+    memory = _memory(seed=3)
+    _fill(memory, 9)
+    arrays, meta = memory.saved_state(1000, 'uniform')
+    for name in replay.STEP_ARRAYS:
+        arrays[name] = getattr(memory, name)
+        meta['arrays'][name]['shape'] = list(arrays[name].shape)
+    directory = str(tmp_path / 'replay')
+    replay_files.write_directory(directory, arrays, meta, margin_bytes=0)
+    assert np.load(os.path.join(directory, 'frames.npy'), mmap_mode='r').shape == (2, 20, 3, 2)
+    restored = _memory(seed=99)
+    restored.restore(directory, 1000)
+    for name in replay.STEP_ARRAYS + ('cursors', 'counts'):
+        np.testing.assert_array_equal(getattr(restored, name), getattr(memory, name), name)
+    _assert_batches_equal(restored.sample(16), memory.sample(16))
+
+
 def test_a_prioritized_round_trip_restores_the_priorities_their_maximum_and_draws(tmp_path):
     prioritized = prioritized_replay.PrioritizedReplay(_memory(seed=1), alpha=0.6, seed=5)
     _fill(prioritized.memory, 25, writer=prioritized)
