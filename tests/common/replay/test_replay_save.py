@@ -1,6 +1,6 @@
 """A replay memory saved at a session's end and restored on resume (common/replay/replay_files.py):
-round trips, refusals, the session boundary, atomic replacement, a full disk, and the session-end
-hook of the training loop."""
+round trips (of a replay not yet wrapped: only its filled positions saved), refusals, the session
+boundary, atomic replacement, a full disk, and the session-end hook of the training loop."""
 import json
 import os
 
