@@ -97,17 +97,11 @@ def _remove_leftovers(directory):
             shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
 
 
-def _contiguous_parts(array):
-    """array itself if C-contiguous, else its slices along the first axis (each C-contiguous,
-    as a replay's arrays cut to their filled positions are): what a copy can go through
-    without a second copy of the whole array in memory."""
-    if array.flags.c_contiguous:
-        return [array]
-    parts = list(array) if array.ndim > 1 else []
-    if not parts or not all(part.flags.c_contiguous for part in parts):
-        raise ValueError(f'an array of shape {array.shape} and strides {array.strides} is not '
-                         'contiguous along its first axis\'s slices')
-    return parts
+def _parts(array):
+    """array alone if C-contiguous (or 1-D), else its slices along the first axis: a replay's
+    arrays cut to their filled positions are contiguous slice by slice, so a copy can go through
+    them without a second copy of the whole array in memory."""
+    return [array] if array.flags.c_contiguous or array.ndim < 2 else list(array)
 
 
 def _write_npy(path, array):
@@ -119,8 +113,8 @@ def _write_npy(path, array):
         with open(path, 'wb') as f:
             np.lib.format.write_array_header_1_0(
                 f, np.lib.format.header_data_from_array_1_0(array))
-            for part in _contiguous_parts(array):
-                f.write(memoryview(part.reshape(-1)).cast('B'))
+            for part in _parts(array):  # a copy only of a part that is not contiguous
+                f.write(memoryview(np.ascontiguousarray(part).reshape(-1)).cast('B'))
             f.flush()
             os.fsync(f.fileno())
 
@@ -262,7 +256,10 @@ def copy_array_into(directory, name, target, chunk_bytes=CHUNK_BYTES):
     slice along its first axis) through a read-only memory map, slice by slice, so the file is
     never held in memory beside target."""
     source = _open_array(directory, name, target.shape, target.dtype, mmap_mode='r')
-    parts = _contiguous_parts(target)
+    parts = _parts(target)
+    if not all(part.flags.c_contiguous for part in parts):
+        raise ValueError(f'copy_array_into: a target of shape {target.shape} and strides '
+                         f'{target.strides} is not contiguous slice by slice')
     sources = [source] if len(parts) == 1 else list(source)
     for source_part, target_part in zip(sources, parts):
         rows_source = source_part.reshape((-1,) + source_part.shape[2:]) \
