@@ -10,6 +10,7 @@ generator state go with the steps.
 """
 import numpy as np
 
+from common.replay import memory_state
 from common.replay import prioritized
 from common.replay import replay_files
 
@@ -77,7 +78,7 @@ class PrioritizedReplay:
         """ReplayMemory.save with the priorities (the sum tree's leaves; its inner sums are
         recomputed at restore), the running maximum and the draws' generator state."""
         self.writes.refuse_save('its priorities would not match its steps')
-        arrays, meta = self.memory.saved_state(env_steps, 'prioritized')
+        arrays, meta = memory_state.saved_state(self.memory, env_steps, 'prioritized')
         arrays['priorities'] = self.sampling.tree.leaves()
         meta['arrays']['priorities'] = {'shape': [self.sampling.capacity], 'dtype': 'float64'}
         meta['prioritized'] = {**self.settings(), 'max_priority': self.sampling.max_priority,
@@ -89,7 +90,7 @@ class PrioritizedReplay:
         setting if it cannot (the replay is then empty, no step drawable)."""
         Error = replay_files.ReplayFileError
         meta = replay_files.read_meta(directory)
-        self.memory.check_saved(meta, directory, env_steps, 'prioritized')
+        memory_state.check_saved(self.memory, meta, directory, env_steps, 'prioritized')
         saved = meta.get('prioritized') if isinstance(meta.get('prioritized'), dict) else {}
         for key, value in self.settings().items():
             if saved.get(key) != value:
@@ -110,7 +111,7 @@ class PrioritizedReplay:
             raise Error(f'{directory}/priorities.npy holds priorities that are not finite and '
                         f'>= 0')
         try:
-            self.memory.load_saved(directory, meta)
+            memory_state.load_saved(self.memory, directory, meta)
         except BaseException:
             self.sampling.tree.load(np.zeros(self.sampling.capacity))  # nothing to draw
             raise

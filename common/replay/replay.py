@@ -7,9 +7,10 @@ starts an episode; stacks and next states are rebuilt at sampling time. Frames o
 episode start are zeros, as AtariEnv pads a fresh episode. Each sampler (environment) writes its
 own stream, so a stack never mixes two environments. Nothing here imports TensorFlow.
 
-save() and restore() keep a replay across sessions (common/replay/replay_files.py). A restored
-replay ends where the last session stopped its environments: the next step each stream stores
-starts an episode, and the stream's last n_step steps before it, whose n-step transitions would
+save() and restore() keep a replay across sessions (common/replay/memory_state.py says what
+is saved, common/replay/replay_files.py how its files are written). A restored replay ends
+where the last session stopped its environments: the next step each stream stores starts an
+episode, and the stream's last n_step steps before it, whose n-step transitions would
 reach into the new session, are never drawn (dangling) until overwritten.
 """
 from typing import NamedTuple
@@ -17,6 +18,7 @@ from typing import NamedTuple
 import cv2
 import numpy as np
 
+from common.replay import memory_state
 from common.replay import replay_files
 
 __all__ = ('Batch', 'frame_shape_of', 'footprint_bytes', 'ReplayMemory')
@@ -289,100 +291,19 @@ class ReplayMemory:
         """Writes this replay as directory, the replay of env_steps (replay_files.
         write_directory: beside it, then renamed in; margin_bytes left free); returns (bytes,
         whether the previous save was removed first). ReplayFileError if it cannot be."""
-        arrays, meta = self.saved_state(env_steps, 'uniform')
+        arrays, meta = memory_state.saved_state(self, env_steps, 'uniform')
         return replay_files.write_directory(directory, arrays, meta, margin_bytes)
-
-    def saved_state(self, env_steps, kind):
-        """(arrays, meta) that save() writes: every array that holds steps or says where they
-        go, the settings, the sampling generator's state; ReplayFileError if nothing is held or
-        a write was cut short (a save would hold half a step). The per-step arrays go only up
-        to the furthest position any stream has written (before the streams wrap, a replay
-        stopped at 15% full saves 15% of its frames), as views, not copies."""
-        self.writes.refuse_save('a save would hold half a step')
-        if len(self) == 0:
-            raise replay_files.ReplayFileError('replay holds no steps')
-        filled = int(self.counts.max())
-        arrays = {name: getattr(self, name)[:, :filled] if name in STEP_ARRAYS
-                  else getattr(self, name) for name in SAVED_ARRAYS}
-        meta = {'format': replay_files.FORMAT, 'kind': kind, 'env_steps': int(env_steps),
-                'settings': self.settings(), 'gamma': self.gamma,
-                'arrays': {name: {'shape': list(array.shape), 'dtype': array.dtype.name}
-                           for name, array in arrays.items()},
-                'rng_state': self.rng.bit_generator.state}
-        return arrays, meta
 
     def restore(self, directory, env_steps):
         """Reads a save() of this replay's settings and of env_steps into this (new) replay;
         ReplayFileError naming the file or the setting if it cannot (the replay is then empty)."""
         meta = replay_files.read_meta(directory)
-        self.check_saved(meta, directory, env_steps, 'uniform')
-        self.load_saved(directory, meta)
+        memory_state.check_saved(self, meta, directory, env_steps, 'uniform')
+        memory_state.load_saved(self, directory, meta)
 
-    def check_saved(self, meta, directory, env_steps, kind):
-        """ReplayFileError unless meta (a save's) is of kind, of env_steps, and of settings()."""
-        Error = replay_files.ReplayFileError
-        if meta.get('kind') != kind:
-            raise Error(f"{directory} holds a {meta.get('kind')} replay; this run's is {kind}")
-        if meta.get('env_steps') != env_steps:
-            saved = meta.get('env_steps')
-            saved = f'{saved:,}' if isinstance(saved, int) else repr(saved)
-            raise Error(f'{directory} holds the replay of step {saved}; the checkpoint resumed '
-                        f'from is at step {env_steps:,}')
-        saved = meta.get('settings') if isinstance(meta.get('settings'), dict) else {}
-        for key, value in self.settings().items():
-            if saved.get(key) != value:
-                raise Error(f"{directory} was saved with {key}={saved.get(key)!r}; this run's "
-                            f"replay has {key}={value!r}")
-
-    def load_saved(self, directory, meta):
-        """Reads a checked save into this replay: the small arrays first, then the frames
-        slice by slice into self.frames (no second copy in memory), then cursors and counts;
-        marks the session boundary. Any failure, or an interrupt, leaves the replay empty."""
-        Error = replay_files.ReplayFileError
-        capacity = self.stream_capacity
-        try:
-            filled = int(meta['arrays']['frames']['shape'][1])
-        except (KeyError, TypeError, IndexError, ValueError) as error:
-            raise Error(f'{directory}/{replay_files.META_FILE} lacks the shape of frames '
-                        f'({error!r})') from None
-        if not 0 < filled <= capacity:
-            raise Error(f'{directory} holds {filled} positions per stream; this replay has '
-                        f'{capacity}')
-        small = {name: replay_files.load_array(
-                     directory, name, getattr(self, name)[:, :filled].shape
-                     if name in STEP_ARRAYS else getattr(self, name).shape,
-                     getattr(self, name).dtype)
-                 for name in SAVED_ARRAYS if name not in ('frames', 'dangling')}
-        cursors, counts = small.pop('cursors'), small.pop('counts')
-        if (np.any((cursors < 0) | (cursors >= capacity) | (counts < 0) | (counts > filled))
-                or np.any((counts < capacity) & (cursors != counts))):
-            raise Error(f'{directory} holds cursors {cursors.tolist()} and counts '
-                        f'{counts.tolist()} that no replay of {capacity} steps per stream '
-                        f'saved to {filled} positions has')
-        try:
-            dangling_shape = tuple(meta['arrays']['dangling']['shape'])
-        except (KeyError, TypeError) as error:
-            raise Error(f'{directory}/{replay_files.META_FILE} lacks the shape of dangling '
-                        f'({error!r})') from None
-        dangling = replay_files.load_array(directory, 'dangling', dangling_shape, np.int64)
-        if dangling.ndim != 1 or np.any((dangling < 0) | (dangling >= self.capacity)):
-            raise Error(f'{directory}/dangling.npy holds steps outside this replay')
-        rng = np.random.default_rng()
-        try:
-            rng.bit_generator.state = meta['rng_state']
-        except (KeyError, TypeError, ValueError) as error:
-            raise Error(f'{directory}/{replay_files.META_FILE} holds no usable generator state '
-                        f'({type(error).__name__}: {error})') from None
-        self.clear()
-        try:
-            replay_files.copy_array_into(directory, 'frames', self.frames[:, :filled])
-            for name, array in small.items():
-                getattr(self, name)[:, :filled] = array
-            self.cursors[:], self.counts[:] = cursors, counts
-        except BaseException:
-            self.clear()
-            raise
-        self.rng = rng
+    def mark_session_boundary(self, dangling):
+        """After a restore: the steps in dangling and each stream's last n_step are never
+        drawn until overwritten, and each stream's next step starts an episode."""
         self.dangling = np.union1d(dangling, self._session_ends())
         self._restarting = np.ones(self.num_streams, bool)
 
@@ -402,10 +323,3 @@ class ReplayMemory:
         self.dangling = np.zeros(0, np.int64)
         self._restarting = None
         self.writes.reset()
-
-
-# What ReplayMemory.save() writes, each as <name>.npy; the per-step ones [stream, position]
-# only up to the furthest position written.
-SAVED_ARRAYS = ('frames', 'actions', 'rewards', 'terminals', 'episode_starts', 'cursors',
-                'counts', 'dangling')
-STEP_ARRAYS = ('frames', 'actions', 'rewards', 'terminals', 'episode_starts')

@@ -1,12 +1,13 @@
-"""A replay memory saved at a session's end and restored on resume (common/replay/replay_files.py):
+"""A replay memory saved at a session's end and restored on resume (common/replay/memory_state.py):
 round trips (of a replay not yet wrapped: only its filled positions saved), refusals, the session
-boundary, atomic replacement, a full disk, and the session-end hook of the training loop."""
+boundary, and writes cut short. The files themselves are test_replay_files.py's."""
 import json
 import os
 
 import numpy as np
 import pytest
 
+from common.replay import memory_state
 from common.replay import prioritized_replay
 from common.replay import replay
 from common.replay import replay_files
@@ -59,7 +60,7 @@ def test_a_round_trip_restores_every_array_the_cursors_counts_and_the_next_draws
     memory.sample(5)                       # the generator moved on from its seed
     directory = _saved(memory, tmp_path)
     assert sorted(os.listdir(directory)) == sorted(
-        [name + '.npy' for name in replay.SAVED_ARRAYS] + [replay_files.META_FILE])
+        [name + '.npy' for name in memory_state.SAVED_ARRAYS] + [replay_files.META_FILE])
     meta = json.loads((tmp_path / 'replay' / replay_files.META_FILE).read_text())
     assert (meta['env_steps'], meta['kind'], meta['settings']['stack'],
             meta['settings']['n_step'], meta['arrays']['frames']['shape']) == (
@@ -101,7 +102,7 @@ def test_a_replay_not_yet_wrapped_saves_only_its_filled_positions_and_restores_w
     restored = (restored_memory if kind == 'uniform'
                 else prioritized_replay.PrioritizedReplay(restored_memory, alpha=0.6, seed=7))
     restored.restore(directory, 1000)
-    for name in replay.STEP_ARRAYS + ('cursors', 'counts'):
+    for name in memory_state.STEP_ARRAYS + ('cursors', 'counts'):
         np.testing.assert_array_equal(getattr(restored_memory, name), getattr(memory, name),
                                       name)
     if kind == 'prioritized':
@@ -121,8 +122,8 @@ def test_a_save_of_every_position_restores_into_a_replay_not_yet_wrapped(tmp_pat
     """What saves wrote before they stopped at the filled positions: the whole capacity."""
     memory = _memory(seed=3)
     _fill(memory, 9)
-    arrays, meta = memory.saved_state(1000, 'uniform')
-    for name in replay.STEP_ARRAYS:
+    arrays, meta = memory_state.saved_state(memory, 1000, 'uniform')
+    for name in memory_state.STEP_ARRAYS:
         arrays[name] = getattr(memory, name)
         meta['arrays'][name]['shape'] = list(arrays[name].shape)
     directory = str(tmp_path / 'replay')
@@ -130,7 +131,7 @@ def test_a_save_of_every_position_restores_into_a_replay_not_yet_wrapped(tmp_pat
     assert np.load(os.path.join(directory, 'frames.npy'), mmap_mode='r').shape == (2, 20, 3, 2)
     restored = _memory(seed=99)
     restored.restore(directory, 1000)
-    for name in replay.STEP_ARRAYS + ('cursors', 'counts'):
+    for name in memory_state.STEP_ARRAYS + ('cursors', 'counts'):
         np.testing.assert_array_equal(getattr(restored, name), getattr(memory, name), name)
     _assert_batches_equal(restored.sample(16), memory.sample(16))
 
@@ -252,11 +253,6 @@ def test_a_restore_cut_short_leaves_the_replay_empty_and_the_save_is_kept(tmp_pa
     np.testing.assert_array_equal(restored.frames, memory.frames)
 
 
-def test_no_saved_replay_says_the_run_refills(tmp_path, capsys):
-    assert not replay_files.restore_for_resume(_memory(), str(tmp_path), 10)
-    assert capsys.readouterr().out.startswith('replay memory is refilled: no saved replay in ')
-
-
 def _session(value):
     return 1 if value < 100 else 2
 
@@ -322,22 +318,6 @@ def test_prioritized_replay_never_prioritizes_the_steps_left_at_the_boundary(tmp
     np.testing.assert_array_equal(restored.sampling.tree.get(items) > 0, drawable)
 
 
-def test_a_new_save_replaces_the_old_one_and_a_killed_saves_leftovers_go(tmp_path):
-    memory = _memory()
-    _fill(memory, 12)
-    directory = _saved(memory, tmp_path, env_steps=100)
-    leftover = tmp_path / f'replay{replay_files.TEMP_MARK}12345'
-    leftover.mkdir()
-    (leftover / 'frames.npy').write_bytes(b'half')
-    _fill(memory, 5, first_value=50)
-    memory.save(directory, 200, margin_bytes=0)
-    assert sorted(os.listdir(tmp_path)) == ['replay']
-    assert replay_files.read_meta(directory)['env_steps'] == 200
-    restored = _memory()
-    restored.restore(directory, 200)
-    np.testing.assert_array_equal(restored.frames, memory.frames)
-
-
 def test_a_write_cut_short_by_an_interrupt_is_never_saved(tmp_path):
     class Interrupting:
         """An array whose copy into replay is interrupted, as Ctrl-C inside a write would."""
@@ -361,7 +341,6 @@ def test_a_write_cut_short_by_an_interrupt_is_never_saved(tmp_path):
     assert not os.listdir(tmp_path)
 
 
-
 def test_a_prioritized_write_cut_short_is_never_saved_until_the_replay_is_cleared(tmp_path):
     """An interrupt between the steps' write and their priorities' refresh: the prioritized
     replay (whose own guard covers both) refuses its save; cleared, it saves again."""
@@ -382,71 +361,3 @@ def test_a_prioritized_write_cut_short_is_never_saved_until_the_replay_is_cleare
     prioritized.writes.reset()
     _fill(prioritized.memory, 12, writer=prioritized)
     assert replay_files.read_meta(_saved(prioritized, tmp_path))['env_steps'] == 1000
-
-
-def test_a_save_that_does_not_fit_is_skipped_and_the_previous_one_stays(small_disk, capsys):
-    disk = small_disk('2m')
-    small = _memory()
-    _fill(small, 12)
-    replay_files.save_for_resume(small, disk, 100, margin_bytes=0)
-    assert 'replay saved to' in capsys.readouterr().out
-    big = replay.ReplayMemory(2 * 2000, (32, 32, 4), np.uint8, stack=4, num_streams=2)
-    for stream in range(2):
-        big.add_steps(stream, np.ones((2000, 32, 32), np.uint8), np.zeros(2000, np.int32),
-                      np.zeros(2000, np.float32), np.zeros(2000, bool), np.zeros(2000, bool))
-    assert replay_files.save_for_resume(big, disk, 200, margin_bytes=0) is None
-    (line,) = capsys.readouterr().out.splitlines()
-    assert line.startswith('replay not saved: ') and 'would not fit in' in line
-    assert f'{os.path.join(disk, "replay")} stays as it was' in line
-    assert sorted(os.listdir(disk)) == ['replay']
-    restored = _memory()
-    assert replay_files.restore_for_resume(restored, disk, 100)
-    np.testing.assert_array_equal(restored.frames, small.frames)
-
-
-def test_a_failed_write_removes_its_partial_files_and_names_the_cause(small_disk, monkeypatch,
-                                                                     capsys):
-    disk = small_disk('2m')
-    small = _memory()
-    _fill(small, 12)
-    replay_files.save_for_resume(small, disk, 100, margin_bytes=0)
-    capsys.readouterr()
-    big = replay.ReplayMemory(2 * 2000, (32, 32, 4), np.uint8, stack=4, num_streams=2)
-    _fill_ones = np.ones((2000, 32, 32), np.uint8)
-    for stream in range(2):
-        big.add_steps(stream, _fill_ones, np.zeros(2000, np.int32), np.zeros(2000, np.float32),
-                      np.zeros(2000, bool), np.zeros(2000, bool))
-    # The free-space check passes (as when another writer fills the disk meanwhile): the write
-    # itself meets the full disk.
-    monkeypatch.setattr(replay_files, 'free_bytes', lambda path: 10 ** 12)
-    assert replay_files.save_for_resume(big, disk, 200, margin_bytes=0) is None
-    (line,) = capsys.readouterr().out.splitlines()
-    partial = os.path.join(disk, f'replay{replay_files.TEMP_MARK}{os.getpid()}', 'frames.npy')
-    assert line.startswith(f'replay not saved: cannot write {partial}: '
-                           'No space left on device'), line
-    assert 'the partial files were removed' in line and 'replay stays as it was' in line
-    assert sorted(os.listdir(disk)) == ['replay']
-    restored = _memory()
-    assert replay_files.restore_for_resume(restored, disk, 100)
-
-
-def test_a_save_that_fits_only_without_the_previous_one_replaces_it(small_disk, capsys):
-    disk = small_disk('2m')
-
-    def memory_of(value):
-        memory = replay.ReplayMemory(2 * 1000, (24, 24, 4), np.uint8, stack=4, num_streams=2)
-        for stream in range(2):
-            memory.add_steps(stream, np.full((1000, 24, 24), value, np.uint8),
-                             np.zeros(1000, np.int32), np.zeros(1000, np.float32),
-                             np.zeros(1000, bool), np.zeros(1000, bool))
-        return memory
-
-    replay_files.save_for_resume(memory_of(1), disk, 100, margin_bytes=0)
-    assert 'replay saved to' in capsys.readouterr().out
-    second = memory_of(2)
-    assert replay_files.save_for_resume(second, disk, 200, margin_bytes=0)
-    assert 'the previous save was removed first: no room for both' in capsys.readouterr().out
-    restored = replay.ReplayMemory(2 * 1000, (24, 24, 4), np.uint8, stack=4, num_streams=2)
-    restored.restore(os.path.join(disk, 'replay'), 200)
-    np.testing.assert_array_equal(restored.frames, second.frames)
-
