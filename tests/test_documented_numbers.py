@@ -193,6 +193,9 @@ RESULTS_CLAIMS = [
          _reach('accel-ppo-breakout', 31.8, 2)[0], _reach('accel-ppo-breakout', 100, 2)[0],
          _reach('accel-ppo-breakout', 150, 2)[0], _best('accel-ppo-breakout')[0],
          _m(_best('accel-ppo-breakout')[1], 2))),
+    ('-19.9 at 0.5M, best -18.9 at 0.83M', lambda: '{0:.1f} at 0.5M, best {1:.1f} at {2}'.format(
+        _mean_near('accel-dqn-512-pong', 500_000), _best('accel-dqn-512-pong')[0],
+        _m(_best('accel-dqn-512-pong')[1], 2))),
 ]
 
 
