@@ -14,11 +14,14 @@ def test_ga3c_learns_cartpole(tmp_path, kept_checkpoint_scores):
     # over 150k steps failed 2 runs of 15 (means 383, 245); over 200k, 6 of 6 passed (lowest
     # mean 459) in ~65 s. Judged as the asynchronous accelerated methods are
     # (tests/accel_tf/test_learning.py): checkpoints every 50k steps, and one of the kept three
-    # (100k, 150k, 200k) must reach the mean, so one late collapse is not a failure.
+    # must reach the mean, so one late collapse is not a failure. Under that rule 150k steps
+    # (50k, 100k, 150k kept) passed 15 runs of 15 (2026-12-03, a 2-core Zen 1, two at a time as
+    # the suite's -n 2 runs them; the best checkpoint 500.0 in 8 of the 9 recorded, 485.7 in the
+    # other): the budget, a quarter less time than 200k.
     config = config_lib.GA3CConfig(
         env_config=gym_envs.GymConfig('CartPole-v1'), network='mlp', num_agents=8,
         num_predictors=2, num_trainers=2, dynamic_settings=False, training_min_batch_size=0,
-        learning_rate=0.003, final_learning_rate=0.0, total_steps=200_000, clip_norm=40.0,
+        learning_rate=0.003, final_learning_rate=0.0, total_steps=150_000, clip_norm=40.0,
         log_every_seconds=30.0, checkpoint_every_steps=50_000, seed=1)
     config.validate()
     loop.train(config, str(tmp_path))
