@@ -81,3 +81,26 @@ def test_a_published_run_carries_its_final_policy_which_plays_better_than_random
             assert policy_score >= random_score + MARGIN, (policy_score, random_score)
     finally:
         gin.clear_config()
+
+
+# One published run per paper package and kind of update (actor-critic, Q-values): evaluate's
+# --greedy reads a published run through the same loading as the policy above, acting by the
+# learner's greedy method instead.
+GREEDY_CASES = ('paac-pong', 'ga3c-pong', 'dqn-pong', 'accel-ppo-pong', 'accel-rainbow-pong')
+
+
+@pytest.mark.parametrize('name', GREEDY_CASES)
+def test_a_papers_published_policy_acts_greedily(name):
+    try:
+        env_config, greedy, _ = evaluate.load_policy(os.path.join(RESULTS, name), greedy=True)
+        with pools.SerialPool(env_config, 2, seed=3) as pool:
+            observations = pool.reset()
+            for _ in range(10):
+                actions = np.asarray(greedy(observations))
+                assert actions.shape == (2,) and ((0 <= actions) & (
+                    actions < pool.num_actions)).all(), actions
+                # greedy: the same observations, the same actions
+                np.testing.assert_array_equal(np.asarray(greedy(observations)), actions)
+                observations = pool.step(actions).observations
+    finally:
+        gin.clear_config()
