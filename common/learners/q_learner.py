@@ -89,21 +89,19 @@ class QLearner(tf.Module):
                 input_signature=stack_signature)
             self.weighted_train_step = distribute.replicated(
                 strategy, self._train_step, (0,) * 6, weighted_signature, gather=True)
-            traced = [getattr(self.online_greedy, 'on_every_replica', self.online_greedy),
-                      self.target_greedy]
         else:
             self.train_step = tf.function(self._train_step, input_signature=batch_signature)
             self.train_steps = tf.function(self._train_steps, input_signature=stack_signature)
             self.weighted_train_step = tf.function(self._train_step,
                                                    input_signature=weighted_signature)
-            traced = [self.online_greedy, self.target_greedy, self.train_step, self.train_steps]
-            if settings.importance_weighted:
-                traced.append(self.weighted_train_step)
         self.update_target()
-        # Trace here, in one thread: Keras models are not safe to trace from several threads at
-        # once (a trainer thread and acting threads). (Under a strategy, the update functions
-        # trace on first use.)
-        for function in traced:
+        # The acting functions trace here, in one thread: Keras models are not safe to trace from
+        # several threads at once, and acting threads call these while a trainer thread runs.
+        # Each update function traces on its first call, in the one thread that calls it: a run
+        # calls one of train_step, train_steps and weighted_train_step; tracing the others at
+        # build was startup time for nothing (a backward pass's trace each).
+        for function in (getattr(self.online_greedy, 'on_every_replica', self.online_greedy),
+                         self.target_greedy):
             function.get_concrete_function()
 
     @staticmethod
