@@ -207,36 +207,39 @@ def xla_compiled_calls():
     return _xla_compiled_calls
 
 
-# The tests that take longest (about 45 s to 500 s each on two xdist workers of a 2-core Zen 1,
-# `--durations` of the whole suite, 2026-12-03), started first, longest first: the queue is
-# handed to the workers in collection order, and one of them left alone on a long test at the
-# end of the suite would idle the other core.
+# The tests that take longest (about 35 s to 190 s each on two xdist workers of a 2-core Zen 1,
+# the whole suite's `--durations` on the otherwise idle machine, 2026-12-03), started first,
+# longest first: the queue is handed to the workers in collection order, and one of them left
+# alone on a long test at the end of the suite would idle the other core.
 LONGEST_FIRST = (
     'tests/ga3c_tf/test_learning.py::test_ga3c_learns_cartpole',
     'tests/accel_tf/test_learning.py::test_learns_cartpole[appo]',
     'tests/accel_tf/test_q_family.py::test_categorical_q_learning_learns_cartpole[rainbow',
     'tests/dqn_tf/test_dqn.py::test_dqn_learns_cartpole',
     'tests/dqn_tf/test_reproduce.py::test_tiny_reproduction',
-    'tests/accel_tf/test_reproduce.py::test_tiny_figure_1b',
-    'tests/accel_tf/test_q_family.py::test_asynchronous_dqn_holds_its_replay_ratio',
-    'tests/accel_tf/test_learning.py::test_learns_cartpole[a3c]',
     'tests/accel_tf/test_async.py::test_run_logs_policy_lag_resumes_and_evaluates[appo]',
-    'tests/examples/test_examples.py::test_each_example_learns_what_its_docstring_claims',
-    'tests/accel_tf/test_multi_worker_main.py::test_rainbow_on_two_workers',
+    'tests/accel_tf/test_learning.py::test_learns_cartpole[a3c]',
     'tests/common/test_suite.py::test_three_games',
-    'tests/common/test_sweep.py::test_two_points',
     'tests/dqn_tf/test_main.py::test_speedtest_writes_the_ratio_table',
-    'tests/common/scale/test_distribute.py::test_two_replicas_on_half_batches',
-    'tests/accel_tf/test_q_family.py::test_rainbow_runs_resumes_and_evaluates',
-    'tests/test_killed_sessions.py::test_sessions_killed_before_their_first_checkpoint',
-    'tests/dqn_tf/test_main.py::test_run_writes_the_run_directory',
+    'tests/accel_tf/test_multi_worker_main.py::test_rainbow_on_two_workers',
     'tests/accel_tf/test_async.py::test_run_logs_policy_lag_resumes_and_evaluates[a3c]',
-    'tests/accel_tf/test_multi_worker_main.py::test_two_workers_write_one_run_directory',
+    'tests/common/test_sweep.py::test_two_points',
     'tests/paac_tf/test_reproduce.py::test_tiny_figure_2',
-    'tests/accel_tf/test_q_bench_rows.py::test_batch_32_rows',
-    'tests/ga3c_tf/test_main.py::test_a3c_cpu_resumes_with_its_schedule',
+    'tests/accel_tf/test_q_family.py::test_rainbow_runs_resumes_and_evaluates',
+    'tests/examples/test_examples.py::test_each_example_learns_what_its_docstring_claims',
+    'tests/accel_tf/test_multi_worker_main.py::test_two_workers_write_one_run_directory',
+    'tests/test_killed_sessions.py::test_sessions_killed_before_their_first_checkpoint',
+    'tests/common/scale/test_distribute.py::test_two_replicas_on_half_batches',
+    'tests/dqn_tf/test_main.py::test_bench_rows_measure_whole_periods',
+    'tests/paac_tf/test_main.py::test_a_run_its_ctrl_c_and_its_resume_print_no_warning',
+    'tests/common/units/test_async_learners.py::test_a_dead_learner_stops_the_run',
     'tests/accel_tf/test_main.py::test_async_bench_rows_count_both_learners_steps',
-    'tests/accel_tf/test_peer_tf_agents.py::test_tf_agents_ppo_trains_on_our_pool',
+    'tests/ga3c_tf/test_main.py::test_run_writes_the_run_format_resumes_and_plays',
+    'tests/paac_tf/test_main.py::test_a_preset_changed_under_a_run_does_not_change_its_env',
+    'tests/accel_tf/test_reproduce.py::test_tiny_figure_1b',
+    'tests/paac_tf/test_main.py::test_a_full_or_read_only_disk_ends_the_run',
+    'tests/ga3c_tf/test_main.py::test_a3c_cpu_resumes_with_its_schedule',
+    'tests/dqn_tf/test_main.py::test_run_writes_the_run_directory',
 )
 
 
