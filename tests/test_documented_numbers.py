@@ -109,6 +109,10 @@ CLAIMS = [
          *_reach('accel-a3c-pong', -10, 2), *_reach('accel-a3c-pong', 0, 2))),
     ('-10 at 5.37M steps in 94 min', lambda: '-10 at {0} steps in {1}'.format(
         *_reach('accel-appo-pong', -10, 2))),
+    ('-15.7 at 1.5M, -6.4 at 3M steps in 3.6 h',
+     lambda: '{0:.1f} at 1.5M, {1:.1f} at 3M steps in {2:.1f} h'.format(
+         _mean_near('accel-dqn-pong', 1_500_000), _mean_near('accel-dqn-pong', 3_000_000),
+         float(_rows('accel-dqn-pong')[-1]['wall_time']) / 3600)),
     ('-10 at 0.94M steps, past 0 at 1.12M in 4.3 h, 9.1 at 1.22M',
      lambda: '-10 at {0} steps, past 0 at {2} in {3}, {4:.1f} at 1.22M'.format(
          *_reach('accel-rainbow-pong', -10, 2, hours=True),
