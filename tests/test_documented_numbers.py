@@ -113,6 +113,11 @@ CLAIMS = [
      lambda: '{0:.1f} at 1.5M, {1:.1f} at 3M steps in {2:.1f} h'.format(
          _mean_near('accel-dqn-pong', 1_500_000), _mean_near('accel-dqn-pong', 3_000_000),
          float(_rows('accel-dqn-pong')[-1]['wall_time']) / 3600)),
+    ('-17.9 at 1.5M, -9.5 at 3M steps in 3.4 h',
+     lambda: '{0:.1f} at 1.5M, {1:.1f} at 3M steps in {2:.1f} h'.format(
+         _mean_near('accel-cat-dqn-pong', 1_500_000),
+         _mean_near('accel-cat-dqn-pong', 3_000_000),
+         float(_rows('accel-cat-dqn-pong')[-1]['wall_time']) / 3600)),
     ('-10 at 0.94M steps, past 0 at 1.12M in 4.3 h, 9.1 at 1.22M',
      lambda: '-10 at {0} steps, past 0 at {2} in {3}, {4:.1f} at 1.22M'.format(
          *_reach('accel-rainbow-pong', -10, 2, hours=True),
