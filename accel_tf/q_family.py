@@ -99,7 +99,8 @@ def train(config, run_dir, learner, open_pool, strategy=None):
         sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
         replay = make_replay(config, seed, share.num_machines)
         if saves_replay and tracker.restored_from:
-            replay_files.restore_for_resume(replay, run_dir, tracker.env_steps)
+            replay_files.restore_for_resume(replay, run_dir, tracker.env_steps,
+                                            carried=tracker.session_start == 'carried')
         session['replay'] = replay
         return QValueUnit(config, make_phases(config, sampler, learner, replay, seed,
                                               share.num_machines),

@@ -328,7 +328,8 @@ def _actors_of(config):
 def _unit_of(config, fast_dqn, tracker, run_dir):
     """The DQNUnit of a session, its replay restored or prepopulated first."""
     restored = bool(config.save_replay and tracker.restored_from) and \
-        replay_files.restore_for_resume(fast_dqn.replay, run_dir, tracker.env_steps)
+        replay_files.restore_for_resume(fast_dqn.replay, run_dir, tracker.env_steps,
+                                        carried=tracker.session_start == 'carried')
     if restored:
         print(f'{config.mode} DQN, {_actors_of(config)}; no prepopulation: '
               'training goes on from the restored replay', flush=True)

@@ -187,6 +187,44 @@ class ProcessTree:
         return leaked
 
 
+# Each paper's entry point on CartPole with the 'mlp' network and a few simulators: a run of a
+# few hundred steps in seconds (tests/test_killed_sessions.py, tests/test_carry.py).
+TINY_CARTPOLE = {
+    'paac': ['PAACConfig.env_config = @GymConfig()', "PAACConfig.network = 'mlp'",
+             'PAACConfig.num_envs = 4', 'PAACConfig.num_workers = 2'],
+    'ga3c': ['GA3CConfig.env_config = @GymConfig()', "GA3CConfig.network = 'mlp'",
+             'GA3CConfig.num_agents = 2', 'GA3CConfig.dynamic_settings = False'],
+    'dqn': ['DQNConfig.env_config = @GymConfig()', "DQNConfig.network = 'mlp'",
+            'DQNConfig.num_samplers = 2', 'DQNConfig.target_period = 100',
+            'DQNConfig.replay_capacity = 1000', 'DQNConfig.prepopulate_steps = 100',
+            'DQNConfig.eval_every_steps = 100000000'],
+    'accel': ['AccelConfig.env_config = @GymConfig()', "AccelConfig.network = 'mlp'",
+              'AccelConfig.envs_per_worker = 2', 'AccelConfig.horizon = 8'],
+}
+CONFIG_CLASS = {'paac': 'PAACConfig', 'ga3c': 'GA3CConfig', 'dqn': 'DQNConfig',
+                'accel': 'AccelConfig'}
+
+
+@pytest.fixture
+def cartpole_command():
+    """command(paper, bindings=(), flags=()): the argv of paper's entry point on its Pong preset
+    bound to TINY_CARTPOLE, no periodic checkpoint, a row every 0.05 s; bindings may name the
+    config class as {config}."""
+    import sys  # pylint: disable=import-outside-toplevel
+    from common.launch import app  # pylint: disable=import-outside-toplevel
+
+    def command(paper, bindings=(), flags=()):
+        owner = CONFIG_CLASS[paper]
+        every = TINY_CARTPOLE[paper] + [
+            "GymConfig.env_id = 'CartPole-v1'", f'{owner}.checkpoint_every_steps = 100000000',
+            f'{owner}.log_every_seconds = 0.05'] + [
+                binding.format(config=owner) for binding in bindings]
+        return ([sys.executable, '-m', f'{paper}_tf.main',
+                 f'--gin_file={os.path.join(app.PROJECT_ROOT, "gin", paper, "pong.gin")}'] +
+                [f'--gin_bindings={binding}' for binding in every] + list(flags))
+    return command
+
+
 @pytest.fixture
 def process_tree():
     return ProcessTree
@@ -229,6 +267,7 @@ LONGEST_FIRST = (
     'tests/examples/test_examples.py::test_each_example_learns_what_its_docstring_claims',
     'tests/accel_tf/test_multi_worker_main.py::test_two_workers_write_one_run_directory',
     'tests/test_killed_sessions.py::test_sessions_killed_before_their_first_checkpoint',
+    'tests/test_carry.py::test_a_carried_run_goes_on_as_a_resume_in_place',
     'tests/common/scale/test_distribute.py::test_two_replicas_on_half_batches',
     'tests/dqn_tf/test_main.py::test_bench_rows_measure_whole_periods',
     'tests/paac_tf/test_main.py::test_a_run_its_ctrl_c_and_its_resume_print_no_warning',

@@ -7,7 +7,6 @@ shared_memory objects') reaches the terminal."""
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -15,40 +14,22 @@ import pytest
 from common.launch import app
 from common.tools import run_files
 
-CARTPOLE = {
-    'paac': ['PAACConfig.env_config = @GymConfig()', "PAACConfig.network = 'mlp'",
-             'PAACConfig.num_envs = 4', 'PAACConfig.num_workers = 2'],
-    'ga3c': ['GA3CConfig.env_config = @GymConfig()', "GA3CConfig.network = 'mlp'",
-             'GA3CConfig.num_agents = 2', 'GA3CConfig.dynamic_settings = False'],
-    'dqn': ['DQNConfig.env_config = @GymConfig()', "DQNConfig.network = 'mlp'",
-            'DQNConfig.num_samplers = 2', 'DQNConfig.target_period = 100',
-            'DQNConfig.replay_capacity = 1000', 'DQNConfig.prepopulate_steps = 100',
-            'DQNConfig.eval_every_steps = 100000000'],
-    'accel': ['AccelConfig.env_config = @GymConfig()', "AccelConfig.network = 'mlp'",
-              'AccelConfig.envs_per_worker = 2', 'AccelConfig.horizon = 8'],
-}
-CONFIG_CLASS = {'paac': 'PAACConfig', 'ga3c': 'GA3CConfig', 'dqn': 'DQNConfig',
-                'accel': 'AccelConfig'}
+PAPERS = ('accel', 'dqn', 'ga3c', 'paac')  # tests/conftest.py TINY_CARTPOLE
 
 
-def _command(paper, total_steps, extra=()):
-    owner = CONFIG_CLASS[paper]
-    bindings = CARTPOLE[paper] + [
-        "GymConfig.env_id = 'CartPole-v1'", f'{owner}.total_steps = {total_steps}',
-        f'{owner}.checkpoint_every_steps = 100000000', f'{owner}.log_every_seconds = 0.05']
-    return ([sys.executable, '-m', f'{paper}_tf.main',
-             f'--gin_file={os.path.join(app.PROJECT_ROOT, "gin", paper, "pong.gin")}'] +
-            [f'--gin_bindings={binding}' for binding in bindings] + ['--run_dir=run'] +
-            list(extra))
+def _command(cartpole_command, paper, total_steps, extra=()):
+    return cartpole_command(paper, [f'{{config}}.total_steps = {total_steps}'],
+                            ['--run_dir=run'] + list(extra))
 
 
 def _data_rows(path):
     return len(run_files.read_csv(path)) if os.path.exists(path) else 0
 
 
-@pytest.mark.parametrize('paper', sorted(CARTPOLE))
+@pytest.mark.parametrize('paper', PAPERS)
 def test_sessions_killed_before_their_first_checkpoint_are_set_aside(paper, tmp_path,
-                                                                      process_tree):
+                                                                      process_tree,
+                                                                      cartpole_command):
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
     metrics = tmp_path / 'run' / 'metrics.csv'
     shm_before = process_tree.shm_entries()
@@ -56,7 +37,8 @@ def test_sessions_killed_before_their_first_checkpoint_are_set_aside(paper, tmp_
         before = _data_rows(metrics)
         stderr = tmp_path / f'stderr-{session}.txt'
         with open(stderr, 'w') as terminal:  # what every process of the run writes there
-            process = subprocess.Popen(_command(paper, 10 ** 9), cwd=tmp_path, env=env,
+            process = subprocess.Popen(_command(cartpole_command, paper, 10 ** 9),
+                                       cwd=tmp_path, env=env,
                                        stdout=subprocess.DEVNULL, stderr=terminal)
         deadline = time.monotonic() + 180
         while _data_rows(metrics) < before + 2 and time.monotonic() < deadline:
@@ -76,7 +58,8 @@ def test_sessions_killed_before_their_first_checkpoint_are_set_aside(paper, tmp_
     # end aside once the clean session starts.
     killed_rows = _data_rows(metrics) + _data_rows(tmp_path / 'run' / 'metrics.superseded.csv')
     assert killed_rows >= 4
-    clean = subprocess.run(_command(paper, 10 ** 9, ['--stop_at_steps=64']), cwd=tmp_path,
+    clean = subprocess.run(_command(cartpole_command, paper, 10 ** 9, ['--stop_at_steps=64']),
+                           cwd=tmp_path,
                            env=env, capture_output=True, text=True, timeout=240)
     assert clean.returncode == 0, clean.stderr[-3000:]
     assert 'no checkpoint in run: starting at step 0' in clean.stdout

@@ -208,10 +208,11 @@ def resolve_run_dir(paper, game, run_dir, invocation, runs_root='runs'):
     return path
 
 
-def prepare_run_dir(run_dir, invocation, identity=None, resolved=None):
+def prepare_run_dir(run_dir, invocation, identity=None, resolved=None, carried=None):
     """Creates run_dir and records the invocation, the identity (once) and this session
-    (run_record, with the config values resolved for it: common.launch.config.resolved_record);
-    never overwrites what an earlier run wrote."""
+    (run_record, with the config values resolved for it: common.launch.config.resolved_record;
+    and the carry it starts from, common.run.carry.session_note); never overwrites what an
+    earlier run wrote."""
     os.makedirs(run_dir, exist_ok=True)
     record_path = os.path.join(run_dir, RUN_FILE)
     if identity is not None:
@@ -219,6 +220,8 @@ def prepare_run_dir(run_dir, invocation, identity=None, resolved=None):
         session = run_record.session_record(PROJECT_ROOT)
         if resolved:
             session['resolved'] = resolved
+        if carried:
+            session[run_record.CARRIED_FROM] = carried
         recorded.setdefault(run_record.SESSIONS, []).append(session)
         file_writes.write_json(record_path, recorded)
     previous = read_invocation(run_dir)
@@ -239,10 +242,22 @@ def env_name(env_config):
 def start_run_dir(paper, env_config, resolved=None, **model):
     """Resolves, checks (check_run_dir), creates and records the run directory for this
     command's flags; prints it. model: the settings the checkpoints depend on (network, ...);
-    resolved: the config values resolved for this session (prepare_run_dir)."""
+    resolved: the config values resolved for this session (prepare_run_dir). With
+    --resume_from=FOLDER (a carried run, common.carry), the carry is checked first and written
+    into the run directory, which must be new, unless it already holds that run."""
     invocation = {'paper': paper, 'gin_files': FLAGS.gin_file, 'gin_bindings': FLAGS.gin_bindings}
     identity = run_identity(paper, env_config, **model)
+    folder = FLAGS.resume_from if 'resume_from' in FLAGS else None
+    if folder:
+        from common.run import carry  # pylint: disable=import-outside-toplevel  (TensorFlow)
+        manifest = carry.check(folder, identity)
+        operative_config.check_env_unchanged(folder, env_config, FLAGS.gin_bindings)
     run_dir = resolve_run_dir(paper, env_name(env_config), FLAGS.run_dir, invocation)
+    if folder and os.path.isfile(os.path.join(run_dir, RUN_FILE)):
+        folder = _resume_in_place_instead(folder, run_dir, manifest)
+    elif folder and os.path.isdir(run_dir) and set(os.listdir(run_dir)) - {run_lock.LOCK_FILE}:
+        raise errors.ConfigError(f'--run_dir={run_dir!r} holds files but no run; a carried run '
+                                 'goes on in a new or empty run directory')
     check_run_dir(run_dir, identity)
     operative_config.check_env_unchanged(run_dir, env_config, FLAGS.gin_bindings)
     try:
@@ -251,9 +266,38 @@ def start_run_dir(paper, env_config, resolved=None, **model):
         raise errors.ConfigError(str(error)) from None
     if took_over:
         print(took_over)
-    prepare_run_dir(run_dir, invocation, identity, resolved)
+    carried = None
+    if folder:
+        prefix = carry.materialize(folder, run_dir, manifest)
+        carried = carry.session_note(folder, manifest)
+        print(f'carried run {folder} (step {carried["env_steps"]:,}, carried from '
+              f'{carried["from_run_dir"]} on {carried["machine"]["cpu_model"]}) written as '
+              f'{prefix}')
+    prepare_run_dir(run_dir, invocation, identity, resolved, carried)
     print(f'run directory: {run_dir}')
     return run_dir
+
+
+def _resume_in_place_instead(folder, run_dir, manifest):
+    """None (resume run_dir in place) when run_dir already holds the carried run at the carried
+    step or later, as a rerun of an interrupted carried session finds it; ConfigError
+    otherwise."""
+    from common.run import carry  # pylint: disable=import-outside-toplevel
+    from common.run import checkpoint  # pylint: disable=import-outside-toplevel
+    if not carry.same_run(folder, run_dir):
+        raise errors.ConfigError(f'--run_dir={run_dir!r} holds another run than the carried '
+                                 f'{folder}; a carried run goes on in a new run directory')
+    prefix = checkpoint.first_readable(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR),
+                                       quiet=True)
+    steps = int(prefix.rsplit('-', 1)[1]) if prefix else -1
+    carried = int(manifest['env_steps'])
+    if steps < carried:
+        raise errors.ConfigError(f'--run_dir={run_dir!r} holds the carried run at step '
+                                 f'{max(steps, 0):,}, before the carried {carried:,}; give a '
+                                 'new --run_dir to go on from the carry')
+    print(f'{run_dir} holds the carried run at step {steps:,} (carried at {carried:,}): '
+          'resuming it in place; the carry is not read again')
+    return None
 
 
 def _stop_run(signum, frame):

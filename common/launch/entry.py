@@ -64,6 +64,9 @@ def launch(paper):
     elif FLAGS.cluster or FLAGS.task_index is not None:
         raise errors.ConfigError(f'--cluster/--task_index: {paper.name} runs on one machine; '
                                  'only papers with a multi_worker strategy take them')
+    if found is not None and 'resume_from' in FLAGS and FLAGS.resume_from:
+        raise errors.ConfigError('--resume_from: a run over several workers resumes in place only '
+                                 '(a carried run goes on on one machine)')
     if found is not None and stop is not None:
         raise errors.ConfigError('--stop_at_steps/--stop_at_score: a run over several workers ends '
                                  'at its total_steps only (its workers must stop at one step)')
@@ -77,8 +80,18 @@ def launch(paper):
         paper.train(config, run_dir)
 
 
+def define_resume_flag():
+    """Defines --resume_from in absl's registry, once."""
+    if 'resume_from' not in FLAGS:
+        flags.DEFINE_string('resume_from', None,
+                            'A carried run (python -m common.carry RUN_DIR FOLDER): checked, '
+                            'then written into a new run directory (--run_dir, or a new one) '
+                            'and resumed from there; replay memory is refilled.')
+
+
 def main(paper):
     """The entry point: launch(paper) under app.execute (flags, one-line errors, Ctrl-C)."""
+    define_resume_flag()
     cluster.define_flags()
     session_stop.define_flags()
     memory_check.define_flags()

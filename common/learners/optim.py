@@ -65,11 +65,22 @@ class _SlotOptimizer(tf.Module):
         self.iterations.assign_add(1)
 
 
+class _Untracked:
+    """Variables a tf.Module neither checkpoints nor lists in .variables (not a list, which
+    tf.Module would track)."""
+
+    def __init__(self):
+        self.variables = []
+
+
 class RMSProp(_SlotOptimizer):
     """RMSProp (optionally centered) applying updates with TF's fused raw ops.
 
     initial_mean_square: where the mean squares start (TF1's RMSPropOptimizer: 1.0; tf.keras
-    and DeepMind's DQN: 0.0).
+    and DeepMind's DQN: 0.0). With momentum 0 (every preset's), the fused ops' moment holds
+    only the last step, which no later update reads (moment = 0 * moment + step): it is kept
+    out of checkpoints and .variables, so a checkpoint of centered RMSProp holds the weights and
+    two slots, not three; a checkpoint written with it still restores (the value is unused).
     """
 
     def __init__(self, learning_rate, decay=0.99, epsilon=0.1, momentum=0.0, centered=False,
@@ -85,7 +96,8 @@ class RMSProp(_SlotOptimizer):
         self.epsilon_inside_sqrt = epsilon_inside_sqrt
         self._mean_square = []
         self._mean_grad = []
-        self._moment = []
+        self._moment = [] if momentum else None
+        self._last_step = _Untracked()  # the moments at momentum 0
 
     def _make_slots(self, variable, slot_name):
         self._mean_square.append(tf.Variable(
@@ -93,11 +105,14 @@ class RMSProp(_SlotOptimizer):
             trainable=False, name=f'ms_{slot_name}'))
         self._mean_grad.append(tf.Variable(tf.zeros_like(variable), trainable=False,
                                            name=f'mg_{slot_name}'))
-        self._moment.append(tf.Variable(tf.zeros_like(variable), trainable=False,
-                                        name=f'mom_{slot_name}'))
+        self._moments().append(tf.Variable(tf.zeros_like(variable), trainable=False,
+                                           name=f'mom_{slot_name}'))
+
+    def _moments(self):
+        return self._moment if self.momentum else self._last_step.variables
 
     def _slots(self, index):
-        return self._mean_square[index], self._mean_grad[index], self._moment[index]
+        return self._mean_square[index], self._mean_grad[index], self._moments()[index]
 
     def _apply_rule(self, learning_rate):
         if not self.epsilon_inside_sqrt:

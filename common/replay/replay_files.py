@@ -289,11 +289,16 @@ def save_for_resume(replay, run_dir, env_steps, margin_bytes=None):
     return directory
 
 
-def restore_for_resume(replay, run_dir, env_steps):
+def restore_for_resume(replay, run_dir, env_steps, carried=False):
     """On resume from the checkpoint of env_steps: run_dir/REPLAY_DIR into replay (which must
     be new) if it is the replay of that step and fits this run's settings; returns whether it
-    was. One line either way: what was restored (size, seconds), or why replay is refilled."""
+    was. One line either way: what was restored (size, seconds), or why replay is refilled.
+    carried: the run was carried from another machine (common/run/carry.py), without replay."""
     directory = os.path.join(run_dir, REPLAY_DIR)
+    if carried and not os.path.isdir(directory):
+        print(f'replay memory is refilled: a carried run carries no replay (step '
+              f'{env_steps:,} goes on after the warm-up a run starts with)', flush=True)
+        return False
     if not os.path.isdir(directory):
         print(f'replay memory is refilled: no saved replay in {run_dir} (one is saved when a '
               'session ends cleanly, not at a kill)', flush=True)

@@ -4,12 +4,15 @@ that decide the numbers, and the machine (CPU, cores), so a published curve says
 and its clock can be read against the cores it had."""
 import datetime
 import importlib.metadata
+import json
 import os
 import subprocess
 
 from common.run import machine_load
 
 SESSIONS = 'sessions'
+# In a session's record: the carried run it started from (common/run/carry.py's session_note).
+CARRIED_FROM = 'carried_from'
 LIBRARIES = ('tensorflow', 'tf-keras', 'numpy', 'ale-py', 'gymnasium', 'gin-config')
 
 
@@ -59,3 +62,13 @@ def usable_cores(recorded):
         return int(recorded[SESSIONS][-1]['machine']['usable_cores'])
     except (KeyError, IndexError, TypeError, ValueError):
         return None
+
+
+def last_session(run_dir):
+    """The newest session record of run_dir's run.json; {} if there is none to read."""
+    try:
+        with open(os.path.join(run_dir, 'run.json')) as f:
+            sessions = json.load(f)[SESSIONS]
+        return dict(sessions[-1])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return {}

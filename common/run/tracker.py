@@ -18,12 +18,17 @@ from common.run import checkpoint as checkpoint_lib
 from common.run import errors
 from common.run import machine_load
 from common.run import metrics
+from common.run import run_record
 from common.run import scalars
 from common.run import session_stop as session_stop_lib
 from common.run import superseded
 
-__all__ = ('DIVERGENCE_STATS', 'DivergedError', 'finite_weights', 'RunTracker', 'frames_per_step',
-           'tracker_for')
+__all__ = ('DIVERGENCE_STATS', 'DivergedError', 'finite_weights', 'RunTracker', 'SESSION_START',
+           'frames_per_step', 'tracker_for')
+
+# The last metrics column: on each session's first row, how it started ('new', 'resumed' in
+# place, or 'carried' from another machine's state); empty on the other rows.
+SESSION_START = 'session_start'
 
 # The update statistics whose non-finite interval mean means the run diverged.
 DIVERGENCE_STATS = ('loss', 'grad_norm')
@@ -77,15 +82,25 @@ class RunTracker:
             run_dir, self.env_steps if self.restored_from else -1)
         if self.restored_from:
             self._reload_recent_scores()
+        self.session_start = self._session_start()
+        self._start_unlogged = True
         logger_kwargs = {} if stream is None else {'stream': stream}
         self.logger = metrics.RunLogger(
-            run_dir, extra_columns, total_steps,
+            run_dir, tuple(extra_columns) + (SESSION_START,), total_steps,
             session_end_steps=None if session_stop is None else session_stop.steps,
             **logger_kwargs)
         self._interval_start = time.perf_counter()
         self._interval_steps = 0
         self._interval_updates = 0
         self._interval_load = machine_load.IntervalLoad()
+
+    def _session_start(self):
+        """How this session starts: 'new' (no checkpoint), 'carried' (from the checkpoint a
+        carried run was written as, common/run/carry.py) or 'resumed' (in place)."""
+        if not self.restored_from:
+            return 'new'
+        carried = run_record.last_session(self.run_dir).get(run_record.CARRIED_FROM) or {}
+        return 'carried' if carried.get('env_steps') == self.env_steps else 'resumed'
 
     def adopt_counters(self):
         """Continues from the counters' values: restored from a checkpoint, or (a multi-worker
@@ -169,6 +184,9 @@ class RunTracker:
             **self._interval_load.take(seconds),
         }
         row.update(extra or {})
+        if self._start_unlogged:  # the session's first row says how it started
+            row[SESSION_START] = self.session_start
+            self._start_unlogged = False
         self.logger.log_interval(row)
         self._interval_start = time.perf_counter()
         self._interval_steps = 0

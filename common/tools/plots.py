@@ -36,12 +36,22 @@ FIGURES = (
 X_SCALE = {'frames': 1e-6, 'hours': 1.0}
 
 
+# metrics.csv's last column (common/run/tracker.py's SESSION_START, named again here so that
+# drawing a figure never loads TensorFlow): on each session's first row 'new', 'resumed' or
+# 'carried' (resumed on another machine from a carried run's portable state); older runs lack it.
+SESSION_START = 'session_start'
+CARRIED = 'carried'
+
+
 def load_run(run_dir, label):
-    """The curves of one run: {'label', 'metrics': {column: [...]}, 'eval': {column: [...]}}.
+    """The curves of one run: {'label', 'metrics': {column: [...]}, 'eval': {column: [...]},
+    'carried': {x column: [...]}}.
 
     Frames of evaluation points are env_steps times the run's frames per step (from
     metrics.csv); hours are the run's own clock (common/tools/run_clock.py: metrics.csv's wall_time,
-    resumes included, less the intervals it was held or starved of CPU).
+    resumes included, less the intervals it was held or starved of CPU). 'carried' holds, for
+    each x column of FIGURES, the x of every row where a session started carried (empty lists
+    for a run without the session_start column).
     """
     rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')))
     columns = {name: [run_files.number(row.get(name)) for row in rows]
@@ -59,7 +69,11 @@ def load_run(run_dir, label):
         'hours': [_hours_at(steps, columns) for steps in eval_steps],
         'score_mean_100': [run_files.number(row.get('score_mean')) for row in evals],
     }
-    return {'label': label, 'metrics': columns, 'eval': eval_columns}
+    carried_rows = [index for index, row in enumerate(rows)
+                    if (row.get(SESSION_START) or '').strip() == CARRIED]
+    carried = {x_column: [columns[x_column][index] for index in carried_rows]
+               for x_column in sorted({figure[1] for figure in FIGURES})}
+    return {'label': label, 'metrics': columns, 'eval': eval_columns, 'carried': carried}
 
 
 def _hours_at(env_steps, columns):
@@ -75,6 +89,17 @@ def _points(xs, ys, x_scale):
     return [x for x, _ in pairs], [y for _, y in pairs]
 
 
+def _on_curve(x, xs, ys):
+    """The curve's y at x (drawn points xs, ys, x in order): linear between its neighbours, the
+    end's y beyond an end; so a mark sits on the line even where its own row has no score yet."""
+    if x <= xs[0]:
+        return ys[0]
+    for (x0, y0), (x1, y1) in zip(zip(xs, ys), zip(xs[1:], ys[1:])):
+        if x <= x1:
+            return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return ys[-1]
+
+
 # Ten colours, then the same ten dashed, then dotted: every run of a figure is its own line.
 LINE_STYLES = ('-', '--', ':', '-.')
 
@@ -86,8 +111,9 @@ def line_style(index):
 
 
 def draw(runs, x_column, y_column, x_label, y_label, title=None):
-    """One figure with a line per run (and its evaluation points as markers, for scores), each
-    run its own colour and dash, the legend beside the axes where it hides no curve."""
+    """One figure with a line per run (and, for scores, its evaluation points as markers and a
+    vertical tick on its curve where a session started carried), each run its own colour and
+    dash, the legend beside the axes where it hides no curve."""
     width = FIGURE_SIZE[0] + (3.2 if runs else 0.0)
     figure, axes = plt.subplots(figsize=(width, FIGURE_SIZE[1]), dpi=DPI)
     x_scale = X_SCALE[x_column]
@@ -101,6 +127,12 @@ def draw(runs, x_column, y_column, x_label, y_label, title=None):
             if eval_xs:
                 axes.plot(eval_xs, eval_ys, linestyle='none', marker='o', markersize=5,
                           color=line.get_color(), label=f"{run['label']} (evaluation)")
+            carried_xs = [x * x_scale for x in run.get('carried', {}).get(x_column, ())
+                          if not math.isnan(x)]
+            if carried_xs and xs:
+                axes.plot(carried_xs, [_on_curve(x, xs, ys) for x in carried_xs],
+                          linestyle='none', marker='|', markersize=14, markeredgewidth=2,
+                          color=line.get_color(), label=f"{run['label']} (carried here)")
     axes.set_xlabel(x_label)
     axes.set_ylabel(y_label)
     if title:  # wrapped to the axes' width (a sweep's title names its whole grid)
