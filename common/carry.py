@@ -14,6 +14,7 @@ import os
 import shlex
 
 from common.launch import app
+from common.run import machine_load
 
 
 def resume_command(folder):
@@ -37,6 +38,8 @@ def main(args):
     print(f'carried {run_dir} at step {manifest["env_steps"]:,} ({manifest["checkpoint"]}) '
           f'into {folder}: {len(manifest["files"])} files, {total / 2 ** 20:.1f} MiB'
           + (f'; {len(shared)} tensors equal to others stored once' if shared else ''))
+    print(f'from {machine_load.describe(manifest["source"]["machine"])}, commit '
+          f'{manifest["source"]["code"].get("git_commit", "?")}')
     print('not carried: ' + '; '.join(manifest['not_carried']))
     print(f'resume it with: {resume_command(folder)}')
     return 0

@@ -18,6 +18,7 @@ import gin
 from common.run import errors
 from common.run import file_writes
 from common.run import gin_text
+from common.run import machine_load
 from common.run import operative_config
 from common.run import run_lock
 from common.run import run_record
@@ -184,8 +185,19 @@ def check_run_dir(run_dir, identity):
         raise errors.ConfigError(str(error))
 
 
+def latest_invocation(run_dir):
+    """The newest command a session of run_dir ran with: its newest invocation.resume-*.json
+    (a resume with another command, or a carried run's first session here), else
+    invocation.json; None if it has neither."""
+    names = sorted(name for name in os.listdir(run_dir)
+                   if name.startswith('invocation.resume-') and name.endswith('.json')) \
+        if os.path.isdir(run_dir) else []
+    return read_json(os.path.join(run_dir, names[-1])) if names else read_invocation(run_dir)
+
+
 def resolve_run_dir(paper, game, run_dir, invocation, runs_root='runs'):
-    """Picks the run directory: the given one, else the newest one this same invocation started.
+    """Picks the run directory: the given one, else the newest one this same invocation started
+    or last resumed (a carried run written here by that command, say).
 
     Reusing the newest matching directory is what makes rerunning an interrupted command resume
     from its checkpoint instead of starting over in a fresh timestamped directory.
@@ -197,8 +209,9 @@ def resolve_run_dir(paper, game, run_dir, invocation, runs_root='runs'):
         candidates = sorted(
             (name for name in os.listdir(runs_root) if name.startswith(prefix)), reverse=True)
         for name in candidates:
-            if read_invocation(os.path.join(runs_root, name)) == invocation:
-                return os.path.join(runs_root, name)
+            path = os.path.join(runs_root, name)
+            if invocation in (read_invocation(path), latest_invocation(path)):
+                return path
     stamp = datetime.datetime.now().strftime('%Y%m%d-%H%M%S')
     path = os.path.join(runs_root, prefix + stamp)
     suffix = 1
@@ -271,8 +284,8 @@ def start_run_dir(paper, env_config, resolved=None, **model):
         prefix = carry.materialize(folder, run_dir, manifest)
         carried = carry.session_note(folder, manifest)
         print(f'carried run {folder} (step {carried["env_steps"]:,}, carried from '
-              f'{carried["from_run_dir"]} on {carried["machine"]["cpu_model"]}) written as '
-              f'{prefix}')
+              f'{carried["from_run_dir"]} on {machine_load.describe(carried["machine"])}) '
+              f'written as {prefix}')
     prepare_run_dir(run_dir, invocation, identity, resolved, carried)
     print(f'run directory: {run_dir}')
     return run_dir

@@ -149,7 +149,7 @@ def _write_into(staging, run_dir, prefix, tensors):
         'files': files,
         'tensors': entries,
     }
-    del manifest['source']['started']
+    del manifest['source']['started'], manifest['source']['id']
     file_writes.write_json(os.path.join(staging, MANIFEST), manifest)
     return manifest
 

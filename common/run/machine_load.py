@@ -72,18 +72,51 @@ class IntervalLoad:
         return {'load_1m': load_average(), 'run_cpu_cores': used / max(wall_seconds, 1e-9)}
 
 
+# The vector extensions that move this project's rates (ALE emulation, oneDNN's float32 and
+# bfloat16 kernels), as /proc/cpuinfo's flags name them.
+VECTOR_FLAGS = ('avx2', 'avx512f', 'avx512_bf16', 'amx_bf16', 'amx_tile')
+
+
+def cpu_identity(cpuinfo_text):
+    """model name, vendor, family and model numbers and the VECTOR_FLAGS present, from the
+    first processor of /proc/cpuinfo's text ('?' where a field is missing): 'AMD EPYC' covers
+    Zen 1 to Zen 5, whose rates differ 2-4x; family and model tell them apart."""
+    fields = {}
+    for line in cpuinfo_text.splitlines():
+        if not line.strip():
+            if fields:
+                break
+            continue
+        key, _, value = line.partition(':')
+        fields.setdefault(key.strip(), value.strip())
+    flags = set(fields.get('flags', '').split())
+    return {'cpu_model': fields.get('model name', '?'), 'cpu_vendor': fields.get('vendor_id', '?'),
+            'cpu_family': fields.get('cpu family', '?'), 'cpu_model_number': fields.get('model', '?'),
+            'cpu_flags': [flag for flag in VECTOR_FLAGS if flag in flags]}
+
+
+def describe(record):
+    """One line for a machine record: 'MODEL (family F model M; avx2, avx512f), N cores'; a
+    record written before family and flags were kept gives what it has."""
+    record = record or {}
+    details = []
+    if record.get('cpu_family', '?') != '?':
+        details.append(f"family {record['cpu_family']} model {record.get('cpu_model_number', '?')}")
+    if record.get('cpu_flags'):
+        details.append(', '.join(record['cpu_flags']))
+    text = record.get('cpu_model', '?') + (f" ({'; '.join(details)})" if details else '')
+    cores = record.get('usable_cores')
+    return text + (f', {cores} cores' if cores else '')
+
+
 def machine_record():
-    """This machine as a run records it: CPU model, logical and usable cores."""
-    model = '?'
+    """This machine as a run records it: the CPU (cpu_identity), logical and usable cores."""
     try:
         with open('/proc/cpuinfo') as f:
-            for line in f:
-                if line.startswith('model name'):
-                    model = line.split(':', 1)[1].strip()
-                    break
+            identity = cpu_identity(f.read())
     except OSError:
-        pass
-    return {'cpu_model': model, 'logical_cores': os.cpu_count(), 'usable_cores': usable_cores()}
+        identity = cpu_identity('')
+    return {**identity, 'logical_cores': os.cpu_count(), 'usable_cores': usable_cores()}
 
 
 def usable_cores():

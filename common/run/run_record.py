@@ -7,6 +7,7 @@ import importlib.metadata
 import json
 import os
 import subprocess
+import uuid
 
 from common.run import machine_load
 
@@ -44,8 +45,10 @@ def code_record(root):
 
 
 def session_record(root):
-    """This session: when it started, its code, libraries and machine."""
-    return {'started': datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
+    """This session: a unique id (the first session's names the run, common/run/carry.py's
+    same_run), when it started, its code, libraries and machine."""
+    return {'id': uuid.uuid4().hex,
+            'started': datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
             'code': code_record(root),
             'libraries': {name: _version(name) for name in LIBRARIES},
             'machine': machine_load.machine_record()}

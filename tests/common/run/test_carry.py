@@ -5,6 +5,7 @@ one line before anything is written."""
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -16,6 +17,7 @@ import tensorflow as tf
 from common.launch import app
 from common.run import carry
 from common.run import checkpoint as checkpoint_lib
+from common.run import errors
 from common.run import run_lock
 from common.run import run_record
 from common.run import tracker as tracker_lib
@@ -262,3 +264,38 @@ def test_the_command_writes_a_carry_and_prints_how_to_resume_it(tmp_path):
                              cwd=app.PROJECT_ROOT, timeout=120)
     assert refused.returncode == 2 and 'is not a run directory' in refused.stderr
     assert not os.path.exists(tmp_path / 'other')
+
+
+def test_a_run_directory_holding_the_carried_run_is_resumed_in_place_only_if_not_behind(
+        tmp_path, capsys):
+    source = str(tmp_path / 'source')
+    modules = _make_run(source, updates=2)
+    shutil.copytree(source, tmp_path / 'behind')
+    tracker = _tracker(source, modules)
+    tracker.add_steps(100, updates=1)
+    tracker.save()
+    tracker.close()
+    manifest = carry.write(source, str(tmp_path / 'carried'))
+    assert manifest['env_steps'] == 300
+    folder = str(tmp_path / 'carried')
+    # pylint: disable=protected-access
+    assert app._resume_in_place_instead(folder, source, manifest) is None
+    assert 'holds the carried run at step 300' in capsys.readouterr().out
+    with pytest.raises(errors.ConfigError, match='at step 200, before the carried 300'):
+        app._resume_in_place_instead(folder, str(tmp_path / 'behind'), manifest)
+    _make_run(str(tmp_path / 'other'))
+    with pytest.raises(errors.ConfigError, match='holds another run than the carried'):
+        app._resume_in_place_instead(folder, str(tmp_path / 'other'), manifest)
+
+
+def test_rerunning_the_command_that_last_resumed_a_run_finds_it(tmp_path):
+    runs = tmp_path / 'runs'
+    first = {'paper': 'test', 'gin_files': ['a.gin'], 'gin_bindings': []}
+    later = dict(first, gin_bindings=['x = 1'])
+    app.prepare_run_dir(str(runs / 'test-CartPole-v1-20261206-000000'), first, IDENTITY)
+    assert app.resolve_run_dir('test', 'CartPole-v1', None, later, str(runs)) != \
+        str(runs / 'test-CartPole-v1-20261206-000000')
+    app.prepare_run_dir(str(runs / 'test-CartPole-v1-20261206-000000'), later, IDENTITY)
+    for invocation in (first, later):
+        assert app.resolve_run_dir('test', 'CartPole-v1', None, invocation, str(runs)) == \
+            str(runs / 'test-CartPole-v1-20261206-000000')

@@ -45,3 +45,35 @@ def test_interval_load_reports_the_cores_the_tree_kept_busy():
     assert columns['load_1m'] == pytest.approx(os.getloadavg()[0], abs=2.0)
     idle = load.take(1.0)  # nothing burned since the last take
     assert idle['run_cpu_cores'] < 0.3
+
+
+ZEN1 = """processor\t: 0
+vendor_id\t: AuthenticAMD
+cpu family\t: 23
+model\t\t: 1
+model name\t: AMD EPYC 7551 32-Core Processor
+flags\t\t: fpu sse2 avx avx2 fma
+
+processor\t: 1
+vendor_id\t: AuthenticAMD
+cpu family\t: 25
+model\t\t: 17
+model name\t: another
+flags\t\t: avx512f
+"""
+
+
+def test_the_cpu_is_named_by_family_model_and_the_vector_extensions_that_matter():
+    identity = machine_load.cpu_identity(ZEN1)
+    assert identity == {'cpu_model': 'AMD EPYC 7551 32-Core Processor',
+                        'cpu_vendor': 'AuthenticAMD', 'cpu_family': '23',
+                        'cpu_model_number': '1', 'cpu_flags': ['avx2']}
+    assert machine_load.cpu_identity('')['cpu_family'] == '?'
+    record = dict(identity, usable_cores=2)
+    assert machine_load.describe(record) == \
+        'AMD EPYC 7551 32-Core Processor (family 23 model 1; avx2), 2 cores'
+    # A record of a run begun before family and flags were kept.
+    assert machine_load.describe({'cpu_model': 'AMD EPYC', 'usable_cores': 2}) == \
+        'AMD EPYC, 2 cores'
+    here = machine_load.machine_record()
+    assert here['cpu_family'] != '?' and here['usable_cores'] >= 1
