@@ -32,8 +32,9 @@ CV2_INTERPOLATIONS = {'area': cv2.INTER_AREA, 'linear': cv2.INTER_LINEAR}
 # the default INTER_LINEAR runs, and at exactly half it is the 2x2 mean); 'skip' keeps every
 # second row and column (this project's frames until 2026-11-27).
 DOWNSAMPLES = ('skip', 'average')
-# Default start-up decorrelation per variant (Stooke & Abbeel use rlpyt's
-# max_decorrelation_steps=100; the nature-family papers use none).
+# Default start-up decorrelation per variant, where no preset sets it: 100 for the stooke frames
+# (rlpyt's samplers' default, max_decorrelation_steps=100); Stooke & Abbeel's presets set 1000
+# (gin/accel/atari.gin: rlpyt's Atari policy-gradient configs); the nature-family papers: none.
 DEFAULT_DECORRELATION_STEPS = {'nature': 0, 'stooke': 100}
 RAW_SCREEN_SHAPE = (210, 160)
 STOOKE_SCREEN_SHAPE = (104, 80)  # rows 1..208 of the raw screen, halved (downsample)
