@@ -6,8 +6,8 @@ Each metrics row covers one log interval. An interval far longer than the run's 
 cores (load_1m) while the run got well under its usual CPU (run_cpu_cores) was starved. A
 marked interval counts on the own clock only as the share of its usual CPU it got. Rows
 written before these columns existed are marked unknown and count whole. The evaluation rounds
-an interval holds (eval.csv: their env_steps and seconds) are the run's own work, not a hold:
-they are taken out of the interval before it is judged and count whole.
+an interval holds (eval.csv: the clock at each round's start and its seconds) are the run's
+own work, not a hold: they are taken out of the interval before it is judged and count whole.
 """
 import json
 import math
@@ -36,17 +36,39 @@ def _median(values):
     return statistics.median(values) if values else math.nan
 
 
+def _printed_half_unit(value):
+    """Half the last printed digit of value as metrics.csv writes it (6 significant digits): how
+    far the row's written wall_time may lie from the time it was taken."""
+    if math.isnan(value) or value <= 0:
+        return 0.0
+    return 0.5 * 10.0 ** (math.floor(math.log10(value)) - 5)
+
+
 def _evaluation_seconds(rows, evals):
-    """Per metrics row, the seconds of the evaluation rounds (eval.csv rows) logged within its
-    interval: after the previous row's env_steps, up to its own."""
+    """Per metrics row, the seconds of the evaluation rounds (eval.csv rows) that ran within its
+    interval: started (eval.csv's wall_time, the run's clock when the round began) at or after
+    the previous row's wall_time and before its own. A round after the last row (a final
+    evaluation) is in no interval. Rounds without a wall_time go by env_steps: after the
+    previous row's, up to its own."""
+    walls = [run_files.number(row.get('wall_time')) for row in rows]
+    ends = [wall - _printed_half_unit(wall) for wall in walls]
     steps = [run_files.number(row.get('env_steps')) for row in rows]
     seconds = [0.0] * len(rows)
     for evaluation in evals:
-        at, spent = (run_files.number(evaluation.get(key)) for key in ('env_steps', 'seconds'))
-        if math.isnan(at) or math.isnan(spent):
+        at, started, spent = (run_files.number(evaluation.get(key))
+                              for key in ('env_steps', 'wall_time', 'seconds'))
+        if math.isnan(spent):
             continue
-        for index, (previous, current) in enumerate(zip([-math.inf] + steps[:-1], steps)):
-            if previous < at <= current:
+        if not math.isnan(started):
+            bounds, point = ends, started
+            inside = lambda previous, current, point: previous <= point < current  # noqa: E731
+        elif not math.isnan(at):
+            bounds, point = steps, at
+            inside = lambda previous, current, point: previous < point <= current  # noqa: E731
+        else:
+            continue
+        for index, (previous, current) in enumerate(zip([-math.inf] + bounds[:-1], bounds)):
+            if inside(previous, current, point):
                 seconds[index] += spent
                 break
     return seconds

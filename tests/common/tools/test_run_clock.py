@@ -48,6 +48,25 @@ def test_an_evaluation_round_is_the_run_s_own_time_not_a_hold():
     assert run_clock.lost_share(rows, 2, evals) == (pytest.approx(0.0), 0.0)
 
 
+def test_an_evaluation_after_its_row_counts_once_in_the_interval_it_ran_in():
+    # Fast DQN logs the row at 2,000 steps, then evaluates for 300 s (eval.csv's wall_time is
+    # the clock at the round's start, 20.0 here), then trains on: the 305 s interval after
+    # that row holds the round. By env steps the round would be charged to the 10 s interval
+    # before it (clamped to nothing) and the one after read as held, 300 s lost twice over.
+    rows = _rows([(10, 2.0, 1.0, -21), (10, 2.0, 1.0, -20), (305, 2.0 * 5 / 305 + 0.03, 1.0,
+                                                             -19), (10, 2.0, 1.0, -15)])
+    rows[1]['wall_time'] = '20.0004'  # as printed: 6 significant digits of the clock
+    evals = [{'env_steps': '2000', 'wall_time': '20.00045', 'seconds': '300.0'}]
+    marks = run_clock.mark_rows(rows, 2, evals)
+    assert [mark for mark, _, _ in marks] == ['', '', '', '']
+    assert [own for _, _, own in marks] == [pytest.approx(value, abs=1e-3)
+                                            for value in (10, 10, 305, 10)]
+    assert run_clock.lost_share(rows, 2, evals) == (pytest.approx(0.0), 0.0)
+    # A final round after the last row ran in no interval of training.
+    final = [{'env_steps': '4000', 'wall_time': '336', 'seconds': '30.0'}]
+    assert run_clock.own_hours(rows, 2, evals + final)[-1] == pytest.approx(335 / 3600)
+
+
 def test_an_interval_starved_by_other_work_counts_its_share_of_the_usual_cpu():
     rows = _rows([(10, 2.0, 2.0, -21), (10, 2.0, 2.1, -20), (10, 1.0, 4.5, -18),
                   (10, 2.0, 2.0, -17)])
