@@ -105,9 +105,10 @@ def parse_thresholds(texts):
 
 def time_to_score_rows(run_dirs, thresholds):
     """Per run: name, then per threshold 'steps / wall h / own h' (or 'not reached'), then the
-    hours lost to holds or starvation and the hours with no load columns."""
+    hours lost to holds or starvation, the hours with no load columns, and the machines its
+    sessions ran on (the same code runs 2-4x apart on the CPUs here)."""
     header = ['run'] + [f'score {threshold:g}: steps, wall h, own h' for threshold in thresholds]
-    header += ['held/starved h', 'unrecorded h']
+    header += ['held/starved h', 'unrecorded h', 'machine']
     table = [header]
     for run_dir in run_dirs:
         rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir,
@@ -121,7 +122,8 @@ def time_to_score_rows(run_dirs, thresholds):
             cells.append('not reached' if steps is None else
                          f'{metrics.format_count(steps)}, {wall:.2f}, {own:.2f}')
         lost, unknown = run_clock.lost_share(rows, cores, evals)
-        cells += [f'{lost / 3600:.2f}', f'{unknown / 3600:.2f}']
+        cells += [f'{lost / 3600:.2f}', f'{unknown / 3600:.2f}',
+                  '; '.join(run_files.machines(run_dir)) or '?']
         table.append(cells)
     return table
 

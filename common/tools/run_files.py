@@ -7,6 +7,8 @@ import re
 
 from common.launch import app
 from common.run import errors
+from common.run import machine_load
+from common.run import run_record
 
 # The environment a run trained on, as its operative_config.gin records it.
 _ENV_PATTERN = re.compile(r"^(?:AtariConfig\.game|GymConfig\.env_id) = '([^']+)'", re.MULTILINE)
@@ -49,3 +51,19 @@ def read_game(run_dir):
 def run_label(run_dir):
     """How a run is named in figures: its paper and its directory name."""
     return f'{read_paper(run_dir)}: {os.path.basename(os.path.normpath(run_dir))}'
+
+
+def machines(run_dir):
+    """The machines the run's sessions ran on (run.json), each described once in the order
+    first met (common.run.machine_load.describe); [] if unrecorded."""
+    try:
+        recorded = app.read_json(os.path.join(run_dir, app.RUN_FILE)) or {}
+    except errors.ConfigError:
+        return []
+    described = []
+    for session in recorded.get(run_record.SESSIONS, []):
+        text = machine_load.describe(session.get('machine')) if isinstance(session, dict) \
+            else None
+        if text and text not in described:
+            described.append(text)
+    return described
