@@ -7,9 +7,9 @@ newest checkpoint as policy_weights.* (the network's weights and the run's count
 optimizer, no replay), which common.evaluate, common.watch and common.export read from there;
 draws that run's figures there, and redraws the figures of every published run in RESULTS_DIR,
 one set per game (score_vs_hours-pong.png, score_vs_hours-breakout.png, ...: scores of different
-games are on different scales), so the README's figure stays current as papers and algorithms
-are added; it rewrites the time-to-score tables of RESULTS_DIR.md, one per game. Rerunning it
-with the same NAME replaces it.
+games are on different scales), a panel per paper in each, so the README's figure stays current
+as papers and algorithms are added; it rewrites the time-to-score tables of RESULTS_DIR.md, one
+per game. Rerunning it with the same NAME replaces it.
 """
 from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
@@ -87,14 +87,24 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR, without_policy=False
                                title=f'{run_files.read_game(target)}: {name}')
     published = sorted(os.path.join(results_dir, entry) for entry in os.listdir(results_dir)
                        if os.path.isfile(os.path.join(results_dir, entry, 'metrics.csv')))
-    for game, paths in compare.group_by_game(published).items():
-        runs = [plots.load_run(path, run_files.run_label(path)) for path in paths]
-        written += plots.plot_runs(runs, results_dir, title=f'{game}: every published run',
-                                   suffix=plots.file_suffix(game))
+    written += plot_all_runs(published, results_dir)
     for file_name, *_ in plots.FIGURES:  # the all-games figures from before games were split
         if os.path.isfile(os.path.join(results_dir, file_name)):
             os.remove(os.path.join(results_dir, file_name))
     written.append(write_summary(published, results_dir))
+    return written
+
+
+def plot_all_runs(published, results_dir):
+    """Draws the all-runs figures of results_dir, one set per game (score_vs_hours-pong.png,
+    ...), a panel per paper in each (plots.draw_by_paper: one legend of 34 runs would not fit
+    a figure); returns the paths written."""
+    from common.tools import plots  # pylint: disable=import-outside-toplevel  (matplotlib)
+    written = []
+    for game, paths in compare.group_by_game(published).items():
+        written += plots.plot_by_paper(plots.load_by_paper(paths), results_dir,
+                                       title=f'{game}: every published run',
+                                       suffix=plots.file_suffix(game))
     return written
 
 

@@ -4,7 +4,8 @@ Reads what common.compare reads (invocation.json, metrics.csv, eval.csv), so run
 share one figure; runs of different games never do (their scores are on different scales), so
 callers draw a game's runs alone, its figures named with file_suffix(game). The Agg backend
 needs no display; figures are 800 px wide at 100 dpi plus the legend beside them, sized to be
-read in a README.
+read in a README. draw_by_paper stacks a panel per paper, each with its own legend, for figures
+of more runs than one legend holds (docs/results' every published run of a game).
 """
 import math
 import os
@@ -110,12 +111,10 @@ def line_style(index):
     return colours[index % len(colours)], LINE_STYLES[index // len(colours) % len(LINE_STYLES)]
 
 
-def draw(runs, x_column, y_column, x_label, y_label, title=None):
-    """One figure with a line per run (and, for scores, its evaluation points as markers and a
-    vertical tick on its curve where a session started carried), each run its own colour and
-    dash, the legend beside the axes where it hides no curve."""
-    width = FIGURE_SIZE[0] + (3.2 if runs else 0.0)
-    figure, axes = plt.subplots(figsize=(width, FIGURE_SIZE[1]), dpi=DPI)
+def _draw_runs(axes, runs, x_column, y_column):
+    """A line per run on axes (and, for scores, its evaluation points as markers and a vertical
+    tick on its curve where a session started carried), each run its own colour and dash by its
+    index in runs."""
     x_scale = X_SCALE[x_column]
     for index, run in enumerate(runs):
         xs, ys = _points(run['metrics'][x_column], run['metrics'][y_column], x_scale)
@@ -133,15 +132,98 @@ def draw(runs, x_column, y_column, x_label, y_label, title=None):
                 axes.plot(carried_xs, [_on_curve(x, xs, ys) for x in carried_xs],
                           linestyle='none', marker='|', markersize=14, markeredgewidth=2,
                           color=line.get_color(), label=f"{run['label']} (carried here)")
+    axes.grid(True, alpha=0.3)
+
+
+def _wrapped(title, inches):
+    """title wrapped to a width of inches (a sweep's title names its whole grid)."""
+    return textwrap.fill(title, int(TITLE_CHARACTERS_PER_INCH * inches))
+
+
+def draw(runs, x_column, y_column, x_label, y_label, title=None):
+    """One figure with a line per run (and, for scores, its evaluation points as markers and a
+    vertical tick on its curve where a session started carried), each run its own colour and
+    dash, the legend beside the axes where it hides no curve."""
+    width = FIGURE_SIZE[0] + (3.2 if runs else 0.0)
+    figure, axes = plt.subplots(figsize=(width, FIGURE_SIZE[1]), dpi=DPI)
+    _draw_runs(axes, runs, x_column, y_column)
     axes.set_xlabel(x_label)
     axes.set_ylabel(y_label)
-    if title:  # wrapped to the axes' width (a sweep's title names its whole grid)
-        axes.set_title(textwrap.fill(title, int(TITLE_CHARACTERS_PER_INCH * FIGURE_SIZE[0])),
-                       fontsize='medium')
-    axes.grid(True, alpha=0.3)
+    if title:  # wrapped to the axes' width
+        axes.set_title(_wrapped(title, FIGURE_SIZE[0]), fontsize='medium')
     if runs:
         axes.legend(fontsize='x-small', loc='upper left', bbox_to_anchor=(1.01, 1.0),
                     borderaxespad=0.0)
+    figure.tight_layout()
+    return figure
+
+
+# The panels of draw_by_paper, top first; a paper not named here comes after them, by name.
+PAPER_ORDER = ('paac', 'ga3c', 'dqn', 'accel')
+PANEL_HEIGHT = 2.4  # inches: a paper's axes at least, taller where its legend needs it
+LEGEND_ROWS = 16  # a legend's entries per column before it takes another column ...
+LEGEND_COLUMNS = 3  # ... up to this many; past that its columns grow, and its panel with them
+PANEL_SPACE = 0.75  # inches per panel for its title and tick labels
+FIGURE_MARGINS = 1.0  # inches for the figure's title and the x label
+
+
+def paper_order(papers):
+    """papers in the order of their panels: PAPER_ORDER's, then any other by name."""
+    return sorted(papers, key=lambda paper: (
+        PAPER_ORDER.index(paper) if paper in PAPER_ORDER else len(PAPER_ORDER), paper))
+
+
+def legend_columns(entries):
+    """Columns of a legend of that many entries: one up to LEGEND_ROWS, at most LEGEND_COLUMNS."""
+    return min(LEGEND_COLUMNS, max(1, math.ceil(entries / LEGEND_ROWS)))
+
+
+def load_by_paper(run_dirs, label=lambda run_dir: os.path.basename(os.path.normpath(run_dir))):
+    """{paper: [load_run(run_dir, label(run_dir)), ...]} by each run's invocation.json
+    (run_files.read_paper), papers in paper_order, runs in the order given. A run is labelled
+    by its directory name: its panel's title names the paper."""
+    groups = {}
+    for run_dir in run_dirs:
+        groups.setdefault(run_files.read_paper(run_dir), []).append(
+            load_run(run_dir, label(run_dir)))
+    return {paper: groups[paper] for paper in paper_order(groups)}
+
+
+def draw_by_paper(runs_by_paper, x_column, y_column, x_label, y_label, title=None):
+    """One figure with a panel (axes) per paper of runs_by_paper ({paper: runs from load_run}),
+    stacked in paper_order on one x axis, each titled with its paper and drawn as draw draws its
+    runs (colours and dashes by a run's index within its panel), its legend beside it. A panel
+    is PANEL_HEIGHT tall, or as tall as its legend: legend_columns(entries) columns, so that
+    every entry shows. The figure is as wide as the widest legend needs."""
+    papers = paper_order(paper for paper, runs in runs_by_paper.items() if runs)
+    if not papers:
+        return draw([], x_column, y_column, x_label, y_label, title)
+    figure, panels = plt.subplots(len(papers), 1, sharex=True, squeeze=False, dpi=DPI,
+                                  figsize=(FIGURE_SIZE[0], PANEL_HEIGHT * len(papers)))
+    panels = list(panels[:, 0])
+    legends = []
+    for axes, paper in zip(panels, papers):
+        runs = runs_by_paper[paper]
+        _draw_runs(axes, runs, x_column, y_column)
+        axes.set_ylabel(y_label)
+        axes.set_title(f"{paper}: {len(runs)} run{'s' if len(runs) != 1 else ''}",
+                       fontsize='medium', loc='left', fontweight='bold')
+        axes.tick_params(labelbottom=True)  # each panel's hours or frames read off it
+        entries = len(axes.get_legend_handles_labels()[1])
+        legends.append(axes.legend(fontsize='x-small', loc='upper left',
+                                   bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+                                   ncols=legend_columns(entries)))
+    panels[-1].set_xlabel(x_label)
+    if title:
+        figure.suptitle(_wrapped(title, FIGURE_SIZE[0]), fontsize='large')
+    # A legend's size is in points whatever the figure's: measure them, then size the figure.
+    renderer = figure.canvas.get_renderer()
+    extents = [legend.get_window_extent(renderer) for legend in legends]
+    heights = [max(PANEL_HEIGHT, extent.height / DPI + 0.1) for extent in extents]
+    legend_width = max(extent.width for extent in extents) / DPI
+    figure.set_size_inches(FIGURE_SIZE[0] + legend_width + 0.2,
+                           sum(heights) + PANEL_SPACE * len(papers) + FIGURE_MARGINS)
+    panels[0].get_gridspec().set_height_ratios(heights)
     figure.tight_layout()
     return figure
 
@@ -155,10 +237,23 @@ def file_suffix(game):
 def plot_runs(runs, out_dir, title=None, suffix=''):
     """Writes the FIGURES for runs (from load_run, all of one game) into out_dir, each file name
     with suffix before its .png; returns the paths."""
+    return _write_figures(out_dir, suffix, lambda *figure: draw(runs, *figure, title))
+
+
+def plot_by_paper(runs_by_paper, out_dir, title=None, suffix=''):
+    """Writes the FIGURES for runs_by_paper (from load_by_paper, all of one game) into out_dir,
+    a panel per paper (draw_by_paper), each file name with suffix before its .png; returns the
+    paths."""
+    return _write_figures(out_dir, suffix,
+                          lambda *figure: draw_by_paper(runs_by_paper, *figure, title))
+
+
+def _write_figures(out_dir, suffix, draw_figure):
+    """Each of FIGURES drawn by draw_figure(x_column, y_column, x_label, y_label), written."""
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     for file_name, x_column, y_column, x_label, y_label in FIGURES:
-        figure = draw(runs, x_column, y_column, x_label, y_label, title)
+        figure = draw_figure(x_column, y_column, x_label, y_label)
         stem, extension = os.path.splitext(file_name)
         path = os.path.join(out_dir, stem + suffix + extension)
         figure.savefig(path)

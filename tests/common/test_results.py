@@ -71,9 +71,13 @@ def test_publishing_runs_of_two_games_draws_and_tabulates_each_game_apart(tmp_pa
     for name in ('score_vs_frames.png', 'score_vs_hours.png', 'steps_per_sec.png'):
         (results_dir / name).write_bytes(b'all games, drawn before games were split')
     titles = []
-    draw = plots.draw
+    draw, draw_by_paper = plots.draw, plots.draw_by_paper
     monkeypatch.setattr(plots, 'draw', lambda runs, *args: titles.append(
         (args[-1], [run['label'] for run in runs])) or draw(runs, *args))
+    monkeypatch.setattr(plots, 'draw_by_paper', lambda runs_by_paper, *args: titles.append(
+        (args[-1], [(paper, [run['label'] for run in runs])
+                    for paper, runs in runs_by_paper.items()]))
+        or draw_by_paper(runs_by_paper, *args))
     runs = (('paac', 'breakout', (25.0, 120.0)), ('paac', 'pong', (-16.0, -14.0)),
             ('dqn', 'pong', (-21.0, -20.0)))
     for paper, game, scores in runs:
@@ -86,10 +90,11 @@ def test_publishing_runs_of_two_games_draws_and_tabulates_each_game_apart(tmp_pa
     assert {'score_vs_frames.png', 'score_vs_hours.png', 'steps_per_sec.png'} <= set(
         os.listdir(results_dir / 'paac-breakout'))  # a run's own figures keep the plain names
     # The last publication's figures: the run's own, then each game's, Pong first, each
-    # titled with its game and holding its runs only.
+    # titled with its game and holding its runs only, a panel per paper (PAAC's first), each
+    # run named by its directory there.
     assert titles[-9:] == [('pong: dqn-pong', ['dqn: dqn-pong'])] * 3 + [
-        ('pong: every published run', ['dqn: dqn-pong', 'paac: paac-pong'])] * 3 + [
-        ('breakout: every published run', ['paac: paac-breakout'])] * 3
+        ('pong: every published run', [('paac', ['paac-pong']), ('dqn', ['dqn-pong'])])] * 3 + [
+        ('breakout: every published run', [('paac', ['paac-breakout'])])] * 3
     summary = (tmp_path / 'results.md').read_text().splitlines()
     assert [line for line in summary if line.startswith('#')] == [
         '# Published runs', '## Time to score', '### pong', '### breakout']

@@ -1,4 +1,8 @@
 """The learning-curve figures: every run a line of its own look, the legend beside the axes."""
+import collections
+import json
+import os
+
 import matplotlib.pyplot as plt
 import pytest
 
@@ -99,3 +103,102 @@ def test_no_carried_resume_means_no_carried_entry(tmp_path):
         assert _legend(figure) == ['resumed', 'older']
         assert len(figure.axes[0].get_lines()) == 2
         plt.close(figure)
+
+
+# 40 runs of three papers (none of GA3C), more than one legend beside one axes holds.
+FAKE_RUNS = {'accel': 26, 'paac': 9, 'dqn': 5}
+
+
+def _fake_runs(tmp_path):
+    """Run directories (metrics.csv, invocation.json, every third an eval.csv, every seventh
+    carried once), listed by name: accel's first, so any panel order is the figure's own."""
+    run_dirs = []
+    for paper, count in FAKE_RUNS.items():
+        for index in range(count):
+            name = f'{paper}-pong-a-long-descriptive-run-name-{index}'
+            starts = ('new', '', 'carried' if index % 7 == 3 else 'resumed', '')
+            run_dir = _write_metrics(tmp_path / name, METRICS + ('session_start',), [
+                (3600 * (row + 1), 1e6 * (row + 1), 4e6 * (row + 1), 10, 2,
+                 -21.0 + row * index / 4, 100 + index, start)
+                for row, start in enumerate(starts)])
+            (tmp_path / name / 'invocation.json').write_text(json.dumps({'paper': paper}))
+            if index % 3 == 0:
+                (tmp_path / name / 'eval.csv').write_text(
+                    'wall_time,env_steps,episodes,score_mean,seconds\n'
+                    f'3000,1000000,30,{-20.0 + index / 4},60\n'
+                    f'10000,3000000,30,{-18.0 + index / 4},60\n')
+            run_dirs.append(run_dir)
+    return sorted(run_dirs)
+
+
+def _all_runs_figure(run_dirs, figure_spec):
+    """The all-runs figure common.results draws of run_dirs, a panel per paper."""
+    _, x_column, y_column, x_label, y_label = figure_spec
+    return plots.draw_by_paper(plots.load_by_paper(run_dirs), x_column, y_column, x_label,
+                               y_label, 'pong: every published run')
+
+
+@pytest.mark.parametrize('figure_spec', plots.FIGURES, ids=[spec[0] for spec in plots.FIGURES])
+def test_forty_runs_of_three_papers_are_a_panel_per_paper_with_every_legend_entry_shown(
+        tmp_path, figure_spec):
+    run_dirs = _fake_runs(tmp_path)
+    figure = _all_runs_figure(run_dirs, figure_spec)
+    panels = figure.axes
+    # (c) A panel per paper, in the papers' order, titled with its paper.
+    assert [axes.get_title(loc='left').split(':')[0] for axes in panels] == [
+        'paac', 'dqn', 'accel']
+    assert all(axes.get_legend() is not None for axes in panels)
+    # (a) Every run exactly once, in its paper's panel, with its evaluation and carried entries
+    # where it has them (on the score figures), and nothing else.
+    scores = figure_spec[2] == 'score_mean_100'
+    expected = collections.Counter()
+    for run_dir in run_dirs:
+        name = os.path.basename(run_dir)
+        index = int(name.rsplit('-', 1)[1])
+        expected[name] += 1
+        if scores and index % 3 == 0:
+            expected[f'{name} (evaluation)'] += 1
+        if scores and index % 7 == 3:
+            expected[f'{name} (carried here)'] += 1
+    shown = collections.Counter()
+    for axes in panels:
+        paper = axes.get_title(loc='left').split(':')[0]
+        texts = [text.get_text() for text in axes.get_legend().get_texts()]
+        assert all(text.startswith(f'{paper}-') for text in texts)
+        shown.update(texts)
+        # Each run of a panel its own colour and dash, counted within the panel.
+        looks = [(line.get_color(), line.get_linestyle()) for line in axes.get_lines()
+                 if line.get_linestyle() != 'None']
+        assert len(looks) == FAKE_RUNS[paper] == len(set(looks))
+    assert shown == expected
+    # (b) Every legend whole inside the figure, beside its own panel, over no other legend.
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    extents = [axes.get_legend().get_window_extent(renderer) for axes in panels]
+    for axes, extent in zip(panels, extents):
+        assert figure.bbox.x0 <= extent.x0 and extent.x1 <= figure.bbox.x1
+        assert figure.bbox.y0 <= extent.y0 and extent.y1 <= figure.bbox.y1
+        assert extent.x0 >= axes.get_window_extent(renderer).x1
+    for upper, lower in zip(extents, extents[1:]):
+        assert lower.y1 <= upper.y0
+    assert max(len(axes.get_legend().get_texts()) for axes in panels) > plots.LEGEND_ROWS
+    plt.close(figure)
+
+
+def test_legends_take_columns_up_to_three_and_papers_keep_their_order():
+    assert [plots.legend_columns(entries) for entries in (1, 16, 17, 32, 33, 48, 49, 90)] == [
+        1, 1, 2, 2, 3, 3, 3, 3]
+    assert plots.paper_order(['accel', 'other', 'dqn', 'paac', 'ga3c']) == [
+        'paac', 'ga3c', 'dqn', 'accel', 'other']
+
+
+def test_the_per_paper_figures_are_written_with_the_suffix(tmp_path):
+    (tmp_path / 'runs').mkdir()
+    run_dirs = _fake_runs(tmp_path / 'runs')
+    paths = plots.plot_by_paper(plots.load_by_paper(run_dirs), str(tmp_path / 'out'),
+                                title='pong: every published run', suffix='-pong')
+    assert [os.path.basename(path) for path in paths] == [
+        'score_vs_frames-pong.png', 'score_vs_hours-pong.png', 'steps_per_sec-pong.png']
+    for path in paths:
+        with open(path, 'rb') as f:
+            assert f.read(8) == b'\x89PNG\r\n\x1a\n'
