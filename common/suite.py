@@ -7,10 +7,14 @@ Each game is an ordinary run directory, SUITE_DIR/<game>, trained by the preset'
 final policy plays the evaluation protocol (30 episodes, 1 to 30 no-op starts, an 18,000-step
 cap; common.evaluate), appended to that run's eval.csv. After each game SUITE_DIR/suite.md and
 suite.csv hold the table (common/tools/suite_table.py): steps, final training mean, evaluation,
-random and human scores, the human-normalized score and the paper's own score, and the median
-and mean normalized score. Rerunning the same command skips finished games and resumes the
-unfinished one from its checkpoint. Every game is configured before any trains, so an unknown
-game, a budget of 0 or another paper's preset is refused in one line before anything starts.
+random and human scores (Mnih et al. (2015)'s for their 49 games, Badia et al. (2020)'s for the 8
+others of the 57), the human-normalized score and the paper's own score, the median and mean
+normalized score, and, for a suite that holds Battle Zone, Double Dunk, Name This Game, Phoenix
+and Q*Bert, the Atari-5 estimate of the 57-game median (Aitchison, Sweetser & Hutter 2023;
+common/tools/atari5.py; Atari-3 and Atari-10 likewise). Rerunning the same command skips finished
+games and resumes the unfinished one from its checkpoint. Every game is configured before any
+trains, so an unknown game, a budget of 0 or another paper's preset is refused in one line before
+anything starts.
 """
 from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
@@ -30,7 +34,9 @@ from common.tools import suite_table
 FLAGS = flags.FLAGS
 flags.DEFINE_list('games', None, 'ale_py ROM ids of the games, in the order they run, e.g. '
                   'breakout,seaquest,qbert (each needs random and human scores: '
-                  'common/tools/atari_scores.csv).')
+                  'common/tools/atari_scores.csv, else common/tools/atari57_scores.csv); '
+                  'battle_zone,double_dunk,name_this_game,phoenix,qbert give the Atari-5 '
+                  'estimate.')
 flags.DEFINE_integer('steps', None, 'Env steps per game (--stop_at_steps of each run; the '
                      "preset's schedules still run over its total_steps).")
 flags.DEFINE_string('suite_dir', None, 'Where the games\' run directories go. Default: '
@@ -57,7 +63,7 @@ def check_flags():
         checks.require(getattr(FLAGS, name) > 0,
                        f'--{name}={getattr(FLAGS, name)}: must be a positive integer')
     for game in games:
-        reference_scores.random_and_human(game)  # ConfigError naming a game without them
+        reference_scores.random_human_and_source(game)  # ConfigError naming one without
     return games
 
 
@@ -117,12 +123,16 @@ def main():
         file_writes.write_json(record_path, record)
         print(f'{tag} evaluation: mean {evaluation["score_mean"]:.1f} (std '
               f'{evaluation["score_std"]:.1f}) over {evaluation["episodes"]} episodes; '
-              f'normalized {reference_scores.normalized(evaluation["score_mean"], game):.1f}',
-              flush=True)
+              f'normalized {_normalized(evaluation["score_mean"], game):.1f}', flush=True)
         write_table(suite_dir, games, record, paper, heading, protocol)
     for path in write_table(suite_dir, games, record, paper, heading, protocol):
         print(f'wrote {path}')
     return 0
+
+
+def _normalized(score, game):
+    random, human, _ = reference_scores.random_human_and_source(game)
+    return 100.0 * (score - random) / (human - random)
 
 
 def write_table(suite_dir, games, record, paper, heading, protocol):

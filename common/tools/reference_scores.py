@@ -6,6 +6,10 @@ games (common/tools/atari_scores.csv). Each paper's scores are in <paper>_tf/pap
 PAAC from Clemente, Castejón and Chandra (2017), Table 1; GA3C from Babaeizadeh et al. (2017),
 Table 3; fast DQN from Daley & Amato (2021), Table 4. Stooke & Abbeel (2018) print no per-game
 scores, so accel_tf has no file. Games are ale_py ROM ids ('breakout', 'ms_pacman').
+
+random_human_and_source reaches past those 49 games to the 57-game table of common/tools/atari5.py
+(Badia et al. (2020) as DeepMind's DQN Zoo holds it) for the 8 games Mnih et al. (2015) did not
+play, so a suite may hold any of the 57; the 49 keep Mnih et al.'s scores.
 """
 import csv
 import difflib
@@ -15,12 +19,17 @@ import os
 
 from common.launch import app
 from common.run import errors
+from common.tools import atari5
 
 # The scores whose time to reach is tabulated (common.results, common.sweep), per game; any other
 # game has its human score alone.
 THRESHOLDS = {'pong': (-15.0, 0.0, 18.0), 'breakout': (30.0, 100.0, 300.0)}
 ATARI_SCORES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'atari_scores.csv')
 PAPER_SCORES_FILE = 'paper_scores.csv'
+# Whose random and human scores random_human_and_source gives, and the words that cite them.
+MNIH_2015, AGENT57 = 'mnih2015', 'agent57'
+SOURCES = {MNIH_2015: 'Mnih et al. (2015) as fast DQN (Daley & Amato 2021) Table 4 prints them',
+           AGENT57: "Badia et al. (2020) as DeepMind's DQN Zoo holds them"}
 
 
 def _read_csv(path):
@@ -51,6 +60,22 @@ def random_and_human(game):
             f'game {game!r} has no random/human score in Mnih et al. (2015) as Daley & Amato '
             f'(2021), Table 4 prints them{hint}')
     return scores[game]
+
+
+def random_human_and_source(game):
+    """(random, human, source): Mnih et al. (2015)'s scores for their 49 games (as
+    random_and_human, source MNIH_2015), else those of the 57-game table (atari5.random_and_human,
+    source AGENT57); ConfigError naming a game in neither (and close ids)."""
+    scores = _atari_scores()
+    if game in scores:
+        return (*scores[game], MNIH_2015)
+    if game in atari5.games():
+        return (*atari5.random_and_human(game), AGENT57)
+    close = difflib.get_close_matches(str(game), sorted(set(scores) | set(atari5.games())), n=3)
+    hint = f"; close matches: {', '.join(close)}" if close else ''
+    raise errors.ConfigError(
+        f'game {game!r} has no random/human score in Mnih et al. (2015) nor in the 57-game table '
+        f'of Badia et al. (2020){hint}')
 
 
 def thresholds_of(game, thresholds=THRESHOLDS):

@@ -55,6 +55,16 @@ def test_bad_games_and_budgets_are_refused_in_one_line_before_anything_starts(tm
     assert not os.path.exists(tmp_path / 'suite')
 
 
+def test_a_game_of_the_57_outside_mnih_2015s_49_is_accepted(tmp_path):
+    # Phoenix has random and human scores only in the 57-game table (common/tools/atari5.py):
+    # the check passes it and refuses the next game.
+    result = _suite(_preset_flags() + ['--games=phoenix,tetris', '--steps=40',
+                                       '--suite_dir=suite'], tmp_path)
+    line = _one_line_refusal(result, "'tetris'", 'Badia et al. (2020)')
+    assert 'phoenix' not in line
+    assert not os.path.exists(tmp_path / 'suite')
+
+
 def test_a_preset_of_another_paper_is_refused_in_one_line(tmp_path):
     result = _suite(_preset_flags() + ['--paper=dqn', '--games=pong', '--steps=40',
                                        '--suite_dir=suite'], tmp_path)
