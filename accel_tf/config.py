@@ -129,6 +129,22 @@ class AccelConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_
             return self.learning_rate
         return self.learning_rate * math.sqrt(self.num_envs / self.learning_rate_base_envs)
 
+    def seed_exact_refusal(self):
+        if self.algorithm in algorithms.reading('AsyncLearnersConfig'):
+            return (f'algorithm={self.algorithm!r} runs asynchronous learner processes, whose '
+                    'updates interleave by timing')
+        q_values = self.q_values
+        if q_values is not None and q_values.asynchronous:
+            return 'QValueConfig.asynchronous=True trains on a thread while the next phase samples'
+        if q_values is not None and q_values.replay_input != 'direct':
+            return (f'QValueConfig.replay_input={q_values.replay_input!r} draws minibatches on a '
+                    "prefetching thread ('direct' draws them in turn)")
+        if self.overlap_learning:
+            return 'overlap_learning=True trains on a thread while the next rollout samples'
+        if getattr(self.distribute, 'strategy', 'none') == 'multi_worker':
+            return "DistributeConfig.strategy='multi_worker' runs over several processes"
+        return None
+
     def validate(self):
         """Raises ConfigError naming the first value of the wrong type or out of range."""
         super().validate()

@@ -92,6 +92,12 @@ class DQNConfig(config_lib.RunConfig):
     def mode(self):
         return MODES[(bool(self.concurrent), bool(self.synchronized))]
 
+    def seed_exact_refusal(self):
+        if self.concurrent:
+            return ('concurrent=True trains on a thread while the actors act (section 5.1); '
+                    "DQNConfig.concurrent = False runs the 'synchronized' or 'standard' mode")
+        return None
+
     def validate(self):
         """Raises ConfigError naming the first value of the wrong type or out of range."""
         super().validate()

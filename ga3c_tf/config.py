@@ -68,6 +68,10 @@ class GA3CConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     on_agent_death: str = 'stop'         # 'stop' ends the run; 'replace' starts a new agent
     a3c_onednn: bool = False             # A3C-CPU agents' TF kernels: stock (faster at batch 1)
 
+    def seed_exact_refusal(self):
+        return ("GA3C's agent processes and predictor and trainer threads (and A3C-CPU's agents) "
+                'run at their own pace: what each batch holds depends on timing')
+
     def validate(self):
         """Raises ConfigError naming the first value of the wrong type or out of range."""
         super().validate()

@@ -6,7 +6,8 @@ torso in bfloat16, paac/overlap learning while sampling, paac/ale_vector its env
 ale_py's vector env (/alternating: in two groups taking turns with the policy), paac/network the
 network's work alone (act calls and updates on one rollout, no environment); /reuse: the update
 reusing the acting pass; paac/ale_vector/bfloat16 and paac/network/bfloat16: those two with the
-torso in bfloat16 (/reuse/bfloat16: both levers). The bench's --num_workers applies to the env-only rows, not here: the
+torso in bfloat16 (/reuse/bfloat16: both levers), paac/seed_exact with RunConfig.seed_exact
+(TensorFlow's deterministic ops). The bench's --num_workers applies to the env-only rows, not here: the
 rows measure the commands a user runs."""
 from common.envs import pools
 from common.tools import timing
@@ -71,8 +72,18 @@ def network_rate(settings, extra=()):
                        settings['warmup_seconds'])
 
 
+def seed_exact_rate(settings):
+    """paac with RunConfig.seed_exact: TensorFlow's deterministic ops in this row's process
+    (each row runs in its own), so its ratio to paac is what seed-exact runs cost."""
+    from common.run import devices  # pylint: disable=import-outside-toplevel
+    devices.seed_exact()
+    return paac_rate(settings, extra=['PAACConfig.seed_exact = True',
+                                      'PAACConfig.log_every_steps = 10000'])
+
+
 ROWS = {
     'paac': paac_rate,
+    'paac/seed_exact': seed_exact_rate,
     'paac/alternating': lambda settings: paac_rate(settings, sampler='alternating'),
     # As many worker processes as this machine has cores (PAACConfig.num_workers 'auto'), not
     # the paper's nw = 8; ne unchanged.

@@ -53,6 +53,14 @@ class RunConfig:
     # 'bfloat16': the networks' torsos compute in bfloat16 on float32 variables, heads and losses
     # in float32 (common/learners/networks.py: COMPUTE_DTYPES); no paper's: 'float32'.
     compute_dtype: str = 'float32'
+    # metrics.csv rows every this many env steps (at the first boundary at or past each
+    # multiple) instead of every log_every_seconds; 0: by the clock.
+    log_every_steps: int = 0
+    # Two runs of the same preset and seed on the same machine write the same steps, episodes,
+    # scores and losses (metrics.csv, episodes.csv): rows by log_every_steps, TensorFlow's
+    # deterministic ops (devices.seed_exact); refused where threads decide what trains (a
+    # paper's seed_exact_refusal). No paper's: off.
+    seed_exact: bool = False
     # On a config that resolve() returned: field -> the value asked before it was resolved. A
     # class attribute, not a field: gin cannot bind it and dataclasses.replace does not copy it.
     asked = None
@@ -83,6 +91,25 @@ class RunConfig:
         self.require_choice('compute_dtype', COMPUTE_DTYPES)
         checks.require(self.log_every_seconds > 0,
                        f'{owner}.log_every_seconds must be > 0, got {self.log_every_seconds}')
+        checks.require(self.log_every_steps >= 0, f'{owner}.log_every_steps must be >= 0 (0: '
+                       f'rows by the clock), got {self.log_every_steps}')
+
+    def seed_exact_refusal(self):
+        """Why this config's runs cannot be seed-exact (threads or processes decide what trains
+        on what), or None; a paper's config names its own cases."""
+        return None
+
+    def validate_seed_exact(self):
+        """ConfigError if seed_exact is asked where it cannot hold; resolve() calls it once the
+        config is otherwise valid."""
+        if not self.seed_exact:
+            return
+        owner = self.owner
+        checks.require(self.log_every_steps > 0,
+                       f'{owner}.seed_exact=True needs {owner}.log_every_steps > 0: rows logged '
+                       'by the clock fall on other steps in every run')
+        reason = self.seed_exact_refusal()
+        checks.require(reason is None, f'{owner}.seed_exact=True: {reason}')
 
     def require_non_negative(self, names):
         for name in names:
@@ -272,6 +299,7 @@ def resolve(config):
     resolved = dataclasses.replace(config, **changes)
     resolved.asked = {name: getattr(config, name) for name in changes}
     resolved.validate()
+    resolved.validate_seed_exact()
     return resolved
 
 

@@ -73,6 +73,8 @@ def launch(paper):
     # Before the run directory and any op: the devices (and the one line naming them).
     devices.start_run(paper.compute(config) if paper.compute else None,
                       getattr(config, 'distribute', None))
+    if getattr(config, 'seed_exact', False):
+        devices.seed_exact()
     resolved = config_lib.resolved_record(config) if getattr(config, 'asked', None) else None
     with multi_worker.run_dir_of(found, lambda: app.start_run_dir(
             paper.name, config.env_config, resolved=resolved,

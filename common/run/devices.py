@@ -312,3 +312,11 @@ def set_intra_op_threads(num_threads):
     except RuntimeError:
         logging.warning('TensorFlow already started: intra-op threads stay at %d, not %d',
                         tf.config.threading.get_intra_op_parallelism_threads(), num_threads)
+
+
+def seed_exact():
+    """TensorFlow's deterministic ops for a seed-exact run (RunConfig.seed_exact), before any op
+    runs: the same kernels in the same order, and an error for an op that has no deterministic
+    kernel rather than a silent difference."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    tf.config.experimental.enable_op_determinism()

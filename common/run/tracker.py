@@ -57,12 +57,13 @@ class RunTracker:
 
     def __init__(self, run_dir, total_steps, log_every_seconds, checkpoint_every_steps,
                  extra_columns=(), frames_per_step=1, trackables=None, stream=None,
-                 milestone_every_steps=0, session_stop=None):
+                 milestone_every_steps=0, session_stop=None, log_every_steps=0):
         self.run_dir = run_dir
         self.total_steps = total_steps
         self.session_stop = session_stop  # a session_stop.SessionStop, or None
         self.stop_reason = None  # why this session ended before total_steps, once it has
         self.log_every_seconds = log_every_seconds
+        self.log_every_steps = log_every_steps  # > 0: rows by env steps, not by the clock
         self.checkpoint_every_steps = checkpoint_every_steps
         self.frames_per_step = frames_per_step
         self.counters = checkpoint_lib.Counters()
@@ -110,6 +111,8 @@ class RunTracker:
         self.clock = metrics.Clock(float(self.counters.elapsed_seconds.numpy()))
         self._next_checkpoint = (self.env_steps // self.checkpoint_every_steps + 1) * \
             self.checkpoint_every_steps
+        if self.log_every_steps:
+            self._next_row = (self.env_steps // self.log_every_steps + 1) * self.log_every_steps
 
     def _reload_recent_scores(self):
         """Seeds the score window from episodes.csv, so score_mean_100 continues on resume."""
@@ -161,7 +164,12 @@ class RunTracker:
         """True when the loop should log a row now: the log interval has passed, or a checkpoint
         is due and the weights are not finite (the row shows the statistics that diverged
         before log_interval or save() stops the run)."""
-        if time.perf_counter() - self._interval_start >= self.log_every_seconds:
+        if self.log_every_steps:
+            if self.env_steps >= self._next_row:
+                while self._next_row <= self.env_steps:
+                    self._next_row += self.log_every_steps
+                return True
+        elif time.perf_counter() - self._interval_start >= self.log_every_seconds:
             return True
         if not self.checkpoint_due() or self._weights_checked_for == self._next_checkpoint:
             return False
@@ -248,5 +256,6 @@ def tracker_for(run_dir, config, extra_columns, trackables):
         run_dir, total_steps=config.total_steps, log_every_seconds=config.log_every_seconds,
         checkpoint_every_steps=config.checkpoint_every_steps, extra_columns=extra_columns,
         milestone_every_steps=config.milestone_every_steps,
+        log_every_steps=getattr(config, 'log_every_steps', 0),
         frames_per_step=frames_per_step(config.env_config), trackables=trackables,
         session_stop=session_stop_lib.from_flags())
