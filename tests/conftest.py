@@ -268,6 +268,8 @@ LONGEST_FIRST = (
     'tests/accel_tf/test_multi_worker_main.py::test_two_workers_write_one_run_directory',
     'tests/test_killed_sessions.py::test_sessions_killed_before_their_first_checkpoint',
     'tests/test_carry.py::test_a_carried_run_goes_on_as_a_resume_in_place',
+    'tests/test_seed_exact.py::test_twenty_thousand_pong_steps_of_paac_are_the_same_twice',
+    'tests/test_seed_exact.py::test_two_runs_of_a_seed_write_the_same_steps_episodes_scores',
     'tests/common/scale/test_distribute.py::test_two_replicas_on_half_batches',
     'tests/dqn_tf/test_main.py::test_bench_rows_measure_whole_periods',
     'tests/paac_tf/test_main.py::test_a_run_its_ctrl_c_and_its_resume_print_no_warning',
