@@ -2,8 +2,8 @@
 
 gymnasium's Atari wrappers cost about a quarter of the throughput (32 envs over two worker
 processes on 2 cores: 3,966 steps/s through the wrappers against 5,021 stepping ALEInterface
-directly; BENCHMARKS.md), so the frame skip, max-pooling, resizing and stacking happen here,
-with numpy/cv2, into preallocated buffers.
+directly; docs/benchmarks/journal.md, 2026-11-22), so the frame skip, max-pooling, resizing
+and stacking happen here, with numpy/cv2, into preallocated buffers.
 """
 import dataclasses
 import difflib

@@ -2,7 +2,8 @@
 Algorithm 1, A2C: one update per rollout, after it) would compute again, in its forward pass, the
 torso outputs the rollout's policy calls already computed. Kept from acting, they let the update
 run the backward pass alone: the same gradients without a second forward pass over the rollout
-(PAAC's network work per step 1.18-1.30x as fast on a 2-core CPU, BENCHMARKS.md 2026-11-29).
+(PAAC's network work per step 1.18-1.30x as fast on a 2-core CPU, docs/benchmarks/journal.md,
+2026-11-29).
 
 run_layers(torso, inputs) -> every layer's output; torso_gradients(...) -> each torso variable's
 gradient, by the formulas of TensorFlow's own gradients of these layers (the Conv2D backprop ops,
