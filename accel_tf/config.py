@@ -130,7 +130,7 @@ class AccelConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_
         return self.learning_rate * math.sqrt(self.num_envs / self.learning_rate_base_envs)
 
     def seed_exact_refusal(self):
-        if self.algorithm in algorithms.reading('AsyncLearnersConfig'):
+        if 'AsyncLearnersConfig' in self.row.sections:
             return (f'algorithm={self.algorithm!r} runs asynchronous learner processes, whose '
                     'updates interleave by timing')
         q_values = self.q_values
