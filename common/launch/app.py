@@ -168,12 +168,8 @@ def check_run_dir(run_dir, identity):
         raise errors.ConfigError(f'--run_dir={run_dir!r} is a file, not a directory')
     read_invocation(run_dir)  # a damaged one is named here, not after a traceback
     recorded = read_json(os.path.join(run_dir, RUN_FILE))
-    # A key the record lacks was added to the identity after that run began: its value then
-    # is not known, so only what the record holds is compared.
-    differences = [] if recorded is None else [
-        f'{key}: {value!r} there, {identity.get(key)!r} here'
-        for key, value in sorted(run_record.identity_of(recorded).items())
-        if value != identity.get(key)]
+    differences = [] if recorded is None else run_record.identity_differences(recorded,
+                                                                              identity)
     if differences:
         raise errors.ConfigError(f'{run_dir} holds another run ({"; ".join(differences)}); its '
                                  'checkpoints cannot be resumed by this command: give another '
@@ -302,7 +298,7 @@ def _resume_in_place_instead(folder, run_dir, manifest):
                                  f'{folder}; a carried run goes on in a new run directory')
     prefix = checkpoint.first_readable(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR),
                                        quiet=True)
-    steps = int(prefix.rsplit('-', 1)[1]) if prefix else -1
+    steps = checkpoint.steps_of(prefix) if prefix else -1
     carried = int(manifest['env_steps'])
     if steps < carried:
         raise errors.ConfigError(f'--run_dir={run_dir!r} holds the carried run at step '

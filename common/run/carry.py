@@ -199,9 +199,7 @@ def check(folder, identity):
         dict(recorded)
     except (OSError, ValueError, TypeError) as error:
         raise CarryError(f'{os.path.join(folder, RUN_FILE)} is not a run record ({error})')
-    differences = [f'{key}: {value!r} there, {identity.get(key)!r} here'
-                   for key, value in sorted(run_record.identity_of(recorded).items())
-                   if value != identity.get(key)]
+    differences = run_record.identity_differences(recorded, identity)
     if differences:
         raise CarryError(f'{folder} carries another run ({"; ".join(differences)}); it cannot '
                          'be resumed by this command')

@@ -135,7 +135,8 @@ def first_readable(directory, quiet=False):
     return None
 
 
-def _steps_of(prefix):
+def steps_of(prefix):
+    """The env steps a ckpt-N prefix is named for; -1 for another name."""
     found = _INDEX_FILE.match(os.path.basename(prefix) + '.index')
     return int(found.group(1)) if found else -1
 
@@ -177,8 +178,8 @@ class Checkpointer:
         # it did not list (after a missing index) are rotated out like listed ones, and the
         # damaged ones skipped above are removed once a newer checkpoint is saved.
         published = _published(self.directory) or []
-        steps = _steps_of(prefix)
-        older = [path for path in on_disk(self.directory) if _steps_of(path) < steps]
+        steps = steps_of(prefix)
+        older = [path for path in on_disk(self.directory) if steps_of(path) < steps]
         listed = [path for path in published if path in older]
         self._kept = [path for path in reversed(older) if path not in listed] + listed + [prefix]
         self._damaged = [path for path in first_tried(self.directory, prefix)
@@ -229,12 +230,12 @@ class Checkpointer:
         """True if prefix is the earliest checkpoint on disk, outside the rotation, in its span
         of milestone_every_steps (the first span, before any milestone is due, has none)."""
         every = self.milestone_every_steps
-        span = _steps_of(prefix) // every if every > 0 else 0
+        span = steps_of(prefix) // every if every > 0 else 0
         if span < 1:
             return False
-        others = [_steps_of(other) for other in on_disk(self.directory)
+        others = [steps_of(other) for other in on_disk(self.directory)
                   if other != prefix and other not in kept]
-        return not any(steps // every == span and steps < _steps_of(prefix) for steps in others)
+        return not any(steps // every == span and steps < steps_of(prefix) for steps in others)
 
     def _still_newest(self):
         kept = [prefix for prefix in self._kept or [] if os.path.exists(prefix + '.index')]

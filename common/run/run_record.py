@@ -59,6 +59,14 @@ def identity_of(recorded):
     return {key: value for key, value in recorded.items() if key != SESSIONS}
 
 
+def identity_differences(recorded, identity):
+    """'key: X there, Y here' for each value of recorded's identity (run.json without sessions)
+    that identity gives otherwise. A key the record lacks was added to the identity after that
+    run began: its value then is not known, so only what the record holds is compared."""
+    return [f'{key}: {value!r} there, {identity.get(key)!r} here'
+            for key, value in sorted(identity_of(recorded).items()) if value != identity.get(key)]
+
+
 def usable_cores(recorded):
     """Usable cores of the last session's machine, None if unrecorded."""
     try:
