@@ -318,6 +318,7 @@ def _stop_run(signum, frame):
     """
     signal.signal(signal.SIGINT, _already_stopping)
     signal.signal(signal.SIGTERM, _already_stopping)
+    errors.note_stop_signal()
     raise KeyboardInterrupt
 
 
@@ -342,6 +343,7 @@ def execute(main_fn, takes_args=False):
 
     def wrapped(argv):
         # SIGTERM (e.g. from a job scheduler) ends a run as cleanly as Ctrl-C: checkpoint, stop.
+        errors.note_stop_signal(False)
         signal.signal(signal.SIGINT, _stop_run)
         signal.signal(signal.SIGTERM, _stop_run)
         # TensorFlow's Python INFO lines (e.g. at every checkpoint) would break up the progress

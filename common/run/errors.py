@@ -12,10 +12,22 @@ class RunError(RuntimeError):
     what was saved, in one line."""
 
 
+_stop_signalled = False
+
+
+def note_stop_signal(signalled=True):
+    """Record that Ctrl-C or SIGTERM asked the run to stop (app's handler); False clears it."""
+    global _stop_signalled  # pylint: disable=global-statement
+    _stop_signalled = signalled
+
+
 def is_interrupt(error):
-    """Whether error is Ctrl-C's KeyboardInterrupt, or an error it caused: raised inside a C
+    """Whether error is Ctrl-C's KeyboardInterrupt, or an error it caused. Raised inside a C
     extension's callback (TensorFlow converting a numpy array, say), the interrupt surfaces as
-    a SystemError whose cause is the KeyboardInterrupt."""
+    a SystemError caused by it, which TensorFlow may wrap again in a TypeError raised `from None`
+    (the chain is cut): so once a stop was signalled, any error is the interrupt's."""
+    if _stop_signalled:
+        return True
     seen = set()
     while error is not None and id(error) not in seen:
         if isinstance(error, KeyboardInterrupt):

@@ -288,6 +288,35 @@ def test_an_interrupt_surfacing_as_a_systemerror_is_still_a_clean_ctrl_c_exit(tm
     assert result.stderr.strip() == 'interrupted'
 
 
+# Ctrl-C landing while TensorFlow binds a tf.function's numpy input: TensorFlow raises a
+# TypeError `from None`, so no KeyboardInterrupt is left in the chain (CI, 2026-12-06).
+_INTERRUPTED_IN_TF_BINDING = """
+import os, signal
+from common.launch import app
+
+def main():
+    interrupted = False
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        signal.pause()  # the handler runs here, in case the signal is not delivered at once
+    except KeyboardInterrupt:
+        interrupted = True
+    if interrupted:  # outside the handler: nothing in this error's chain
+        raise TypeError('Binding inputs to tf.function failed')
+
+app.execute(main)
+"""
+
+
+def test_an_interrupt_tensorflow_cut_from_its_chain_is_still_a_clean_ctrl_c_exit(tmp_path):
+    script = tmp_path / 'interrupted_in_tf.py'
+    script.write_text(_INTERRUPTED_IN_TF_BINDING)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), timeout=60)
+    assert result.returncode == 130, result.stderr[-2000:]
+    assert result.stderr.strip() == 'interrupted'
+
+
 _RECORDED_STOOKE = """# Parameters for AtariConfig:
 # ==============================================================================
 AtariConfig.game = 'pong'

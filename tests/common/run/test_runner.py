@@ -98,8 +98,19 @@ def _interrupt_in_python():
     raise KeyboardInterrupt
 
 
-@pytest.mark.parametrize('interrupt', [_interrupt_in_python, _interrupt_inside_a_c_callback])
-def test_ctrl_c_saves_before_the_session_closes(tmp_path, capsys, interrupt):
+def _interrupt_cut_from_its_chain():
+    """What TensorFlow raises when Ctrl-C lands while it binds a tf.function's numpy input: a
+    TypeError raised `from None`, no KeyboardInterrupt in its chain; app's handler noted the
+    signal."""
+    errors.note_stop_signal()
+    raise TypeError('Binding inputs to tf.function failed due to `<built-in method __array__ '
+                    'of numpy.ndarray object> returned a result with an exception set`') from None
+
+
+@pytest.mark.parametrize('interrupt', [_interrupt_in_python, _interrupt_inside_a_c_callback,
+                                       _interrupt_cut_from_its_chain])
+def test_ctrl_c_saves_before_the_session_closes(tmp_path, capsys, monkeypatch, interrupt):
+    monkeypatch.setattr(errors, '_stop_signalled', False)  # restored after the test
     run_dir = str(tmp_path)
     tracker = _make(run_dir, tf.Variable(1.0))
     session = _Session(run_dir)
