@@ -15,6 +15,10 @@ from common.launch import memory_check as mem
 
 RENAMED = {**common_config.renamed_bindings('AccelConfig'), **config_lib.RENAMED}
 MOVED = config_lib.MOVED  # common.tools.reproduce reads published runs' old names through it
+# Options added after runs were published, with the value the code ran as before them
+# (common.tools.reproduce): rl_games' options of 9e1c318, 014e0fb and 8592995, off then.
+ADDED = {'PPOConfig.kl_target': '0.0', 'PPOConfig.normalize_observations': 'False',
+         'PPOConfig.normalize_values': 'False'}
 
 
 def configure(gin_files, gin_bindings):

@@ -2,7 +2,8 @@
 and its final policy.
 
 Copies what common.compare reads (invocation.json, run.json, operative_config.gin, metrics.csv,
-episodes.csv, eval.csv; no checkpoints) into RESULTS_DIR/NAME, with the policy of the run's
+episodes.csv, eval.csv; no checkpoints) into RESULTS_DIR/NAME, with preset.json naming the
+repository preset that reproduces the run with today's code (its own command, or --preset), with the policy of the run's
 newest checkpoint as policy_weights.* (the network's weights and the run's counters; no
 optimizer, no replay), which common.evaluate, common.watch and common.export read from there;
 draws that run's figures there, and redraws the figures of every published run in RESULTS_DIR,
@@ -35,13 +36,17 @@ DEFAULT_RESULTS_DIR = os.path.join('docs', 'results')
 NO_POLICY_FILE = 'NO_POLICY.txt'
 
 flags.DEFINE_string('results_dir', DEFAULT_RESULTS_DIR, 'Where published runs live.')
+flags.DEFINE_string('preset', None, 'The repository gin file that reproduces the run with '
+                    "today's code when its own command does not (bindings beyond the game and the "
+                    'seed, a preset changed since): recorded in NAME/preset.json once checked.')
 flags.DEFINE_boolean('without_policy', False, 'Publish a run that has no checkpoint to take '
                      f'its policy from (its curves alone), marked so by {NO_POLICY_FILE}.')
 
 
-def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR, without_policy=False):
-    """Copies run_dir's run files to results_dir/name and redraws the figures; returns the
-    paths written. ConfigError, before anything is written, for a run still training (its
+def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR, without_policy=False, preset=None):
+    """Copies run_dir's run files to results_dir/name, names the repository preset that
+    reproduces it (reproduce.record_preset: preset, else the run's command) and redraws the
+    figures; returns the paths written. ConfigError, before anything is written, for a run still training (its
     files are half written) and, unless without_policy, for one with no checkpoint."""
     run_files.read_paper(run_dir)  # a run directory, readable, or ConfigError
     if not os.path.isfile(os.path.join(run_dir, 'metrics.csv')):
@@ -56,13 +61,9 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR, without_policy=False
     checks.require(no_policy is None or without_policy,
                    f'{run_dir} has no checkpoint to take a policy from ({no_policy}); '
                    '--without_policy publishes its curves alone, marked so')
-    changed = reproduce.differences(run_dir)
-    if changed:
-        print(f'warning: the command recorded in {run_dir} no longer configures what the run '
-              f'trained with ({len(changed)} bindings; publishing it as it ran):',
-              file=sys.stderr)
-        for line in changed:
-            print(f'  {line}', file=sys.stderr)
+    record, problems = reproduce.preset_record(run_dir, preset)
+    checks.require(record is not None or preset is None,
+                   f'--preset={preset!r} does not reproduce {run_dir}: {"; ".join(problems)}')
     target = os.path.join(results_dir, name)
     os.makedirs(target, exist_ok=True)
     written = []
@@ -71,6 +72,16 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR, without_policy=False
         if os.path.isfile(source):
             shutil.copyfile(source, os.path.join(target, file_name))
             written.append(os.path.join(target, file_name))
+    preset_path = os.path.join(target, reproduce.PRESET_FILE)
+    if record is None:
+        if os.path.isfile(preset_path):
+            os.remove(preset_path)
+        print(f'warning: {name} names no repository preset that reproduces it '
+              f'({"; ".join(problems)}); docs/results/ holds only runs that do: give the preset '
+              'that does with --preset (gin/published/NAME.gin for an older preset state)',
+              file=sys.stderr)
+    else:
+        written.append(reproduce.write_preset(record, target))
     marker = os.path.join(target, NO_POLICY_FILE)
     if os.path.isfile(marker):
         os.remove(marker)
@@ -187,9 +198,10 @@ def write_summary(published, results_dir, thresholds=reference_scores.THRESHOLDS
 
 def main(args):
     if len(args) != 2:
-        app.fail('usage: python -m common.results RUN_DIR NAME [--results_dir DIR]')
+        app.fail('usage: python -m common.results RUN_DIR NAME [--results_dir DIR] '
+                 '[--preset gin/...]')
     for path in publish(args[0], args[1], flags.FLAGS.results_dir,
-                        flags.FLAGS.without_policy):
+                        flags.FLAGS.without_policy, flags.FLAGS.preset):
         print(f'wrote {path}')
     return 0
 

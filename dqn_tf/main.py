@@ -11,7 +11,10 @@ from common.run import devices
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
 
-MOVED = config_lib.MOVED  # common.reproduce reads old runs' names through it
+MOVED = config_lib.MOVED  # common.tools.reproduce reads old runs' names through it
+# Options added after runs were published, with the value the code ran as before them
+# (common.tools.reproduce): 82ac82d (2026-11-28) added samplers stepping in processes.
+ADDED = {'DQNConfig.sampler_envs': "'thread'"}
 
 
 def configure(gin_files, gin_bindings):

@@ -14,6 +14,9 @@ from common.run import devices
 # Bindings whose names changed, read as their names today (GA3C's TIME_MAX is the horizon, the
 # word every paper's config uses); common.tools.reproduce reads published runs through it.
 MOVED = {'GA3CConfig.t_max': 'GA3CConfig.horizon'}
+# Options added after runs were published, with the value the code ran as before them
+# (common.tools.reproduce): d754472 (2026-11-29) added the original code's 'every_knob' walk.
+ADDED = {'GA3CConfig.dynamic_walk': "'one_knob'"}
 
 
 def configure(gin_files, gin_bindings):

@@ -13,6 +13,9 @@ from paac_tf import paac
 # Bindings whose names changed, read as their names today (the paper's tmax is the horizon, the
 # word every paper's config uses); common.tools.reproduce reads published runs through it.
 MOVED = {'PAACConfig.t_max': 'PAACConfig.horizon'}
+# Options added after runs were published, with the value the code ran as before them
+# (common.tools.reproduce): 65a99cd (2026-11-28) added the per-environment learning rate.
+ADDED = {'PAACConfig.learning_rate_per_env': 'None'}
 RENAMED = {**config_lib.renamed_bindings('PAACConfig'),
            'PAACConfig.alternating_halves': "bind PAACConfig.sampler = 'alternating' instead"}
 

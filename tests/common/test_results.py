@@ -1,5 +1,6 @@
 """common.results publishes a run's files, figures and final policy, and redraws the figure of
 all runs."""
+import json
 import os
 
 import numpy as np
@@ -233,3 +234,34 @@ def test_published_weights_restore_into_their_network_only(tmp_path):
         np.testing.assert_array_equal(saved_weight.numpy(), restored_weight.numpy())
     with pytest.raises(checkpoint_lib.CheckpointError, match='policy_weights does not fit'):
         checkpoint_lib.restore_latest(str(tmp_path), model=network(8, seed=3))
+
+
+def test_a_published_run_names_the_preset_that_reproduces_it_or_is_said_to_name_none(tmp_path,
+                                                                                     capsys):
+    from paac_tf import main as paac_main  # pylint: disable=import-outside-toplevel
+    import gin  # pylint: disable=import-outside-toplevel
+    run_dir, results_dir = str(tmp_path / 'run'), str(tmp_path / 'results')
+    _write_run(run_dir, 'paac')
+    paac_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/paac/pong.gin')], [])
+    (tmp_path / 'run' / app.OPERATIVE_CONFIG_FILE).write_text(gin.operative_config_str())
+    gin.clear_config()
+    (tmp_path / 'run' / app.INVOCATION_FILE).write_text(
+        '{"paper": "paac", "gin_files": ["gin/paac/pong.gin"], "gin_bindings": []}')
+    results.publish(run_dir, 'paac-pong', results_dir, True)
+    with open(os.path.join(results_dir, 'paac-pong', 'preset.json')) as f:
+        assert json.load(f)['gin_files'] == ['gin/paac/pong.gin']
+    # A --preset that configures something else is refused before anything is written.
+    with pytest.raises(errors.ConfigError, match="--preset='gin/paac/original_code.gin' does "
+                       'not reproduce .*PAACConfig.entropy_coef = 0.02 today, 0.01 in the run'):
+        results.publish(run_dir, 'other', results_dir, True, preset='gin/paac/original_code.gin')
+    assert not os.path.exists(os.path.join(results_dir, 'other'))
+    # A command with more than the game and the seed bound names no preset: said, none recorded.
+    (tmp_path / 'run' / app.INVOCATION_FILE).write_text(
+        '{"paper": "paac", "gin_files": ["gin/paac/pong.gin"], '
+        '"gin_bindings": ["PAACConfig.entropy_coef = 0.01"]}')
+    capsys.readouterr()
+    results.publish(run_dir, 'paac-pong', results_dir, True)
+    assert not os.path.exists(os.path.join(results_dir, 'paac-pong', 'preset.json'))
+    assert ("warning: paac-pong names no repository preset that reproduces it "
+            "('PAACConfig.entropy_coef = 0.01' binds more than the game or the seed)"
+            in capsys.readouterr().err)

@@ -53,3 +53,49 @@ def test_a_command_that_no_longer_parses_is_said_so(tmp_path):
     (line,) = reproduce.differences(run_dir)
     assert line.startswith('the recorded command no longer parses: ')
     assert "bind PAACConfig.sampler = 'alternating' instead" in line
+
+
+def test_an_option_added_since_is_compared_with_what_the_code_did_before_it(tmp_path):
+    """An operative config from before an option existed lacks it: the run ran as the value
+    the option was added with (reproduce.ADDED_FIELDS, ADDED, a paper's ADDED)."""
+    paac_main.configure([f'{app.PROJECT_ROOT}/gin/paac/pong.gin'], [])
+    today = gin.operative_config_str()
+    gin.clear_config()
+    assert "PAACConfig.seed_exact = False\n" in today and "AtariConfig.resize = 'area'\n" in today
+    old = today.replace('PAACConfig.seed_exact = False\n', '').replace(
+        "AtariConfig.resize = 'area'\n", '').replace("PAACConfig.compute_dtype = 'float32'\n", '')
+    assert reproduce.differences(_run_dir(tmp_path, old)) == []
+    (tmp_path / app.INVOCATION_FILE).write_text(json.dumps(
+        {'paper': 'paac', 'gin_files': ['gin/paac/pong.gin'],
+         'gin_bindings': ["PAACConfig.compute_dtype = 'bfloat16'",
+                          "AtariConfig.resize = 'nearest'"]}))
+    assert reproduce.differences(str(tmp_path)) == [
+        "AtariConfig.resize = 'nearest' today; the run predates the option and ran as 'area' "
+        'does',
+        "PAACConfig.compute_dtype = 'bfloat16' today; the run predates the option and ran as "
+        "'float32' does"]
+
+
+def test_a_published_run_names_a_repository_preset_bound_only_to_game_and_seed(tmp_path):
+    paac_main.configure([f'{app.PROJECT_ROOT}/gin/paac/pong.gin'],
+                        ["AtariConfig.game = 'breakout'", 'PAACConfig.seed = 3'])
+    today = gin.operative_config_str()
+    gin.clear_config()
+    run_dir = _run_dir(tmp_path, today)
+    (tmp_path / app.INVOCATION_FILE).write_text(json.dumps(
+        {'paper': 'paac', 'gin_files': ['/elsewhere/my_pong.gin'],
+         'gin_bindings': ["AtariConfig.game = 'breakout'", 'PAACConfig.seed = 3']}))
+    record, problems = reproduce.preset_record(run_dir)
+    assert record is None and problems == ['/elsewhere/my_pong.gin is not a preset under gin/']
+    record, problems = reproduce.preset_record(run_dir, 'gin/paac/pong.gin')
+    assert problems == [] and record == {
+        'gin_files': ['gin/paac/pong.gin'],
+        'gin_bindings': ["AtariConfig.game = 'breakout'", 'PAACConfig.seed = 3'],
+        'started_as': {'gin_files': ['/elsewhere/my_pong.gin'],
+                       'gin_bindings': ["AtariConfig.game = 'breakout'", 'PAACConfig.seed = 3']}}
+    reproduce.write_preset(record, run_dir)
+    assert reproduce.published_preset(run_dir) == (record['gin_files'], record['gin_bindings'])
+    record, problems = reproduce.preset_record(run_dir, 'gin/paac/original_code.gin')
+    assert record is None and "PAACConfig.entropy_coef = 0.02 today, 0.01 in the run" in problems
+    assert reproduce.preset_problems(['gin/paac/pong.gin'], ['PAACConfig.num_envs = 16']) == [
+        "'PAACConfig.num_envs = 16' binds more than the game or the seed"]
