@@ -7,6 +7,12 @@ table or figure, as their scores are on different scales: each game gets its tab
 'game: NAME' line when there are several) and its figures (named with a '-NAME' suffix when
 there are several; one game keeps the plain names). --csv writes one file with a game column. A
 directory that cannot be read is named on stderr; the others are still compared (exit status 2).
+
+Runs that differ only in seed (same paper, game and operative_config.gin but for its lines binding
+a `seed`) are then aggregated as rliable does (Agarwal et al. 2021; common/tools/seed_stats.py),
+when two or more are given: per group the mean final score_mean_100 over its seeds with a
+percentile-bootstrap 95% interval, and per configuration on two or more games the IQM of
+human-normalized scores with a stratified bootstrap interval (naming the games it leaves out).
 """
 from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
@@ -25,6 +31,7 @@ from common.run import metrics
 from common.run import superseded
 from common.tools import run_clock
 from common.tools import run_files
+from common.tools import seed_stats
 
 COLUMNS = ('run', 'paper', 'game', 'env_steps', 'frames', 'hours', 'own_hours', 'episodes',
            'score_mean_100', 'best_score_mean_100', 'steps_per_sec', 'eval_score_mean',
@@ -132,6 +139,44 @@ def format_time_to_score(run_dirs, thresholds):
     return _aligned(time_to_score_rows(run_dirs, thresholds))
 
 
+def _operative_config(run_dir):
+    try:
+        with open(os.path.join(run_dir, app.OPERATIVE_CONFIG_FILE)) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def seed_rows(summaries_and_dirs, reps=seed_stats.REPS):
+    """The table of the groups of two or more runs that differ only in seed (first run, runs,
+    game, seeds, mean score_mean_100 and its 95% interval), then per configuration on two or
+    more such games a row of the IQM of human-normalized scores; None when there is no group."""
+    runs = []
+    for row, run_dir in summaries_and_dirs:
+        config = _operative_config(run_dir)
+        runs.append(dict(run=row['run'], game=row['game'], score=row['score_mean_100'],
+                         config=None if config is None else f"# paper {row['paper']}\n{config}"))
+    groups = [group for group in seed_stats.group_seeds(runs) if len(group['runs']) > 1]
+    if not groups:
+        return None
+    table = [('first run', 'runs', 'game', 'seeds', 'score_mean_100', 'ci95_low', 'ci95_high')]
+    algorithms = {}
+    for group in groups:
+        table.append((group['runs'][0], str(len(group['runs'])), group['game'],
+                      ', '.join(group['seeds']),
+                      *(_cell(value) for value in seed_stats.group_row(group, reps))))
+        algorithms.setdefault(group['algorithm'], []).append(group)
+    for same in (same for same in algorithms.values() if len(same) > 1):
+        point, low, high, used, left_out = seed_stats.iqm_over_games(same, reps)
+        games = ', '.join(used) + (f"; left out (no human score): {', '.join(left_out)}"
+                                   if left_out else '')
+        table.append((f"IQM human-normalized % ({same[0]['runs'][0]})",
+                      str(sum(len(group['runs']) for group in same)), games, '-',
+                      *(_cell(math.nan if value is None else value)
+                        for value in (point, low, high))))
+    return table
+
+
 def main(run_dirs):
     """Prints the table of the readable runs (and writes --csv, --plot); returns the exit
     status: 0, or 2 when a directory could not be read (each named on stderr)."""
@@ -155,6 +200,10 @@ def main(run_dirs):
         if thresholds:
             print()
             print(format_time_to_score(game_dirs, thresholds))
+    seeds = seed_rows([(summary_of[run_dir], run_dir) for run_dir in readable])
+    if seeds:
+        print('\nruns that differ only in seed (mean and percentile-bootstrap 95% interval)')
+        print(_aligned(seeds))
     if flags.FLAGS.csv and summaries:
         with open(flags.FLAGS.csv, 'w', newline='') as f:
             writer = csv.DictWriter(f, COLUMNS)

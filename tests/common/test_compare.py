@@ -229,3 +229,66 @@ def test_held_time_is_left_off_the_own_clock_the_table_and_the_figures_use(tmp_p
     assert row['own_hours'] == pytest.approx((10 + 10 + 910 * 0.011 + 10) / 3600, rel=1e-3)
     run = plots.load_run(str(run_dir), 'held')
     assert run['metrics']['hours'][-1] == pytest.approx(row['own_hours'])
+
+
+def _write_seeded_run(run_dir, score, seed, game='pong', dtype='bfloat16', paper='accel'):
+    """A run whose operative_config.gin binds its seed, compute dtype and game, and whose last
+    score_mean_100 is score."""
+    _write_run(run_dir, paper, [(60, 100, 400, 1, 0, score - 5, 50),
+                                (120, 200, 800, 2, 1, score, 60)])
+    with open(os.path.join(run_dir, app.OPERATIVE_CONFIG_FILE), 'w') as f:
+        f.write(f"# Parameters for AccelConfig:\nAccelConfig.compute_dtype = '{dtype}'\n"
+                f"AccelConfig.seed = {seed}\n\n# Parameters for AtariConfig:\n"
+                f"AtariConfig.game = '{game}'\n")
+
+
+def test_cli_aggregates_the_runs_that_differ_only_in_seed(tmp_path):
+    """Seeds 0, 1, 2 scoring 18, 20, 13 and a float32 run: one group of three, mean 17; each
+    of the 27 resamples of three seeds is equally likely, and P(all 13) = P(all 20) = 1/27 >
+    2.5%, so the 95% interval is (13, 20). The float32 run is in the first table only."""
+    names = ('ppo-pong', 'ppo-pong-seed-1', 'ppo-pong-seed-2', 'ppo-pong-float32')
+    for name, score, seed, dtype in zip(names, (18.0, 20.0, 13.0, 5.0), (0, 1, 2, 0),
+                                        ('bfloat16',) * 3 + ('float32',)):
+        _write_seeded_run(str(tmp_path / name), score, seed, dtype=dtype)
+    result = subprocess.run(
+        [sys.executable, '-m', 'common.compare'] + [str(tmp_path / name) for name in names],
+        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT),
+        timeout=60)
+    assert result.returncode == 0, result.stderr
+    first, seeds = result.stdout.strip().split('\n\n')
+    assert len(first.splitlines()) == 5
+    lines = seeds.splitlines()
+    assert lines[0].startswith('runs that differ only in seed')
+    assert lines[1].split() == ['first', 'run', 'runs', 'game', 'seeds', 'score_mean_100',
+                                'ci95_low', 'ci95_high']
+    assert lines[2].split() == ['ppo-pong', '3', 'pong', '0,', '1,', '2', '17.00', '13.00',
+                                '20.00']
+    assert len(lines) == 3 and 'float32' not in seeds
+
+
+def test_seed_groups_on_two_games_get_the_iqm_of_human_normalized_scores(tmp_path):
+    """One configuration on Pong (random -20.7, human 9.3) at 50% and 100%, Breakout (1.7,
+    31.8) at 0% and 100%, CartPole (no human score) twice; and another paper's Pong runs. The
+    IQM of 50, 100, 0, 100 is the mean of the middle two, 75; its 16 stratified resamples have
+    IQMs 25 (3 ways), 50 (3), 75 (5) and 100 (5): the interval is (25, 100). Breakout's mean
+    of 1.7 and 31.8 is 16.75; its resamples are all 1.7 or all 31.8 with P 1/4 each: (1.7, 31.8).
+    """
+    runs = [('pong-0', -5.7, 0, 'pong', 'accel'), ('pong-1', 9.3, 1, 'pong', 'accel'),
+            ('breakout-0', 1.7, 0, 'breakout', 'accel'),
+            ('breakout-1', 31.8, 1, 'breakout', 'accel'),
+            ('cartpole-0', 200.0, 0, 'CartPole-v1', 'accel'),
+            ('cartpole-1', 500.0, 1, 'CartPole-v1', 'accel'),
+            ('paac-pong-0', -20.0, 0, 'pong', 'paac'), ('paac-pong-1', -10.0, 1, 'pong', 'paac')]
+    for name, score, seed, game, paper in runs:
+        _write_seeded_run(str(tmp_path / name), score, seed, game=game, paper=paper)
+    run_dirs = [str(tmp_path / run[0]) for run in runs]
+    table = compare.seed_rows([(compare.summarize(run_dir), run_dir) for run_dir in run_dirs])
+    assert [row[:4] for row in table[1:5]] == [
+        ('pong-0', '2', 'pong', '0, 1'), ('breakout-0', '2', 'breakout', '0, 1'),
+        ('cartpole-0', '2', 'CartPole-v1', '0, 1'), ('paac-pong-0', '2', 'pong', '0, 1')]
+    assert table[2][4:] == ('16.75', '1.70', '31.80')
+    assert table[4][4:] == ('-15.00', '-20.00', '-10.00')
+    assert table[5] == ('IQM human-normalized % (pong-0)', '6',
+                        'pong, breakout; left out (no human score): CartPole-v1', '-',
+                        '75.00', '25.00', '100.00')
+    assert len(table) == 6  # the paac runs are on one game: no IQM row of their own
