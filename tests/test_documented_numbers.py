@@ -3,6 +3,7 @@ the published data: each claim's text must stand in its document, and the run's 
 eval.csv) must give the same numbers at the same rounding. A changed document or a republished
 run that no longer agrees fails here, with the claim named."""
 import math
+import json
 import os
 import re
 
@@ -220,3 +221,22 @@ def _text(name):
 def test_the_documents_learning_numbers_are_the_published_data_s(document, claim, from_data):
     assert claim in _text(document), f'{document} no longer says {claim!r}: update this claim'
     assert from_data() == claim
+
+
+# The runs whose hours or minutes the README quotes, and the machine its heading names for them.
+README_TIMED_RUNS = (FAST_PAAC, 'paac-pong', 'ga3c-pong', 'dqn-pong', 'accel-ppo-pong-original-code',
+                     'accel-ppo-pong-rl-games', 'accel-ppo-pong-rl-games-seed-1',
+                     'accel-ppo-pong-rl-games-seed-2', 'accel-ppo-pong', 'accel-a2c-pong',
+                     'accel-a3c-pong', 'accel-appo-pong', 'accel-dqn-pong', 'accel-cat-dqn-pong',
+                     'accel-rainbow-pong')
+
+
+def test_the_readme_names_the_machine_of_every_time_it_quotes():
+    assert 'each time below: a 2-core AMD EPYC, Zen generation unrecorded' in _text('README.md')
+    for run in README_TIMED_RUNS:
+        with open(os.path.join(app.PROJECT_ROOT, 'docs', 'results', run, 'run.json')) as f:
+            sessions = json.load(f)['sessions']
+        for session in sessions:
+            machine = session['machine']
+            assert machine['cpu_model'].startswith('AMD EPYC'), (run, machine)
+            assert machine['usable_cores'] == 2 and 'cpu_family' not in machine, (run, machine)
