@@ -217,11 +217,13 @@ def resolve_run_dir(paper, game, run_dir, invocation, runs_root='runs'):
     return path
 
 
-def prepare_run_dir(run_dir, invocation, identity=None, resolved=None, carried=None):
+def prepare_run_dir(run_dir, invocation, identity=None, resolved=None, carried=None,
+                    env_probe=None):
     """Creates run_dir and records the invocation, the identity (once) and this session
     (run_record, with the config values resolved for it: common.launch.config.resolved_record;
-    and the carry it starts from, common.run.carry.session_note); never overwrites what an
-    earlier run wrote."""
+    the carry it starts from, common.run.carry.session_note; and in its machine the
+    environment-only rate, common.run.env_probe); never overwrites what an earlier run
+    wrote."""
     os.makedirs(run_dir, exist_ok=True)
     record_path = os.path.join(run_dir, RUN_FILE)
     if identity is not None:
@@ -231,6 +233,8 @@ def prepare_run_dir(run_dir, invocation, identity=None, resolved=None, carried=N
             session['resolved'] = resolved
         if carried:
             session[run_record.CARRIED_FROM] = carried
+        if env_probe:
+            session['machine']['env_probe'] = env_probe
         recorded.setdefault(run_record.SESSIONS, []).append(session)
         file_writes.write_json(record_path, recorded)
     previous = read_invocation(run_dir)
@@ -282,7 +286,9 @@ def start_run_dir(paper, env_config, resolved=None, **model):
         print(f'carried run {folder} (step {carried["env_steps"]:,}, carried from '
               f'{carried["from_run_dir"]} on {machine_load.describe(carried["machine"])}) '
               f'written as {prefix}')
-    prepare_run_dir(run_dir, invocation, identity, resolved, carried)
+    from common.run import env_probe  # pylint: disable=import-outside-toplevel
+    prepare_run_dir(run_dir, invocation, identity, resolved, carried,
+                    env_probe.session_probe(env_config))
     print(f'run directory: {run_dir}')
     return run_dir
 

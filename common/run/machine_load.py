@@ -96,8 +96,9 @@ def cpu_identity(cpuinfo_text):
 
 
 def describe(record):
-    """One line for a machine record: 'MODEL (family F model M; avx2, avx512f), N cores'; a
-    record written before family and flags were kept gives what it has."""
+    """One line for a machine record: 'MODEL (family F model M; avx2, avx512f), N cores' and
+    its environment-only rate (common.run.env_probe) when probed; a record written before
+    family and flags were kept gives what it has."""
     record = record or {}
     details = []
     if record.get('cpu_family', '?') != '?':
@@ -106,7 +107,12 @@ def describe(record):
         details.append(', '.join(record['cpu_flags']))
     text = record.get('cpu_model', '?') + (f" ({'; '.join(details)})" if details else '')
     cores = record.get('usable_cores')
-    return text + (f', {cores} cores' if cores else '')
+    text += f', {cores} cores' if cores else ''
+    probe = record.get('env_probe')
+    if probe:  # two significant figures: the same machine reads the same across sessions
+        rate = float(f"{probe['env_steps_per_cpu_second']:.2g}")
+        text += f", {probe['game']} env {rate:,.0f} steps per CPU second"
+    return text
 
 
 def machine_record():
