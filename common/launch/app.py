@@ -222,7 +222,7 @@ def prepare_run_dir(run_dir, invocation, identity=None, resolved=None, carried=N
     """Creates run_dir and records the invocation, the identity (once) and this session
     (run_record, with the config values resolved for it: common.launch.config.resolved_record;
     the carry it starts from, common.run.carry.session_note; and in its machine the
-    environment-only rate, common.run.env_probe); never overwrites what an earlier run
+    environment-only rate, common.envs.env_probe); never overwrites what an earlier run
     wrote."""
     os.makedirs(run_dir, exist_ok=True)
     record_path = os.path.join(run_dir, RUN_FILE)
@@ -286,7 +286,7 @@ def start_run_dir(paper, env_config, resolved=None, **model):
         print(f'carried run {folder} (step {carried["env_steps"]:,}, carried from '
               f'{carried["from_run_dir"]} on {machine_load.describe(carried["machine"])}) '
               f'written as {prefix}')
-    from common.run import env_probe  # pylint: disable=import-outside-toplevel
+    from common.envs import env_probe  # pylint: disable=import-outside-toplevel
     prepare_run_dir(run_dir, invocation, identity, resolved, carried,
                     env_probe.session_probe(env_config))
     print(f'run directory: {run_dir}')

@@ -97,7 +97,7 @@ def cpu_identity(cpuinfo_text):
 
 def describe(record):
     """One line for a machine record: 'MODEL (family F model M; avx2, avx512f), N cores' and
-    its environment-only rate (common.run.env_probe) when probed; a record written before
+    its environment-only rate (common.envs.env_probe) when probed; a record written before
     family and flags were kept gives what it has."""
     record = record or {}
     details = []

@@ -7,7 +7,7 @@ import pytest
 from common.envs import atari
 from common.envs import gym as gym_envs
 from common.launch import app
-from common.run import env_probe
+from common.envs import env_probe
 from common.run import errors
 from common.run import machine_load
 
