@@ -8,6 +8,7 @@ import pytest
 from common.envs import atari
 from common.launch import app
 from common.run import errors
+from common.tools import atari5
 from common.tools import presets
 
 # (preset, the paper that owns it)
@@ -18,7 +19,9 @@ PRESETS = [('gin/paac/pong.gin', 'paac'), ('gin/paac/original_code.gin', 'paac')
            ('gin/fast/pong.gin', 'accel')] + [
     (f'gin/accel/{name}', 'accel') for name in sorted(os.listdir(
         os.path.join(app.PROJECT_ROOT, 'gin', 'accel'))) if name.endswith('_pong.gin')]
-GAMES = ('breakout', 'seaquest', 'qbert', 'space_invaders')
+# Atari-5 (Aitchison, Sweetser & Hutter 2023; common/tools/atari5.py), the scorecard's games, and
+# the other suites run here.
+GAMES = tuple(atari5.SUBSETS['atari5'].weights) + ('breakout', 'seaquest', 'space_invaders')
 _BUILT = set()  # environment configs already stepped (many presets share one)
 
 
@@ -28,6 +31,7 @@ def _path(preset):
 
 @pytest.mark.parametrize('preset, paper', PRESETS)
 def test_each_preset_names_its_paper_and_builds_every_suite_game(preset, paper):
+    assert {'battle_zone', 'double_dunk', 'name_this_game', 'phoenix', 'qbert'} <= set(GAMES)
     found, main = presets.paper_of([_path(preset)], [])
     assert found == paper
     pong = presets.configure_game(main, [_path(preset)], [], 'pong').env_config
@@ -43,6 +47,9 @@ def test_each_preset_names_its_paper_and_builds_every_suite_game(preset, paper):
         observation = env.reset()
         assert observation.shape == tuple(env_config.observation_shape)
         assert env_config.num_actions() == len(atari.action_set(game, False))
+        # FIRE after a reset exactly where the preset asks for it and the game has FIRE.
+        assert env_config.presses_fire == (env_config.fire_reset and atari.FIRE in
+                                           atari.action_set(game, env_config.full_action_space))
         for action in range(env_config.num_actions()):
             observation, reward, _, _ = env.step(action)
         assert observation.dtype == np.uint8 and np.isfinite(reward)
