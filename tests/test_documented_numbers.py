@@ -146,7 +146,21 @@ def _final(run):
 
 
 # docs/results.md's headlines (its bold lines).
+def _seed_aggregate(*runs):
+    """'mean, percentile-bootstrap 95% interval low-high' of runs' final 100-episode means, as
+    common.compare's table of runs that differ only in seed gives it."""
+    from common import compare  # pylint: disable=import-outside-toplevel
+    dirs = [os.path.join(app.PROJECT_ROOT, 'docs', 'results', run) for run in runs]
+    table = compare.seed_rows([(compare.summarize(path), path) for path in dirs])
+    assert len(table) == 2 and table[1][1] == str(len(runs)), table  # one group of them all
+    mean, low, high = table[1][4:7]
+    return f'{mean}, percentile-bootstrap 95% interval {low}-{high}'
+
+
 RESULTS_CLAIMS = [
+    ('18.04, percentile-bootstrap 95% interval 18.00-18.12', lambda: _seed_aggregate(
+        'accel-ppo-pong-rl-games', 'accel-ppo-pong-rl-games-seed-1',
+        'accel-ppo-pong-rl-games-seed-2')),
     ('18 at 8.36M steps in 41.0 min', lambda: '18 at {0} steps in {1}'.format(
         *_reach(FAST_PAAC, 18, 2, 1))),
     ('19.8 at 9.72M steps in 47.7 min', lambda: _final(FAST_PAAC)),
