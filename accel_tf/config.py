@@ -108,6 +108,12 @@ class AccelConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_
         """The algorithm's row of accel_tf/algorithms.py."""
         return algorithms.BY_NAME[self.algorithm]
 
+    def evaluation_protocol(self):
+        """The run's evaluation protocol: QValueConfig.eval_protocol for the Q-value family,
+        ActorCriticConfig.eval_protocol for the policy-gradient algorithms."""
+        section = self.q_values if self.q_values is not None else self.actor_critic
+        return section.evaluation_protocol(self.env_config)
+
     def read_sections(self):
         """The sections the algorithm reads, in its row's order."""
         return [getattr(self, SECTIONS[name].FIELD) for name in self.row.sections]

@@ -33,8 +33,8 @@ class Loop:
 class Update:
     """What an update kind selects. build(config): its learner; actor_learner: the class one
     learner process of the asynchronous loop iterates (its OPTIMIZER the one the rows of the kind
-    force), None if the kind has none; load_policy(run_dir, greedy, renamed): its policy read back
-    from a run, for common.evaluate."""
+    force), None if the kind has none; load_policy(run_dir, greedy, renamed, choice): its policy
+    read back from a run, for common.evaluate."""
     build: Callable
     actor_learner: Optional[type]
     load_policy: Callable
@@ -143,20 +143,20 @@ def compute(config):
 
 # Policies read back from a run, by update kind.
 
-def _actor_critic_policy(run_dir, greedy, renamed):
+def _actor_critic_policy(run_dir, greedy, renamed, choice):
     return evaluate.actor_critic_policy(run_dir, lambda: config_lib.from_gin(refuse_unread=False),
-                                        build_learner, greedy, obsolete=renamed)
+                                        build_learner, greedy, obsolete=renamed, choice=choice)
 
 
-def _q_policy(run_dir, greedy, renamed):
+def _q_policy(run_dir, greedy, renamed, choice):
     from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
     app.parse_recorded_config(run_dir, renamed)
     config = config_lib.from_gin(refuse_unread=False)
+    protocol = evaluate.run_protocol(config, 'q_values', greedy, choice)
     learner = learners.build_q_learner(config)
     env_steps = checkpoint_lib.restore_latest(run_dir, online=learner.online)
-    epsilon = 0.0 if greedy else config.q_values.final_epsilon
-    return (config.env_config, evaluate.epsilon_greedy_policy(learner, epsilon,
-                                                             config.seed + env_steps), env_steps)
+    return (config.env_config, evaluate.q_value_policy(learner, protocol,
+                                                       config.seed + env_steps), env_steps)
 
 
 UPDATES = {'actor_critic': Update(learners.build_actor_critic_learner,
@@ -166,10 +166,11 @@ UPDATES = {'actor_critic': Update(learners.build_actor_critic_learner,
            'q_learning': Update(learners.build_q_learner, None, _q_policy)}
 
 
-def load_policy(run_dir, greedy, renamed):
+def load_policy(run_dir, greedy, renamed, choice=None):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps);
-    for the Q-value family, greedy or epsilon-greedy at the run's final epsilon. renamed: the
-    obsolete bindings a recorded config is read without (main.RENAMED)."""
+    acting by the run's evaluation protocol (for the Q-value family epsilon-greedy at its
+    epsilon, 'stooke': 0.001; greedy: epsilon 0), or choice's over it. renamed: the obsolete
+    bindings a recorded config is read without (main.RENAMED)."""
     app.parse_recorded_config(run_dir, renamed)
     return UPDATES[config_lib.from_gin(refuse_unread=False).row.update].load_policy(
-        run_dir, greedy, renamed)
+        run_dir, greedy, renamed, choice)

@@ -8,17 +8,23 @@ process_setup.configure()
 # pylint: disable=wrong-import-position
 from accel_tf import config as config_lib
 from accel_tf import kinds
+from accel_tf import q_config
 from common.launch import app
 from common.launch import config as common_config
 from common.launch import entry
 from common.launch import memory_check as mem
 
-RENAMED = {**common_config.renamed_bindings('AccelConfig'), **config_lib.RENAMED}
+RENAMED = {**common_config.renamed_bindings('AccelConfig'), **config_lib.RENAMED,
+           **q_config.RENAMED}
 MOVED = config_lib.MOVED  # common.tools.reproduce reads published runs' old names through it
 # Options added after runs were published, with the value the code ran as before them
-# (common.tools.reproduce): rl_games' options of 9e1c318, 014e0fb and 8592995, off then.
+# (common.tools.reproduce): rl_games' options of 9e1c318, 014e0fb and 8592995, off then; the
+# named evaluation protocols: 'stooke' holds the Q-value family's eval_max_steps, eval_envs,
+# eval_max_path_steps and eval_epsilon it replaced (125,000, 4, 27,000, 0.001); 'stooke_pg' only
+# changes what common.evaluate plays (30 episodes sampled, 18,000 steps, before it).
 ADDED = {'PPOConfig.kl_target': '0.0', 'PPOConfig.normalize_observations': 'False',
-         'PPOConfig.normalize_values': 'False'}
+         'PPOConfig.normalize_values': 'False', 'QValueConfig.eval_protocol': "'stooke'",
+         'ActorCriticConfig.eval_protocol': "'stooke_pg'"}
 
 
 def configure(gin_files, gin_bindings):
@@ -39,10 +45,11 @@ def model_identity(config):
     return model
 
 
-def load_policy(run_dir, greedy=False):
+def load_policy(run_dir, greedy=False, choice=None):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps);
-    its row's update kind says how it is read back (kinds.UPDATES)."""
-    return kinds.load_policy(run_dir, greedy, RENAMED)
+    its row's update kind says how it is read back (kinds.UPDATES), acting by the run's
+    evaluation protocol or choice's over it (evaluate.run_protocol)."""
+    return kinds.load_policy(run_dir, greedy, RENAMED, choice)
 
 
 def memory(config):

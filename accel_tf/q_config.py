@@ -3,14 +3,25 @@ training intensity, targets, exploration, and the DQN variants Rainbow combines:
 section of the algorithms whose row reads QValueConfig (accel_tf/algorithms.py), held as
 AccelConfig.q_values; gin/accel/*_pong.gin set and cite the values."""
 import dataclasses
+from typing import Any
 
 import gin
 
 from accel_tf import sections
+from common.envs import eval_protocols
 from common.launch import config as config_lib
 from common.learners import losses
 from common.replay import replay_feed
 from common.run import checks
+
+
+# The evaluation's fields, one named protocol now (QValueConfig.eval_protocol): old binding ->
+# what to bind instead; accel_tf/main.py refuses them in presets and reads recorded runs without.
+RENAMED = {f'QValueConfig.{name}': (
+    "bind QValueConfig.eval_protocol instead: a protocol name (common/envs/eval_protocols.py: "
+    "'stooke' is 125,000 steps over 4 environments, each episode cut at 108,000 frames, epsilon "
+    '0.001), or @EvalProtocol() with EvalProtocol.base and the values to change')
+    for name in ('eval_max_steps', 'eval_max_path_steps', 'eval_envs', 'eval_epsilon')}
 
 
 @gin.configurable
@@ -49,12 +60,11 @@ class QValueConfig(sections.Section):
     final_epsilon: float = 0.1
     epsilon_decay_steps: int = 1_000_000
     # Evaluation (section 4.2): "paused every 1-million steps to evaluate for up to 125,000
-    # steps, with maximum path length of 27,000 steps"; 0 disables it.
+    # steps, with maximum path length of 27,000 steps"; 0 disables it. What it plays (in-run and
+    # common.evaluate): a name in common/envs/eval_protocols.py or @EvalProtocol(); 'stooke':
+    # that budget over 4 environments at epsilon 0.001, both rlpyt's (the paper states neither).
     eval_every_steps: int = 1_000_000
-    eval_max_steps: int = 125_000
-    eval_max_path_steps: int = 27_000
-    eval_envs: int = 4                 # rlpyt atari_dqn.py eval_n_envs=4
-    eval_epsilon: float = 0.001        # rlpyt dqn_agent.py eps_eval=0.001
+    eval_protocol: Any = 'stooke'
     # Section 5.3: sampling and optimization in turn (False) or at once, a trainer thread
     # training each phase's updates while the next phase samples (True); the sampler waits
     # while more than async_lead_phases phases' updates are owed, which holds the replay ratio.
@@ -79,8 +89,7 @@ class QValueConfig(sections.Section):
         row = config.row
         checks.require_positive_ints('QValueConfig', self, (
             'batch_size', 'updates_per_phase', 'replay_capacity', 'min_replay_steps',
-            'target_period', 'n_step', 'num_atoms', 'epsilon_decay_steps', 'eval_max_steps',
-            'eval_max_path_steps', 'eval_envs', 'async_lead_phases'))
+            'target_period', 'n_step', 'num_atoms', 'epsilon_decay_steps', 'async_lead_phases'))
         require(self.replay_input in replay_feed.REPLAY_INPUTS,
                 f'QValueConfig.replay_input={self.replay_input!r}; allowed: '
                 f'{", ".join(replay_feed.REPLAY_INPUTS)}')
@@ -89,9 +98,7 @@ class QValueConfig(sections.Section):
                 f'{", ".join(losses.CATEGORICAL_PRIORITIES)}')
         require(self.eval_every_steps >= 0,
                 f'QValueConfig.eval_every_steps must be >= 0, got {self.eval_every_steps}')
-        require(self.eval_max_steps >= self.eval_envs,
-                f'QValueConfig.eval_max_steps={self.eval_max_steps} must be >= eval_envs='
-                f'{self.eval_envs}')
+        self.evaluation_protocol(config.env_config)
         require(row.categorical == (self.num_atoms > 1),
                 f"QValueConfig.num_atoms={self.num_atoms}; algorithm={row.name!r} needs "
                 f"{'>= 2 atoms' if row.categorical else '1 (no atoms)'}")
@@ -100,7 +107,7 @@ class QValueConfig(sections.Section):
         require(self.priority_alpha >= 0,
                 f'QValueConfig.priority_alpha must be >= 0, got {self.priority_alpha}')
         checks.require_fractions('QValueConfig', self, ('initial_beta', 'initial_epsilon',
-                                                        'final_epsilon', 'eval_epsilon'))
+                                                        'final_epsilon'))
         require(self.clip_norm >= 0,
                 f'QValueConfig.clip_norm must be >= 0, got {self.clip_norm}')
         require(self.huber_delta > 0,
@@ -114,6 +121,11 @@ class QValueConfig(sections.Section):
                 f'QValueConfig.replay_capacity={self.replay_capacity} gives {per_stream} steps '
                 f'per simulator for {config.num_envs} simulators; need at least stack + n_step '
                 f'= {stack + self.n_step}')
+
+    def evaluation_protocol(self, env_config):
+        """The run's evaluation protocol, checked for a Q-value policy on env_config."""
+        return eval_protocols.require(self.eval_protocol, 'QValueConfig.eval_protocol',
+                                      'q_values', env_config)
 
     def validate_distribute(self, config, distribute):
         checks.require(distribute.strategy != 'multi_worker' or not self.asynchronous,

@@ -55,18 +55,16 @@ def make_replay(config, seed, num_machines=1):
 
 
 def evaluate_now(config, learner, run_dir, env_steps, trained_seconds):
-    """Section 4.2's evaluation round into eval.csv: eval_envs environments for eval_max_steps
-    steps in all, whole games (no episodic life) cut at eval_max_path_steps, epsilon-greedy at
-    eval_epsilon; the episodes that ended count. Returns the row, None if none ended."""
-    q_values = config.q_values
-    env_config = evaluate.evaluation_env_config(config.env_config,
-                                                max_episode_steps=q_values.eval_max_path_steps)
-    policy = evaluate.epsilon_greedy_policy(learner, q_values.eval_epsilon,
-                                            config.seed + env_steps)
+    """An evaluation round of the run's protocol (QValueConfig.eval_protocol) into eval.csv;
+    'stooke', section 4.2's: 4 environments for 125,000 steps in all, whole games cut at 27,000
+    steps (108,000 frames), epsilon-greedy at 0.001; the episodes that ended count. Returns the
+    row, None if none ended."""
+    protocol = config.evaluation_protocol()
+    policy = evaluate.q_value_policy(learner, protocol, config.seed + env_steps)
     return evaluate.evaluation_round(
-        run_dir, env_steps, trained_seconds, lambda: evaluate.run_for_steps(
-            env_config, policy, q_values.eval_envs, q_values.eval_max_steps,
-            seed=config.seed + 7919 + env_steps), f'{q_values.eval_max_steps:,} steps')
+        run_dir, env_steps, trained_seconds, lambda: evaluate.play(
+            config.env_config, policy, protocol, seed=config.seed + 7919 + env_steps),
+        protocol.budget_text())
 
 
 def train(config, run_dir, learner, open_pool, strategy=None):

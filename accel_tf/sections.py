@@ -9,10 +9,11 @@ Each section checks its own values against the run (validate), the devices it is
 errors.ConfigError naming the first value out of range.
 """
 import dataclasses
-from typing import Optional
+from typing import Any, Optional
 
 import gin
 
+from common.envs import eval_protocols
 from common.run import checks
 from common.run import devices
 from common.run import processes
@@ -54,10 +55,15 @@ class ActorCriticConfig(Section):
     value_loss_coef: float = 0.5        # times mean (R - V)^2
     clip_norm: float = 0.5              # global-norm gradient clipping; 0 disables
     gae_lambda: Optional[float] = None  # None: n-step returns (A2C); a float: GAE
+    # What common.evaluate plays (no in-run evaluation: section 4.2 tracks online scores): a name
+    # in common/envs/eval_protocols.py or @EvalProtocol(); 'stooke_pg': 100 whole games, actions
+    # drawn from pi, as the online scores of the most recent 100 trajectories (section 4.2).
+    eval_protocol: Any = 'stooke_pg'
 
     def validate(self, config):
         super().validate(config)
         self.require_non_negative(('entropy_coef', 'value_loss_coef', 'clip_norm'))
+        self.evaluation_protocol(config.env_config)
         checks.require(self.gae_lambda is None or 0 <= self.gae_lambda <= 1,
                        f'ActorCriticConfig.gae_lambda must be None or in [0, 1], got '
                        f'{self.gae_lambda!r}')
@@ -65,6 +71,11 @@ class ActorCriticConfig(Section):
         checks.require(self.gae_lambda is not None or not row.needs_gae,
                        f'ActorCriticConfig.gae_lambda=None; algorithm={row.name!r} needs '
                        'gae_lambda (a float in [0, 1])')
+
+    def evaluation_protocol(self, env_config):
+        """The run's evaluation protocol, checked for an actor-critic policy on env_config."""
+        return eval_protocols.require(self.eval_protocol, 'ActorCriticConfig.eval_protocol',
+                                      'actor_critic', env_config)
 
 
 # Where PPOConfig.kl_target keeps the learning rate (rl_games' AdaptiveScheduler bounds).

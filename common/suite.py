@@ -2,15 +2,16 @@
 preset over a list of games, one game after another.
 
 Each game is an ordinary run directory, SUITE_DIR/<game>, trained by the preset's own paper
-(`python -m <paper>_tf.main ... --gin_bindings="AtariConfig.game = '<game>'"
---stop_at_steps=N`, its output prefixed with the game and its place in the suite); then its
-final policy plays the evaluation protocol (30 episodes, 1 to 30 no-op starts, an 18,000-step
-cap; common.evaluate), appended to that run's eval.csv. After each game SUITE_DIR/suite.md and
+(`python -m <paper>_tf.main ... --gin_bindings="AtariConfig.game = '<game>'" --stop_at_steps=N`,
+its output prefixed with the game and its place in the suite); then its final policy plays the
+preset's evaluation protocol (its paper's, e.g. PAAC's 30 games of up to 108,000 frames;
+common/envs/eval_protocols.py, common.evaluate), or --eval_protocol, --eval_episodes and
+--eval_max_frames over it, appended to that run's eval.csv. After each game SUITE_DIR/suite.md and
 suite.csv hold the table (common/tools/suite_table.py): steps, final training mean, evaluation,
 random and human scores (Mnih et al. (2015)'s for their 49 games, Badia et al. (2020)'s for the 8
 others of the 57), the human-normalized score and the paper's own score, the median and mean
-normalized score, and, for a suite that holds Battle Zone, Double Dunk, Name This Game, Phoenix
-and Q*Bert, the Atari-5 estimate of the 57-game median (Aitchison, Sweetser & Hutter 2023;
+normalized score, and, for a suite that holds Battle Zone, Double Dunk, Name This Game, Phoenix and
+Q*Bert, the Atari-5 estimate of the 57-game median (Aitchison, Sweetser & Hutter 2023;
 common/tools/atari5.py; Atari-3 and Atari-10 likewise). Rerunning the same command skips finished
 games and resumes the unfinished one from its checkpoint. Every game is configured before any
 trains, so an unknown game, a budget of 0 or another paper's preset is refused in one line before
@@ -23,6 +24,7 @@ import os
 
 from absl import flags
 
+from common.envs import eval_protocols
 from common.launch import app
 from common.run import checks
 from common.run import file_writes
@@ -43,8 +45,12 @@ flags.DEFINE_string('suite_dir', None, 'Where the games\' run directories go. De
                     'runs/suite-<paper>-<name of the last gin file>.')
 flags.DEFINE_string('paper', None, 'The paper the preset must configure (default: the one it '
                     'binds the config of).')
-flags.DEFINE_integer('eval_episodes', 30, 'Episodes of the final evaluation of each game.')
-flags.DEFINE_integer('eval_max_steps', 18000, 'Step cap of each evaluation episode.')
+flags.DEFINE_string('eval_protocol', None, 'Evaluation protocol of the final policies ('
+                    f"{', '.join(eval_protocols.PROTOCOLS)}); default: the preset's.")
+flags.DEFINE_integer('eval_episodes', None, "Episodes of the final evaluation of each game; "
+                     "default: the protocol's.")
+flags.DEFINE_integer('eval_max_frames', None, "Cap of each evaluation episode in emulator "
+                     "frames; default: the protocol's.")
 
 SUITE_FILE = 'suite.json'
 
@@ -59,9 +65,12 @@ def check_flags():
     checks.require(not repeated, f'--games names {", ".join(repeated)} more than once')
     checks.require(FLAGS.steps is not None and FLAGS.steps > 0,
                    f'--steps={FLAGS.steps!r}: give a positive number of env steps per game')
-    for name in ('eval_episodes', 'eval_max_steps'):
-        checks.require(getattr(FLAGS, name) > 0,
+    for name in ('eval_episodes', 'eval_max_frames'):
+        checks.require(getattr(FLAGS, name) is None or getattr(FLAGS, name) > 0,
                        f'--{name}={getattr(FLAGS, name)}: must be a positive integer')
+    checks.require(FLAGS.eval_protocol in (None,) + tuple(eval_protocols.PROTOCOLS),
+                   f'--eval_protocol={FLAGS.eval_protocol!r}; allowed: '
+                   f"{', '.join(eval_protocols.PROTOCOLS)}")
     for game in games:
         reference_scores.random_human_and_source(game)  # ConfigError naming one without
     return games
@@ -81,11 +90,21 @@ def plan(games):
     return paper, FLAGS.suite_dir or os.path.join('runs', f'suite-{paper}-{stem}'), configs
 
 
+def _choice():
+    return eval_protocols.Choice(FLAGS.eval_protocol, FLAGS.eval_episodes, FLAGS.eval_max_frames)
+
+
+def protocol_text(config):
+    """The evaluation protocol the suite plays on config's runs, as one line."""
+    protocol = _choice().apply(config.evaluation_protocol())
+    return protocol.describe(getattr(config.env_config, 'frame_skip', None))
+
+
 def evaluate_game(run_dir):
     """The evaluation protocol on run_dir's final policy, appended to its eval.csv; the row."""
     from common import evaluate  # pylint: disable=import-outside-toplevel (TensorFlow)
     row, _ = evaluate.evaluate_run(run_dir, num_episodes=FLAGS.eval_episodes,
-                                   max_episode_steps=FLAGS.eval_max_steps)
+                                   protocol=FLAGS.eval_protocol, max_frames=FLAGS.eval_max_frames)
     return row
 
 
@@ -100,8 +119,7 @@ def main():
     heading = (f'# Suite: {paper}, {FLAGS.steps:,} steps per game\n\n'
                f'Preset: {", ".join(f"`{path}`" for path in FLAGS.gin_file)}'
                + (f', with{bindings}' if bindings else ''))
-    protocol = (f'{FLAGS.eval_episodes} episodes, 1 to 30 no-op starts, '
-                f'{FLAGS.eval_max_steps:,}-step cap')
+    protocol = protocol_text(configs[games[0]])
     for index, game in enumerate(games, 1):
         tag, run_dir = f'[{index}/{len(games)} {game}]', os.path.join(suite_dir, game)
         target = min(FLAGS.steps, configs[game].total_steps)

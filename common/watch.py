@@ -2,12 +2,12 @@
 [--side_by_side]`: a trained policy playing, as an animated GIF (or an MP4).
 
 The policy is loaded as common.evaluate loads it (a run directory's newest checkpoint, or a
-published result's policy weights), and plays whole games under the evaluation protocol's
-settings (no episodic life, no-op starts). The frames are the game's own screens (the ALE's RGB
-screen, gymnasium's rgb_array render), not the network's input, with the episode's score drawn
-in a corner; --side_by_side puts the network's input beside each (its stacked frames tiled,
-oldest first, upscaled to the screen's height). At most --max_frames frames are kept, spread
-evenly over the episodes, so a long game costs a bounded GIF.
+published result's policy weights), and plays whole games (no episodic life) from the no-op starts
+of the run's evaluation protocol, acting as it does. The frames are the game's own screens (the
+ALE's RGB screen, gymnasium's rgb_array render), not the network's input, with the episode's score
+drawn in a corner; --side_by_side puts the network's input beside each (its stacked frames tiled,
+oldest first, upscaled to the screen's height). At most --max_frames frames are kept, spread evenly
+over the episodes, so a long game costs a bounded GIF.
 """
 from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
@@ -101,13 +101,13 @@ def frames_per_second(env_config):
         env.close()
 
 
-def watch_env_config(env_config):
-    """The evaluation protocol's env config (whole games, no-op starts) with no start-up
+def watch_env_config(env_config, noop_max=30):
+    """The env config of an evaluation (whole games, 1..noop_max no-op starts) with no start-up
     decorrelation and no step cap of its own: the game is watched from its first frame, and
     play() cuts it at max_steps."""
-    env_config = evaluate.evaluation_env_config(env_config)
     if isinstance(env_config, atari.AtariConfig):
-        env_config = dataclasses.replace(env_config, decorrelation_steps=0, max_episode_steps=0)
+        env_config = dataclasses.replace(env_config, episodic_life=False, noop_max=noop_max,
+                                         decorrelation_steps=0, max_episode_steps=0)
     return env_config
 
 
@@ -165,7 +165,8 @@ def play(env_config, policy_fn, episodes=1, max_steps=DEFAULT_MAX_STEPS,
     and whether each was cut at max_steps before its game ended."""
     if side_by_side:
         _check_image_observations(env_config)
-    env = make_env(watch_env_config(env_config), seed)
+    protocol = getattr(policy_fn, 'protocol', None)  # a restored run's: its no-op starts
+    env = make_env(watch_env_config(env_config, getattr(protocol, 'noop_max', 30)), seed)
     recorder = FrameRecorder(max_frames)
     scores, steps, cut = [], [], []
     try:
@@ -269,6 +270,8 @@ if __name__ == '__main__':
     flags.DEFINE_boolean('side_by_side', False,
                          "Put the network's input (its stacked frames, upscaled) beside each "
                          'screen; image observations only.')
-    flags.DEFINE_boolean('greedy', False, 'Act greedily instead of sampling from the policy.')
+    flags.DEFINE_boolean('greedy', False, 'Act greedily: epsilon 0 for a Q-value policy, argmax '
+                         "pi for an actor-critic's (instead of the run's evaluation protocol's "
+                         'epsilon, or actions drawn from pi).')
     flags.DEFINE_integer('seed', 12345, 'Seed of the environment.')
     app.execute(main)

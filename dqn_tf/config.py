@@ -6,6 +6,7 @@ from typing import Any, Optional
 
 import gin
 
+from common.envs import eval_protocols
 from common.launch import config as config_lib
 from common.learners import networks
 from common.learners import optim
@@ -67,8 +68,10 @@ class DQNConfig(config_lib.RunConfig):
     final_epsilon: float = 0.1
     epsilon_decay_steps: int = 1_000_000
     eval_every_steps: int = 250_000    # 0 disables evaluation
-    eval_episodes: int = 30
-    eval_epsilon: float = 0.05
+    # What an evaluation plays (in-run and common.evaluate): a name in
+    # common/envs/eval_protocols.py, or @EvalProtocol(); 'fast_dqn': 30 episodes at epsilon 0.05
+    # (section 5.2), capped at 108,000 frames as the authors' code does.
+    eval_protocol: Any = 'fast_dqn'
     # TF intra-op threads of the learner (0: TF's default, every core). None: the CPUs less one,
     # at least 1: the actors share one GIL, so they keep about one core busy, and a learner
     # spread over that core too makes both slower (measured: README, Fast DQN).
@@ -104,7 +107,7 @@ class DQNConfig(config_lib.RunConfig):
         require = checks.require
         checks.require_positive_ints(self.owner, self, (
             'num_samplers', 'batch_size', 'replay_capacity', 'target_period', 'train_period',
-            'prepopulate_steps', 'epsilon_decay_steps', 'eval_episodes', 'minibatches_per_call'))
+            'prepopulate_steps', 'epsilon_decay_steps', 'minibatches_per_call'))
         self.require_non_negative(('eval_every_steps',))
         require(self.target_period % self.num_samplers == 0,
                 f'DQNConfig.target_period={self.target_period} (C) must be divisible by '
@@ -137,8 +140,14 @@ class DQNConfig(config_lib.RunConfig):
                 f'DQNConfig.rmsprop_decay must be in (0, 1), got {self.rmsprop_decay}')
         require(0 <= self.acting_nice <= 19,
                 f'DQNConfig.acting_nice must be an int in [0, 19], got {self.acting_nice!r}')
-        checks.require_fractions(self.owner, self, ('initial_epsilon', 'final_epsilon',
-                                                 'eval_epsilon'))
+        checks.require_fractions(self.owner, self, ('initial_epsilon', 'final_epsilon'))
+        self.evaluation_protocol()
+
+    def evaluation_protocol(self):
+        """The run's evaluation protocol (eval_protocols.EvalProtocol), checked for a Q-value
+        policy on this env."""
+        return eval_protocols.require(self.eval_protocol, 'DQNConfig.eval_protocol', 'q_values',
+                                      self.env_config)
 
     @property
     def stack(self):
@@ -167,3 +176,10 @@ RENAMED = {'RMSProp.learning_rate': 'bind DQNConfig.learning_rate instead',
 MOVED = {'DQNConfig.num_workers': 'DQNConfig.num_samplers',
          'DQNConfig.learner_threads': 'DQNConfig.tf_intra_op_threads'}
 RENAMED.update({old: f'bind {new} instead' for old, new in MOVED.items()})
+# The evaluation's episodes, epsilon, no-op starts and cap: one named protocol now.
+_PROTOCOL = ('bind DQNConfig.eval_protocol instead: a protocol name (common/envs/'
+             "eval_protocols.py: 'fast_dqn' is 30 episodes at epsilon 0.05, 30 no-op starts, "
+             "108,000 frames), or @EvalProtocol() with EvalProtocol.base and the values to change")
+RENAMED.update({name: _PROTOCOL for name in (
+    'DQNConfig.eval_episodes', 'DQNConfig.eval_epsilon', 'evaluation_env_config.noop_max',
+    'evaluation_env_config.max_episode_steps')})

@@ -277,14 +277,14 @@ DQN_COLUMNS = ('epsilon',) + q_learner.UPDATE_STATS + ('replay_size', 'minibatch
 
 
 def evaluate_now(config, learner, run_dir, env_steps, trained_seconds):
-    """The paper's evaluation round (epsilon 0.05, separate environments) into eval.csv."""
+    """An evaluation round of the run's protocol (DQNConfig.eval_protocol; the paper's, section
+    5.2: 30 episodes at epsilon 0.05 in separate environments) into eval.csv."""
+    protocol = config.evaluation_protocol()
+    policy = evaluate.q_value_policy(learner, protocol, config.seed + env_steps)
     return evaluate.evaluation_round(
-        run_dir, env_steps, trained_seconds, lambda: evaluate.run_episodes(
-            evaluate.evaluation_env_config(config.env_config),
-            evaluate.epsilon_greedy_policy(learner, config.eval_epsilon,
-                                           config.seed + env_steps),
-            config.eval_episodes, seed=config.seed + 7919 + env_steps),
-        f'{config.eval_episodes} episodes')
+        run_dir, env_steps, trained_seconds, lambda: evaluate.play(
+            config.env_config, policy, protocol, seed=config.seed + 7919 + env_steps),
+        protocol.budget_text())
 
 
 def train(config, run_dir):

@@ -13,8 +13,10 @@ from dqn_tf import dqn
 
 MOVED = config_lib.MOVED  # common.tools.reproduce reads old runs' names through it
 # Options added after runs were published, with the value the code ran as before them
-# (common.tools.reproduce): 82ac82d (2026-11-28) added samplers stepping in processes.
-ADDED = {'DQNConfig.sampler_envs': "'thread'"}
+# (common.tools.reproduce): 82ac82d (2026-11-28) added samplers stepping in processes; the named
+# evaluation protocol replaced eval_episodes, eval_epsilon and paper.gin's evaluation_env_config
+# bindings, whose values 'fast_dqn' holds (30 episodes, epsilon 0.05, 30 no-ops, 27,000 steps).
+ADDED = {'DQNConfig.sampler_envs': "'thread'", 'DQNConfig.eval_protocol': "'fast_dqn'"}
 
 
 def configure(gin_files, gin_bindings):
@@ -23,15 +25,16 @@ def configure(gin_files, gin_bindings):
     return common_config.resolve(config_lib.DQNConfig())
 
 
-def load_policy(run_dir, greedy=False):
-    """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
+def load_policy(run_dir, greedy=False, choice=None):
+    """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps);
+    epsilon-greedy at its protocol's epsilon (evaluate.run_protocol), 0 if greedy."""
     from common.run import checkpoint as checkpoint_lib
     app.parse_recorded_config(run_dir, config_lib.RENAMED)
     config = config_lib.DQNConfig()
+    protocol = evaluate.run_protocol(config, 'q_values', greedy, choice)
     learner = dqn.build_learner(config)
     env_steps = checkpoint_lib.restore_latest(run_dir, online=learner.online)
-    policy = evaluate.epsilon_greedy_policy(learner, 0.0 if greedy else config.eval_epsilon,
-                                            seed=config.seed + env_steps)
+    policy = evaluate.q_value_policy(learner, protocol, seed=config.seed + env_steps)
     return config.env_config, policy, env_steps
 
 

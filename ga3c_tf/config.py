@@ -5,6 +5,7 @@ from typing import Any, Optional
 
 import gin
 
+from common.envs import eval_protocols
 from common.launch import config as config_lib
 from common.learners import networks
 from common.run import checks
@@ -66,16 +67,25 @@ class GA3CConfig(config_lib.RMSPropConfig, config_lib.RunConfig):
     clip_norm: float = 0.0               # USE_GRAD_CLIP=False; 40 when on
     total_steps: int = 50_000_000
     on_agent_death: str = 'stop'         # 'stop' ends the run; 'replace' starts a new agent
+    # What common.evaluate plays: a name in common/envs/eval_protocols.py or @EvalProtocol();
+    # 'ga3c': Table 3's 30 games, from reset (no no-op starts), argmax pi as the code's PLAY_MODE.
+    eval_protocol: Any = 'ga3c'
     a3c_onednn: bool = False             # A3C-CPU agents' TF kernels: stock (faster at batch 1)
 
     def seed_exact_refusal(self):
         return ("GA3C's agent processes and predictor and trainer threads (and A3C-CPU's agents) "
                 'run at their own pace: what each batch holds depends on timing')
 
+    def evaluation_protocol(self):
+        """The run's evaluation protocol, checked for an actor-critic policy on this env."""
+        return eval_protocols.require(self.eval_protocol, 'GA3CConfig.eval_protocol',
+                                      'actor_critic', self.env_config)
+
     def validate(self):
         """Raises ConfigError naming the first value of the wrong type or out of range."""
         super().validate()
         self.validate_rmsprop()
+        self.evaluation_protocol()
         require = checks.require
         for name, allowed in (('algorithm', ALGORITHMS), ('trainer_input', TRAINER_INPUTS),
                               ('pad_batches', buckets.PAD_BATCHES),

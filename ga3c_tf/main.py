@@ -15,8 +15,10 @@ from common.run import devices
 # word every paper's config uses); common.tools.reproduce reads published runs through it.
 MOVED = {'GA3CConfig.t_max': 'GA3CConfig.horizon'}
 # Options added after runs were published, with the value the code ran as before them
-# (common.tools.reproduce): d754472 (2026-11-29) added the original code's 'every_knob' walk.
-ADDED = {'GA3CConfig.dynamic_walk': "'one_knob'"}
+# (common.tools.reproduce): d754472 (2026-11-29) added the original code's 'every_knob' walk;
+# the named evaluation protocol changes no training, only what common.evaluate plays ('ga3c':
+# 30 games from reset, argmax pi; before it, 30 sampled from up to 30 no-ops, 18,000 steps).
+ADDED = {'GA3CConfig.dynamic_walk': "'one_knob'", 'GA3CConfig.eval_protocol': "'ga3c'"}
 
 
 def configure(gin_files, gin_bindings):
@@ -36,7 +38,7 @@ def train(config, run_dir):
     return loop.train(config, run_dir)
 
 
-def load_policy(run_dir, greedy=False):
+def load_policy(run_dir, greedy=False, choice=None):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
     from common.launch import config as config_lib  # pylint: disable=import-outside-toplevel
     from common import evaluate  # pylint: disable=import-outside-toplevel
@@ -44,7 +46,7 @@ def load_policy(run_dir, greedy=False):
     from ga3c_tf import learner as learner_lib  # pylint: disable=import-outside-toplevel
     return evaluate.actor_critic_policy(
         run_dir, ga3c_config.GA3CConfig, learner_lib.build_learner, greedy,
-        obsolete=config_lib.renamed_bindings('GA3CConfig'), moved=MOVED)
+        obsolete=config_lib.renamed_bindings('GA3CConfig'), moved=MOVED, choice=choice)
 
 
 def memory(config):

@@ -14,8 +14,10 @@ from paac_tf import paac
 # word every paper's config uses); common.tools.reproduce reads published runs through it.
 MOVED = {'PAACConfig.t_max': 'PAACConfig.horizon'}
 # Options added after runs were published, with the value the code ran as before them
-# (common.tools.reproduce): 65a99cd (2026-11-28) added the per-environment learning rate.
-ADDED = {'PAACConfig.learning_rate_per_env': 'None'}
+# (common.tools.reproduce): 65a99cd (2026-11-28) added the per-environment learning rate; the
+# named evaluation protocol changes no training, only what common.evaluate plays ('paac': 30
+# games of up to 108,000 frames; before it, 30 of up to 18,000 steps = 72,000 frames).
+ADDED = {'PAACConfig.learning_rate_per_env': 'None', 'PAACConfig.eval_protocol': "'paac'"}
 RENAMED = {**config_lib.renamed_bindings('PAACConfig'),
            'PAACConfig.alternating_halves': "bind PAACConfig.sampler = 'alternating' instead"}
 
@@ -31,10 +33,10 @@ def make_pool(env_config, num_envs, seed, num_workers, num_groups=1):
                            num_groups=num_groups)
 
 
-def load_policy(run_dir, greedy=False):
+def load_policy(run_dir, greedy=False, choice=None):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps)."""
     return evaluate.actor_critic_policy(run_dir, paac.PAACConfig, paac.build_learner, greedy,
-                                        obsolete=RENAMED, moved=MOVED)
+                                        obsolete=RENAMED, moved=MOVED, choice=choice)
 
 
 def train(config, run_dir):

@@ -11,6 +11,7 @@ from typing import Any, Optional, Union
 
 import gin
 
+from common.envs import eval_protocols
 from common.envs import pools
 from common.launch import config as config_lib
 from common.learners import actor_critic
@@ -61,6 +62,14 @@ class PAACConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_l
     # Several devices or machines (Stooke & Abbeel 2018, section 4.2: PAAC's update at scale):
     # a common.launch.config.DistributeConfig; None until main.configure() sets the bindings' one.
     distribute: Any = None
+    # What common.evaluate plays: a name in common/envs/eval_protocols.py or @EvalProtocol();
+    # 'paac': Table 1's 30 games from up to 30 no-op starts, actions drawn from pi.
+    eval_protocol: Any = 'paac'
+
+    def evaluation_protocol(self):
+        """The run's evaluation protocol, checked for an actor-critic policy on this env."""
+        return eval_protocols.require(self.eval_protocol, 'PAACConfig.eval_protocol',
+                                      'actor_critic', self.env_config)
 
     def resolutions(self):
         """RunConfig's, and num_workers 'auto': as many worker processes as this machine has
@@ -87,6 +96,7 @@ class PAACConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_l
         require = checks.require
         checks.require_positive_ints(self.owner, self, ('num_envs', 'horizon'))
         self.require_choice('sampler', samplers.SAMPLERS)
+        self.evaluation_protocol()
         require(isinstance(self.num_workers, int) and not isinstance(self.num_workers, bool)
                 and self.num_workers > 0,
                 f'PAACConfig.num_workers must be a positive integer or '

@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from common import evaluate
+from common.envs import eval_protocols
 from common.envs import pools
 from common.launch import app
+from common.run import gin_text
 from common.tools import run_files
 
 RESULTS = os.path.join(app.PROJECT_ROOT, 'docs', 'results')
@@ -61,6 +63,16 @@ NOT_LEARNED = {'paac-pong-ne256': 'ne = 256 still uniform over the actions at 5M
                'accel-a2c-pong-envs256': '256 environments still uniform at 5M steps'}
 
 
+def _as_trained(published):
+    """The choice over a run's evaluation protocol that acts as the run trained: actions drawn
+    from pi, or epsilon-greedy at its final training epsilon (its protocol may act otherwise:
+    GA3C's takes argmax pi, the accelerated Q-value family's epsilon is 0.001)."""
+    with open(os.path.join(published, app.OPERATIVE_CONFIG_FILE)) as f:
+        bindings = gin_text.operative_bindings(f.read())
+    final = [float(value) for name, value in bindings.items() if name.endswith('.final_epsilon')]
+    return eval_protocols.Choice(epsilon=final[0] if final else None, sample=True)
+
+
 @pytest.mark.parametrize('name', PUBLISHED)
 def test_a_published_run_carries_its_final_policy_which_plays_better_than_random(name):
     """Its weights are the last checkpoint's; its policy (acting as in training) acts in its own
@@ -69,7 +81,8 @@ def test_a_published_run_carries_its_final_policy_which_plays_better_than_random
     assert {'policy_weights.index', 'policy_weights.data-00000-of-00001'} <= set(
         os.listdir(published))
     try:
-        env_config, policy, env_steps = evaluate.load_policy(published)
+        env_config, policy, env_steps = evaluate.load_policy(published,
+                                                             choice=_as_trained(published))
         # The weights of the run's last checkpoint, taken at or after its last logged row.
         last_row = run_files.read_csv(os.path.join(published, 'metrics.csv'))[-1]
         assert env_steps >= int(float(last_row['env_steps'])) > 0

@@ -122,7 +122,13 @@ def test_every_q_preset_trains_8_transitions_per_sampled_one(preset, batch_size,
     ('dqn_pong', ['AccelConfig.q_values = None'],
      "AccelConfig.q_values (--gin_bindings='AccelConfig.q_values = None') is not a binding: "
      'remove it'),
-    ('dqn_pong', ['QValueConfig.eval_max_steps = 2'], 'eval_max_steps=2 must be >= eval_envs=4'),
+    ('dqn_pong', ['QValueConfig.eval_protocol = @EvalProtocol()', "EvalProtocol.base = 'stooke'",
+                  'EvalProtocol.steps = 2'], 'steps=2 over envs=4; allowed: steps >= envs >= 1'),
+    ('dqn_pong', ["QValueConfig.eval_protocol = 'paac'"],
+     "QValueConfig.eval_protocol: protocol 'paac' states no epsilon for a Q-value policy"),
+    ('dqn_pong', ['QValueConfig.eval_max_steps = 2'],
+     'QValueConfig.eval_max_steps (--gin_bindings=\'QValueConfig.eval_max_steps = 2\') is not a '
+     'binding: bind QValueConfig.eval_protocol instead'),
     ('dqn_pong', ['QValueConfig.clip_norm = -1.0'], 'clip_norm must be >= 0, got -1.0'),
     ('dqn_pong', ["QValueConfig.replay_input = 'queue'"],
      "QValueConfig.replay_input='queue'; allowed: direct, tf_data"),
@@ -167,8 +173,9 @@ def test_rainbow_runs_resumes_and_evaluates_through_the_entry_point(tmp_path):
     bindings = CARTPOLE_BINDINGS + ['AccelConfig.total_steps = 1600',
                                     'QValueConfig.min_replay_steps = 512',
                                     'QValueConfig.eval_every_steps = 800',
-                                    'QValueConfig.eval_max_steps = 600',
-                                    'QValueConfig.eval_envs = 2',
+                                    'QValueConfig.eval_protocol = @EvalProtocol()',
+                                    "EvalProtocol.base = 'stooke'",  # made small:
+                                    'EvalProtocol.steps = 600', 'EvalProtocol.envs = 2',
                                     'AccelConfig.checkpoint_every_steps = 800',
                                     'AccelConfig.log_every_seconds = 0.01']
     flags = _entry_flags('rainbow_pong', bindings)

@@ -17,7 +17,7 @@ PRESET = os.path.join(app.PROJECT_ROOT, 'gin', 'paac', 'paper.gin')
 # PAAC's paper preset made tiny: 4 environments in one process, 20 steps per update.
 TINY = ['PAACConfig.num_envs = 4', 'PAACConfig.num_workers = 1', "make_pool.kind = 'serial'",
         'PAACConfig.total_steps = 100000', 'PAACConfig.log_every_seconds = 0.01']
-EVAL = ['--eval_episodes=2', '--eval_max_steps=40']
+EVAL = ['--eval_episodes=2', '--eval_max_frames=160']  # 40 agent steps of 4 frames
 
 
 def _env():

@@ -32,7 +32,9 @@ CARTPOLE_BINDINGS = [
     'DQNConfig.replay_capacity = 1000',
     'DQNConfig.prepopulate_steps = 100',
     'DQNConfig.eval_every_steps = 200',
-    'DQNConfig.eval_episodes = 2',
+    'DQNConfig.eval_protocol = @EvalProtocol()',  # fast DQN's protocol, 2 episodes
+    "EvalProtocol.base = 'fast_dqn'",
+    'EvalProtocol.episodes = 2',
     'DQNConfig.checkpoint_every_steps = 200',
     'DQNConfig.log_every_seconds = 0.01',
 ]
@@ -62,8 +64,9 @@ def test_presets_hold_the_papers_values():
             optimizer.initial_mean_square) == (True, False, 0.0)
     assert (config.initial_epsilon, config.final_epsilon, config.epsilon_decay_steps) == (
         1.0, 0.1, 1_000_000)
-    assert (config.eval_every_steps, config.eval_episodes, config.eval_epsilon) == (
-        250_000, 30, 0.05)
+    protocol = config.evaluation_protocol()  # section 5.2; the cap the authors' code's
+    assert (config.eval_every_steps, config.eval_protocol, protocol.episodes, protocol.epsilon,
+            protocol.noop_max, protocol.max_frames) == (250_000, 'fast_dqn', 30, 0.05, 30, 108_000)
     assert (config.mode, config.num_samplers, config.network) == ('both', 8, 'nature')
     env = config.env_config
     assert (env.game, env.noop_max, env.episodic_life, env.clip_rewards,
@@ -100,7 +103,9 @@ def test_run_writes_the_run_directory_evaluates_and_rerun_resumes(tmp_path):
     rows = run_files.read_csv(run_dir / 'metrics.csv')
     assert int(rows[-1]['env_steps']) == 400 and int(rows[-1]['updates']) == 100
     assert {'epsilon', 'loss', 'replay_size', 'steps_per_sec'} <= set(rows[-1])
-    assert [int(row['env_steps']) for row in run_files.read_csv(run_dir / 'eval.csv')] == [200, 400]
+    evaluations = run_files.read_csv(run_dir / 'eval.csv')
+    assert [int(row['env_steps']) for row in evaluations] == [200, 400]
+    assert [int(row['episodes']) for row in evaluations] == [2, 2]  # the bound protocol's
 
     again = _run('dqn_tf.main', _flags(CARTPOLE_BINDINGS), cwd=tmp_path)
     assert again.returncode == 0 and 'already complete' in again.stdout
