@@ -187,6 +187,49 @@ class ProcessTree:
         return leaked
 
 
+class EntryPoint:
+    """`python -m module` as a user runs it: in a working directory of the test's, the project
+    importable. gin_file (a path from the project root) is the preset flags() names unless
+    told another."""
+
+    def __init__(self, module, gin_file=None):
+        self.module, self.gin_file = module, gin_file
+
+    def flags(self, bindings=(), gin_file=None):
+        """--gin_file= the preset (or gin_file) and a --gin_bindings= for each binding."""
+        from common.launch import app  # pylint: disable=import-outside-toplevel
+        return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file or self.gin_file)}'] + [
+            f'--gin_bindings={binding}' for binding in bindings]
+
+    def command(self, args):
+        import sys  # pylint: disable=import-outside-toplevel
+        return [sys.executable, '-m', self.module] + list(args)
+
+    @staticmethod
+    def env():
+        from common.launch import app  # pylint: disable=import-outside-toplevel
+        return dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+
+    def run(self, args, cwd, timeout=240):
+        """The finished command: its CompletedProcess, stdout and stderr as text."""
+        import subprocess  # pylint: disable=import-outside-toplevel
+        return subprocess.run(self.command(args), cwd=cwd, env=self.env(), capture_output=True,
+                              text=True, timeout=timeout)
+
+    def start(self, args, cwd, **popen):
+        """The started command: its Popen, stdout and stderr piped as text unless popen says."""
+        import subprocess  # pylint: disable=import-outside-toplevel
+        popen = dict({'stdout': subprocess.PIPE, 'stderr': subprocess.PIPE, 'text': True},
+                     **popen)
+        return subprocess.Popen(self.command(args), cwd=cwd, env=self.env(), **popen)
+
+
+@pytest.fixture
+def entry_point():
+    """entry_point(module, gin_file=None): an EntryPoint, to run or start `python -m module`."""
+    return EntryPoint
+
+
 # Each paper's entry point on CartPole with the 'mlp' network and a few simulators: a run of a
 # few hundred steps in seconds (tests/test_killed_sessions.py, tests/test_carry.py).
 TINY_CARTPOLE = {
@@ -210,19 +253,32 @@ def cartpole_command():
     """command(paper, bindings=(), flags=()): the argv of paper's entry point on its Pong preset
     bound to TINY_CARTPOLE, no periodic checkpoint, a row every 0.05 s; bindings may name the
     config class as {config}."""
-    import sys  # pylint: disable=import-outside-toplevel
-    from common.launch import app  # pylint: disable=import-outside-toplevel
-
     def command(paper, bindings=(), flags=()):
         owner = CONFIG_CLASS[paper]
         every = TINY_CARTPOLE[paper] + [
             "GymConfig.env_id = 'CartPole-v1'", f'{owner}.checkpoint_every_steps = 100000000',
             f'{owner}.log_every_seconds = 0.05'] + [
                 binding.format(config=owner) for binding in bindings]
-        return ([sys.executable, '-m', f'{paper}_tf.main',
-                 f'--gin_file={os.path.join(app.PROJECT_ROOT, "gin", paper, "pong.gin")}'] +
-                [f'--gin_bindings={binding}' for binding in every] + list(flags))
+        paper_main = EntryPoint(f'{paper}_tf.main', os.path.join('gin', paper, 'pong.gin'))
+        return paper_main.command(paper_main.flags(every) + list(flags))
     return command
+
+
+@pytest.fixture
+def fail_cell(monkeypatch):
+    """fail_cell(module, name, key, error): module.name, a reproduction's measure of one cell,
+    raises error where its first arguments are key, and measures as before elsewhere: a failed
+    cell is reported and the others are measured."""
+    def fail(module, name, key, error):
+        real_cell = getattr(module, name)
+
+        def cell(*args):
+            if args[:len(key)] == key:
+                raise error
+            return real_cell(*args)
+
+        monkeypatch.setattr(module, name, cell)
+    return fail
 
 
 @pytest.fixture

@@ -1,19 +1,22 @@
 """Every entry point stops bad input with one line, exit 2, before anything starts.
 
 The table is built from the code, not written out: every `<paper>_tf/main.py` with a
-`configure` and its `gin/<paper>/pong.gin`, every field of its config and of AtariConfig, and a
-value of the wrong type for each, so a new entry point or field cannot skip the check.
+`configure` and its `gin/<paper>/pong.gin`, every field of its config and of AtariConfig (and of
+each of accel's config sections, on the preset of an algorithm that reads it), and a value of
+the wrong type for each, so a new entry point or field cannot skip the check. Each paper's own
+checks of its values (tests/<paper>_tf/) stop its command the same way: one table here, by
+paper, as a missing gin file does.
 """
 import dataclasses
 import glob
 import importlib
 import os
-import subprocess
-import sys
 import typing
 
 import pytest
 
+from accel_tf import algorithms as accel_algorithms
+from accel_tf import config as accel_config
 from common.envs import atari
 from common.launch import app
 from common.run import errors
@@ -80,9 +83,31 @@ def test_a_value_of_the_wrong_type_is_named(paper, binding, named):
     assert named in message and 'must be' in message and '\n' not in message
 
 
-def _run(module, args, cwd):
-    return subprocess.run([sys.executable, '-m', module] + args, cwd=cwd, capture_output=True,
-                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=ROOT))
+def _wrong_section_value(annotation):
+    """_wrong_value; for a field of any type (an evaluation protocol: a name or
+    @EvalProtocol()), a number, which the field's own check must name."""
+    value = _wrong_value(annotation)
+    return '3' if value is None and annotation is typing.Any else value
+
+
+SECTION_FIELDS = [(name, field.name,
+                   _wrong_section_value(typing.get_type_hints(cls)[field.name]))
+                  for name, cls in accel_config.SECTIONS.items()
+                  for field in dataclasses.fields(cls)]
+
+
+@pytest.mark.parametrize('section, field, value', SECTION_FIELDS,
+                         ids=[f'{section}.{field}' for section, field, _ in SECTION_FIELDS])
+def test_a_section_value_of_the_wrong_type_is_named(section, field, value):
+    """On the preset of the first algorithm that reads the section (another would refuse the
+    binding of a section it does not read)."""
+    assert value is not None, 'a field type this test does not know'
+    reader = accel_algorithms.reading(section)[0]
+    with pytest.raises(errors.ConfigError) as raised:
+        _configure('accel')([os.path.join(ROOT, 'gin', 'accel', f'{reader}_pong.gin')],
+                            [f'{section}.{field} = {value}'])
+    message = str(raised.value)
+    assert f'{section}.{field}=' in message and 'must be' in message and '\n' not in message
 
 
 def _one_error_line(result):
@@ -95,20 +120,66 @@ def _one_error_line(result):
 
 
 @pytest.mark.parametrize('paper', PAPERS)
-def test_entry_points_name_a_string_where_a_number_belongs_and_a_file_as_run_dir(paper,
-                                                                                 tmp_path):
+def test_entry_points_name_a_string_where_a_number_belongs_and_a_file_as_run_dir(
+        paper, tmp_path, entry_point):
     config = _configure(paper)([_preset(paper)], [])
     owner = type(config).__name__
-    line = _one_error_line(_run(f'{paper}_tf.main', [
-        f'--gin_file={_preset(paper)}', f"--gin_bindings={owner}.gamma = '0.99'",
-        '--run_dir=run'], tmp_path))
+    paper_main = entry_point(f'{paper}_tf.main', _preset(paper))
+    line = _one_error_line(paper_main.run(paper_main.flags([f"{owner}.gamma = '0.99'"]) +
+                                          ['--run_dir=run'], tmp_path, timeout=120))
     assert f"{owner}.gamma='0.99' must be a number" in line
     assert not (tmp_path / 'run').exists()
     (tmp_path / 'notes.txt').write_text('mine')
-    line = _one_error_line(_run(f'{paper}_tf.main', [
-        f'--gin_file={_preset(paper)}', '--run_dir=notes.txt'], tmp_path))
+    line = _one_error_line(paper_main.run(paper_main.flags() + ['--run_dir=notes.txt'], tmp_path,
+                                          timeout=120))
     assert 'is a file, not a directory' in line
     assert (tmp_path / 'notes.txt').read_text() == 'mine'
+
+
+# Each paper's own checks of its values, through its command on a preset: {preset: {a binding
+# (or a tuple of them): what the one line names}}. The checks themselves: tests/<paper>_tf/
+# (GA3C's value checks: test_server.py).
+BAD_COMMANDS = {
+    'gin/paac/pong.gin': {
+        'PAACConfig.num_envs = 0': 'num_envs',
+        'PAACConfig.horizon = 0': 'horizon',
+        "AtariConfig.game = 'pongg'": 'pongg',
+        'PAACConfig.num_envz = 3': 'num_envz',
+        'RMSProp.epsilon = 0.5': 'bind PAACConfig.rmsprop_epsilon instead',
+        'PAACConfig.alternating_halves = True': "bind PAACConfig.sampler = 'alternating' instead",
+        'PAACConfig.num_envs = ': 'PAACConfig.num_envs',
+    },
+    'gin/ga3c/pong.gin': {
+        'GA3CConfig.prediction_batch_size = -2': 'prediction_batch_size',
+        'GA3CConfig.num_agentz = 3': 'num_agentz',
+        'GA3CConfig.rmsprop_initial_mean_square = -1.0': 'rmsprop_initial_mean_square must be >= 0',
+        'RMSProp.initial_mean_square = 1.0': 'bind GA3CConfig.rmsprop_initial_mean_square instead',
+    },
+    'gin/accel/ppo_pong.gin': {
+        ("AccelConfig.sampler = 'alternating'", 'AccelConfig.num_workers = 3'): 'even num_workers',
+    },
+}
+BAD_COMMAND_CASES = [
+    (gin_file, [bindings] if isinstance(bindings, str) else list(bindings), named)
+    for gin_file, checks in BAD_COMMANDS.items() for bindings, named in checks.items()]
+
+
+@pytest.mark.parametrize('gin_file, bindings, named', BAD_COMMAND_CASES, ids=[
+    f"{gin_file.split('/')[1]}:{'; '.join(bindings)}"
+    for gin_file, bindings, _ in BAD_COMMAND_CASES])
+def test_a_bad_binding_stops_the_command_in_one_line_before_anything_starts(
+        gin_file, bindings, named, tmp_path, entry_point):
+    paper_main = entry_point(f"{gin_file.split('/')[1]}_tf.main", gin_file)
+    line = _one_error_line(paper_main.run(paper_main.flags(bindings) + ['--run_dir=run'],
+                                          tmp_path))
+    assert named in line
+    assert not (tmp_path / 'run').exists()
+
+
+@pytest.mark.parametrize('paper', PAPERS)
+def test_a_missing_gin_file_is_named(paper, tmp_path, entry_point):
+    result = entry_point(f'{paper}_tf.main').run([f'--gin_file=gin/{paper}/nope.gin'], tmp_path)
+    assert 'nope.gin' in _one_error_line(result)
 
 
 @pytest.mark.parametrize('module, args, named', [
@@ -133,8 +204,8 @@ def test_entry_points_name_a_string_where_a_number_belongs_and_a_file_as_run_dir
     ('common.suite', ['--games=pong', '--steps=5'], '--gin_file is required'),
     ('common.suite', ['--gin_file=gin/paac/pong.gin', '--steps=5'], '--games is required'),
 ])
-def test_tools_name_a_bad_flag_in_one_line(module, args, named, tmp_path):
-    assert named in _one_error_line(_run(module, args, tmp_path))
+def test_tools_name_a_bad_flag_in_one_line(module, args, named, tmp_path, entry_point):
+    assert named in _one_error_line(entry_point(module).run(args, tmp_path, timeout=120))
 
 
 @pytest.mark.parametrize('paper', PAPERS)

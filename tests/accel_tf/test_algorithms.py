@@ -3,14 +3,14 @@ kind has a trainer, its update kind a learner builder, a policy for evaluation a
 asynchronous) an actor-learner using the row's optimizer (accel_tf/kinds.py), every section it
 names exists, and every algorithm has a preset gin/accel/<name>_pong.gin that configures it and
 builds its learner.
-Also: nothing in accel_tf/ decides by comparing the algorithm's name, every field of every
-section is type-checked, and the bindings of the flat AccelConfig say what to bind instead."""
+Also: nothing in accel_tf/ decides by comparing the algorithm's name, and the bindings of the
+flat AccelConfig say what to bind instead (every field of every section is type-checked in
+tests/test_entry_points.py)."""
 import ast
 import dataclasses
 import glob
 import json
 import os
-import typing
 
 import gin
 import pytest
@@ -147,36 +147,6 @@ def test_nothing_decides_by_the_algorithm_s_name_but_its_row():
     assert offenders == []
     assert _decides_by_name(ast.parse("config.algorithm in ('ppo', 'appo')").body[0].value)
     assert _decides_by_name(ast.parse("UPDATES[config.algorithm]").body[0].value)
-
-
-def _wrong_value(annotation):
-    """A gin literal of the wrong type for a field annotated so (as tests/test_entry_points.py,
-    which checks AccelConfig's own fields but not the sections')."""
-    options = set(typing.get_args(annotation)) or {annotation}
-    options.discard(type(None))
-    if options & {int, float}:
-        return "'fast'"
-    if options == {bool}:
-        return "'yes'"
-    if options == {str}:
-        return '3'
-    return None
-
-
-SECTION_FIELDS = [(name, field.name, _wrong_value(typing.get_type_hints(cls)[field.name]))
-                  for name, cls in config_lib.SECTIONS.items()
-                  for field in dataclasses.fields(cls)]
-
-
-@pytest.mark.parametrize('section, field, value', SECTION_FIELDS,
-                         ids=[f'{section}.{field}' for section, field, _ in SECTION_FIELDS])
-def test_a_section_value_of_the_wrong_type_is_named(section, field, value):
-    assert value is not None, 'a field type this test does not know'
-    reader = algorithms.reading(section)[0]
-    with pytest.raises(errors.ConfigError) as raised:
-        accel_main.configure([_preset(reader)], [f'{section}.{field} = {value}'])
-    message = str(raised.value)
-    assert f'{section}.{field}=' in message and 'must be' in message and '\n' not in message
 
 
 @pytest.mark.parametrize('old', sorted(config_lib.RENAMED))

@@ -3,8 +3,6 @@
 learner) and the A3C actor-learner's update against RMSProp by hand."""
 import os
 import signal
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -16,7 +14,6 @@ from accel_tf import kinds
 from accel_tf import sections
 from common.envs import gym as gym_envs
 from common.envs import pools
-from common.launch import app
 from common.tools import run_files
 from common.units import async_learners
 from common.units import parameter_store
@@ -35,22 +32,23 @@ CARTPOLE_BINDINGS = [
 ]
 
 
-def _start(args, cwd):
-    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
-    return subprocess.Popen([sys.executable, '-m', 'accel_tf.main'] + args, cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+@pytest.fixture
+def cli(entry_point):
+    """`python -m accel_tf.main`."""
+    return entry_point('accel_tf.main')
 
 
-def _flags(algorithm, bindings):
-    return [f'--gin_file={os.path.join(app.PROJECT_ROOT, PRESETS[algorithm])}'] + [
-        f'--gin_bindings={binding}' for binding in CARTPOLE_BINDINGS + bindings]
+def _flags(cli, algorithm, bindings):
+    """On algorithm's preset, CartPole's bindings and then bindings."""
+    return cli.flags(CARTPOLE_BINDINGS + bindings, PRESETS[algorithm])
 
 
 @pytest.mark.parametrize('algorithm', ['a3c', 'appo'])
-def test_run_logs_policy_lag_resumes_and_evaluates(tmp_path, algorithm, process_tree):
+def test_run_logs_policy_lag_resumes_and_evaluates(tmp_path, algorithm, process_tree, cli,
+                                                   entry_point):
     shm_before = process_tree.shm_entries()
-    first = _start(_flags(algorithm, ['AccelConfig.total_steps = 2000']) + ['--run_dir=run'],
-                   cwd=tmp_path)
+    first = cli.start(_flags(cli, algorithm, ['AccelConfig.total_steps = 2000']) +
+                      ['--run_dir=run'], tmp_path)
     stdout, stderr = first.communicate(timeout=240)
     assert first.returncode == 0, stderr[-3000:]
     rows = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')
@@ -58,17 +56,15 @@ def test_run_logs_policy_lag_resumes_and_evaluates(tmp_path, algorithm, process_
     assert reached >= 2000 and {'policy_lag', 'updates_per_sec', 'entropy'} <= set(rows[-1])
     assert all(float(row['policy_lag']) >= 0 for row in rows if row['policy_lag'] != 'nan')
     assert int(rows[-1]['updates']) > 0
-    longer = _start(_flags(algorithm, ['AccelConfig.total_steps = 4000']) + ['--run_dir=run'],
-                    cwd=tmp_path)
+    longer = cli.start(_flags(cli, algorithm, ['AccelConfig.total_steps = 4000']) +
+                       ['--run_dir=run'], tmp_path)
     stdout, stderr = longer.communicate(timeout=240)
     assert longer.returncode == 0, stderr[-3000:]
     assert f'resuming from' in stdout and f'at step {reached:,}' in stdout
     rows = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')
     assert int(rows[-1]['env_steps']) >= 4000
-    evaluation = subprocess.run(
-        [sys.executable, '-m', 'common.evaluate', '--run_dir=run', '--num_episodes=2'],
-        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True,
-        text=True, timeout=120)
+    evaluation = entry_point('common.evaluate').run(['--run_dir=run', '--num_episodes=2'],
+                                                    tmp_path, timeout=120)
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]
     assert int(run_files.read_csv(tmp_path / 'run' / 'eval.csv')[0]['episodes']) == 2
     assert not process_tree.leaked_shm(shm_before)
@@ -86,14 +82,14 @@ def _started_learning(run_dir):
 
 @pytest.mark.parametrize('stop', ['ctrl_c', 'dead_learner'])
 def test_ctrl_c_or_a_dead_learner_ends_the_run_with_a_checkpoint(tmp_path, stop, process_tree,
-                                                                 errors_in):
+                                                                 errors_in, cli):
     """Either ends the run with a checkpoint and no shared memory left: a SIGKILLed learner
     removes nothing of its own (its pool's segment), so the main process does, where
     multiprocessing's resource tracker would only once every process of the run is gone (with
     a 'leaked shared_memory' warning)."""
     shm_before = process_tree.shm_entries()
-    run = _start(_flags('a3c', ['AccelConfig.total_steps = 100000000']) + ['--run_dir=run'],
-                 cwd=tmp_path)
+    run = cli.start(_flags(cli, 'a3c', ['AccelConfig.total_steps = 100000000']) +
+                    ['--run_dir=run'], tmp_path)
     try:
         learner_pids = lambda: _learner_pids(run.pid, process_tree)  # noqa: E731
         assert process_tree.wait_for(lambda: _started_learning(tmp_path / 'run')

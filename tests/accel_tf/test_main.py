@@ -1,9 +1,8 @@
-"""`python -m accel_tf.main` end to end: presets, config error_lines, run directory, resume,
-evaluation, and Pong through both samplers' worker processes."""
+"""`python -m accel_tf.main` end to end: presets, config errors (the command's one-line stop:
+tests/test_entry_points.py), run directory, resume, evaluation, and Pong through both samplers'
+worker processes."""
 import json
 import os
-import subprocess
-import sys
 
 import gin
 import pytest
@@ -30,15 +29,10 @@ CARTPOLE_BINDINGS = [
 MIRRORED = ["DistributeConfig.strategy = 'mirrored'", 'DistributeConfig.num_replicas = 2']
 
 
-def _run(args, cwd):
-    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
-    return subprocess.run([sys.executable, '-m', 'accel_tf.main'] + args, cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=240)
-
-
-def _flags(bindings, gin_file='gin/accel/ppo_pong.gin'):
-    return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
-        f'--gin_bindings={binding}' for binding in bindings]
+@pytest.fixture
+def cli(entry_point):
+    """`python -m accel_tf.main`, on gin/accel/ppo_pong.gin unless told another preset."""
+    return entry_point('accel_tf.main', 'gin/accel/ppo_pong.gin')
 
 
 def _preset(name):
@@ -181,21 +175,13 @@ def test_an_old_binding_in_an_included_file_says_what_to_bind_instead(tmp_path):
         'PPOConfig.minibatches instead (read by algorithm ppo, appo)')
 
 
-def test_bad_config_stops_the_command_before_anything_starts(tmp_path, errors_in):
-    result = _run(_flags(["AccelConfig.sampler = 'alternating'", 'AccelConfig.num_workers = 3']) +
-                  ['--run_dir=run'], cwd=tmp_path)
-    assert result.returncode == 2, result.stderr[-2000:]
-    error_lines = errors_in(result.stderr)
-    assert len(error_lines) == 1 and 'even num_workers' in error_lines[0], result.stderr[-2000:]
-    assert not (tmp_path / 'run').exists()
-
-
 @pytest.mark.parametrize('gin_file, extra', [
     ('gin/accel/a2c_pong.gin', []), ('gin/accel/ppo_pong.gin', []),
     # Section 4.2 on 2 logical CPU devices, 2 of the 4 simulators each.
     ('gin/accel/a2c_pong.gin', MIRRORED)])
-def test_run_writes_the_run_directory_resumes_and_evaluates(tmp_path, gin_file, extra):
-    first = _run(_flags(CARTPOLE_BINDINGS + extra, gin_file), cwd=tmp_path)
+def test_run_writes_the_run_directory_resumes_and_evaluates(tmp_path, gin_file, extra, cli,
+                                                            entry_point):
+    first = cli.run(cli.flags(CARTPOLE_BINDINGS + extra, gin_file), cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     if extra:
         assert 'mirrored: 2 replicas on /job:localhost/replica:0/task:0/device:CPU:0, ' \
@@ -212,44 +198,42 @@ def test_run_writes_the_run_directory_resumes_and_evaluates(tmp_path, gin_file, 
     assert int(rows[-1]['env_steps']) == 320
     assert {'steps_per_sec', 'updates_per_sec', 'env_share', 'entropy'} <= set(rows[-1])
     updates = int(rows[-1]['updates'])
-    longer = _run(_flags(CARTPOLE_BINDINGS + extra + ['AccelConfig.total_steps = 640'], gin_file) +
-                  [f'--run_dir={run_dir}'], cwd=tmp_path)
+    longer = cli.run(cli.flags(CARTPOLE_BINDINGS + extra + ['AccelConfig.total_steps = 640'],
+                               gin_file) + [f'--run_dir={run_dir}'], cwd=tmp_path)
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert 'resuming from' in longer.stdout and 'at step 320' in longer.stdout
     rows = run_files.read_csv(run_dir / 'metrics.csv')
     assert int(rows[-1]['env_steps']) == 640 and int(rows[-1]['updates']) == 2 * updates
-    evaluation = subprocess.run(
-        [sys.executable, '-m', 'common.evaluate', f'--run_dir={run_dir}', '--num_episodes=2'],
-        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True,
-        text=True, timeout=120)
+    evaluation = entry_point('common.evaluate').run(
+        [f'--run_dir={run_dir}', '--num_episodes=2'], tmp_path, timeout=120)
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]
     (row,) = run_files.read_csv(run_dir / 'eval.csv')
     assert int(row['episodes']) == 2 and int(row['env_steps']) == 640
 
 
-def test_a_run_dir_of_another_algorithm_is_refused(tmp_path, errors_in):
-    first = _run(_flags(CARTPOLE_BINDINGS) + ['--run_dir=run'], cwd=tmp_path)
+def test_a_run_dir_of_another_algorithm_is_refused(tmp_path, errors_in, cli):
+    first = cli.run(cli.flags(CARTPOLE_BINDINGS) + ['--run_dir=run'], cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
-    other = _run(_flags(CARTPOLE_BINDINGS, 'gin/accel/a2c_pong.gin') + ['--run_dir=run'],
-                 cwd=tmp_path)
+    other = cli.run(cli.flags(CARTPOLE_BINDINGS, 'gin/accel/a2c_pong.gin') + ['--run_dir=run'],
+                    cwd=tmp_path)
     assert other.returncode == 2
     error_lines = errors_in(other.stderr)
     assert len(error_lines) == 1 and "algorithm: 'ppo' there, 'a2c' here" in error_lines[0]
 
 
 def test_a_run_dir_of_another_model_shape_is_refused_and_an_older_record_is_not(tmp_path,
-                                                                                errors_in):
+                                                                                errors_in, cli):
     """run.json records the torso (and the Q-value family's dueling and atoms); a run.json
     written before it did (tests/fixtures/checkpoints/accel_*) is compared on what it holds."""
     torso = "AccelConfig.torso_kwargs = {'hidden_sizes': (16,)}"
     a2c = CARTPOLE_BINDINGS + ['AccelConfig.total_steps = 160', torso]
-    first = _run(_flags(a2c, 'gin/accel/a2c_pong.gin') + ['--run_dir=run'], cwd=tmp_path)
+    first = cli.run(cli.flags(a2c, 'gin/accel/a2c_pong.gin') + ['--run_dir=run'], cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     record = json.loads((tmp_path / 'run' / 'run.json').read_text())
     assert (record['algorithm'], record['torso_kwargs']) == ('a2c', {'hidden_sizes': [16]})
     assert 'dueling' not in record and 'num_atoms' not in record  # Q-value family only
     wider = a2c[:-1] + ["AccelConfig.torso_kwargs = {'hidden_sizes': (32,)}"]
-    other = _run(_flags(wider, 'gin/accel/a2c_pong.gin') + ['--run_dir=run'], cwd=tmp_path)
+    other = cli.run(cli.flags(wider, 'gin/accel/a2c_pong.gin') + ['--run_dir=run'], cwd=tmp_path)
     assert other.returncode == 2
     (error_line,) = errors_in(other.stderr)  # exactly one
     assert ("torso_kwargs: {'hidden_sizes': [16]} there, {'hidden_sizes': [32]} here"
@@ -257,20 +241,21 @@ def test_a_run_dir_of_another_model_shape_is_refused_and_an_older_record_is_not(
     # As a run.json of the code before: without torso_kwargs, the same command resumes.
     del record['torso_kwargs']
     (tmp_path / 'run' / 'run.json').write_text(json.dumps(record))
-    longer = _run(_flags(a2c[:-2] + ['AccelConfig.total_steps = 320', torso],
-                         'gin/accel/a2c_pong.gin') + ['--run_dir=run'], cwd=tmp_path)
+    longer = cli.run(cli.flags(a2c[:-2] + ['AccelConfig.total_steps = 320', torso],
+                               'gin/accel/a2c_pong.gin') + ['--run_dir=run'], cwd=tmp_path)
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert 'resuming from' in longer.stdout and 'at step 160' in longer.stdout
 
 
 @pytest.mark.parametrize('sampler', ['synchronized', 'alternating'])
-def test_pong_runs_through_each_sampler_and_leaves_nothing_behind(tmp_path, sampler, process_tree):
+def test_pong_runs_through_each_sampler_and_leaves_nothing_behind(tmp_path, sampler, process_tree,
+                                                                  cli):
     shm_before = process_tree.shm_entries()
-    result = _run(_flags([f"AccelConfig.sampler = '{sampler}'", 'AccelConfig.envs_per_worker = 2',
-                          'AccelConfig.horizon = 8', 'AccelConfig.total_steps = 64',
-                          'PPOConfig.minibatches = 2', 'PPOConfig.epochs = 1',
-                          'AtariConfig.decorrelation_steps = 20']) + ['--run_dir=run'],
-                  cwd=tmp_path)
+    result = cli.run(cli.flags([f"AccelConfig.sampler = '{sampler}'",
+                                'AccelConfig.envs_per_worker = 2', 'AccelConfig.horizon = 8',
+                                'AccelConfig.total_steps = 64', 'PPOConfig.minibatches = 2',
+                                'PPOConfig.epochs = 1', 'AtariConfig.decorrelation_steps = 20']) +
+                     ['--run_dir=run'], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert int(run_files.read_csv(tmp_path / 'run' / 'metrics.csv')[-1]['env_steps']) == 64
     assert not process_tree.leaked_shm(shm_before)

@@ -10,17 +10,10 @@ from common.units import samplers
 
 
 def test_tiny_figure_1b_and_table_3_fill_the_paper_columns_and_report_a_failed_cell(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, fail_cell):
     monkeypatch.setattr(reproduce, 'SIMULATORS_PER_CORE', (2,))
     monkeypatch.setattr(reproduce, 'SAMPLERS', ('alternating',))  # a worker per group and core
-    real_cell = reproduce.measure_figure_cell
-
-    def cell(kind, cores, *args):
-        if (kind, cores) == ('env-only', 2):
-            raise RuntimeError('worker lost')
-        return real_cell(kind, cores, *args)
-
-    monkeypatch.setattr(reproduce, 'measure_figure_cell', cell)
+    fail_cell(reproduce, 'measure_figure_cell', ('env-only', 2), RuntimeError('worker lost'))
     stream = io.StringIO()
     figure_cells = reproduce.measure_figure('pong', 0.3, 0.1, 2, stream)
     assert figure_cells[('env-only', 2, 2)].error == 'RuntimeError: worker lost'

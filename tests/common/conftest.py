@@ -1,5 +1,6 @@
 """Tiny trained runs for the tests of the commands that read one (watch, export, results), each
-made once per test module by the public entry point, as a user's run directory is."""
+made once per test module by the public entry point, as a user's run directory is; and an
+NVIDIA driver faked on this machine (the device tests and the doctor's)."""
 import os
 import subprocess
 import sys
@@ -45,3 +46,18 @@ def cartpole_run(tmp_path_factory):
 def pong_run(tmp_path_factory):
     """A Pong A2C run directory (nips network) with one checkpoint (step 20)."""
     return train_tiny_run(tmp_path_factory.mktemp('pong') / 'run', PONG_A2C)
+
+
+@pytest.fixture
+def fake_driver(tmp_path, monkeypatch):
+    """fake(version_line): an NVIDIA driver on this machine, its /proc file faked to hold
+    version_line, nvidia-smi not on PATH; returns the file's path."""
+    from common.run import devices  # pylint: disable=import-outside-toplevel
+
+    def fake(version_line):
+        version = tmp_path / 'version'
+        version.write_text(version_line)
+        monkeypatch.setattr(devices, 'DRIVER_FILE', str(version))
+        monkeypatch.setattr(devices.shutil, 'which', lambda name: None)
+        return str(version)
+    return fake

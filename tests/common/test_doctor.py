@@ -43,14 +43,11 @@ def test_doctor_runs_here_in_under_a_minute_and_prints_its_sections():
 
 
 @pytest.fixture
-def gpu_machine(tmp_path, monkeypatch):
+def gpu_machine(fake_driver, monkeypatch):
     """A driver (its /proc file faked, no nvidia-smi), GPUs not hidden by the environment."""
-    version = tmp_path / 'version'
-    version.write_text('NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar 5\n')
-    monkeypatch.setattr(devices, 'DRIVER_FILE', str(version))
-    monkeypatch.setattr(devices.shutil, 'which', lambda name: None)
+    version = fake_driver('NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar 5\n')
     monkeypatch.delenv(devices.VISIBLE_ENV, raising=False)
-    return doctor.Driver(where=str(version), version='550.54.15', cuda='12.4')
+    return doctor.Driver(where=version, version='550.54.15', cuda='12.4')
 
 
 def _tensorflow_sees(monkeypatch, gpus, built_with_cuda=True):

@@ -1,12 +1,10 @@
-"""`python -m ga3c_tf.main` end to end: config errors, presets, run directory, resume, play,
-the A3C-CPU baseline, and Pong through agent processes leaving nothing behind, whenever the
-Ctrl-C comes."""
+"""`python -m ga3c_tf.main` end to end: presets, run directory, resume, play, the A3C-CPU
+baseline, and Pong through agent processes leaving nothing behind, whenever the Ctrl-C comes
+(its bad bindings: tests/test_entry_points.py)."""
 import dataclasses
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -37,15 +35,10 @@ CARTPOLE_BINDINGS = [
 ]
 
 
-def _run(args, cwd, timeout=240):
-    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
-    return subprocess.run([sys.executable, '-m', 'ga3c_tf.main'] + args, cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
-
-
-def _flags(bindings, gin_file='gin/ga3c/original_code.gin'):
-    return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
-        f'--gin_bindings={binding}' for binding in bindings]
+@pytest.fixture
+def cli(entry_point):
+    """`python -m ga3c_tf.main`, on gin/ga3c/original_code.gin unless told another preset."""
+    return entry_point('ga3c_tf.main', 'gin/ga3c/original_code.gin')
 
 
 def test_presets_hold_the_original_code_and_paper_values():
@@ -84,22 +77,8 @@ def test_presets_hold_the_original_code_and_paper_values():
     assert large.model_kwargs()['torso_kwargs'] == {'first_stride': 4, 'padding': 'same'}
 
 
-@pytest.mark.parametrize('binding, named', [  # the value checks: test_server.py
-    ('GA3CConfig.prediction_batch_size = -2', 'prediction_batch_size'),
-    ('GA3CConfig.num_agentz = 3', 'num_agentz'),
-    ('GA3CConfig.rmsprop_initial_mean_square = -1.0', 'rmsprop_initial_mean_square must be >= 0'),
-    ('RMSProp.initial_mean_square = 1.0', 'bind GA3CConfig.rmsprop_initial_mean_square instead'),
-])
-def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding, named, errors_in):
-    result = _run(_flags([binding], 'gin/ga3c/pong.gin') + ['--run_dir=run'], cwd=tmp_path)
-    assert result.returncode == 2
-    error_lines = errors_in(result.stderr)
-    assert len(error_lines) == 1 and named in error_lines[0], result.stderr[-2000:]
-    assert not (tmp_path / 'run').exists()
-
-
-def test_run_writes_the_run_format_resumes_and_plays(tmp_path):
-    first = _run(_flags(CARTPOLE_BINDINGS), cwd=tmp_path)
+def test_run_writes_the_run_format_resumes_and_plays(tmp_path, cli, entry_point):
+    first = cli.run(cli.flags(CARTPOLE_BINDINGS), cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     (run_dir,) = [tmp_path / 'runs' / name for name in os.listdir(tmp_path / 'runs')]
     assert run_dir.name.startswith('ga3c-CartPole-v1-')
@@ -128,31 +107,29 @@ def test_run_writes_the_run_format_resumes_and_plays(tmp_path):
                for row in rows)
     assert len(run_files.read_csv(run_dir / 'episodes.csv')) > 0
 
-    again = _run(_flags(CARTPOLE_BINDINGS), cwd=tmp_path)
+    again = cli.run(cli.flags(CARTPOLE_BINDINGS), cwd=tmp_path)
     assert again.returncode == 0 and 'already complete' in again.stdout
-    longer = _run(_flags(CARTPOLE_BINDINGS + ['GA3CConfig.total_steps = 1200']) +
-                  [f'--run_dir={run_dir}'], cwd=tmp_path)
+    longer = cli.run(cli.flags(CARTPOLE_BINDINGS + ['GA3CConfig.total_steps = 1200']) +
+                     [f'--run_dir={run_dir}'], cwd=tmp_path)
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert 'resuming from' in longer.stdout
     steps = [int(row['env_steps']) for row in run_files.read_csv(run_dir / 'metrics.csv')]
     assert steps == sorted(steps) and steps[-1] >= 1200
 
-    evaluation = subprocess.run(
-        [sys.executable, '-m', 'common.evaluate', f'--run_dir={run_dir}', '--num_episodes=3'],
-        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True,
-        text=True, timeout=120)
+    evaluation = entry_point('common.evaluate').run(
+        [f'--run_dir={run_dir}', '--num_episodes=3'], tmp_path, timeout=120)
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]
     (row,) = run_files.read_csv(run_dir / 'eval.csv')
     assert int(row['episodes']) == 3 and int(row['env_steps']) >= 1200
 
 
 def test_a_diverging_run_stops_with_one_line_and_keeps_its_finite_checkpoints(
-        tmp_path, finite_checkpoints, errors_in):
+        tmp_path, finite_checkpoints, errors_in, cli):
     """At a learning rate of 1e30 the trainer threads' updates go to NaN within a few: the run
     stops with one line naming the step and the update, exit 1, and no checkpoint holds a
     non-finite value. The loss or gradient norm of a row stops it after that row; weights that
     went non-finite between rows are refused at the checkpoint."""
-    result = _run(_flags(CARTPOLE_BINDINGS + [
+    result = cli.run(cli.flags(CARTPOLE_BINDINGS + [
         'GA3CConfig.learning_rate = 1e30', 'GA3CConfig.total_steps = 20000',
         'GA3CConfig.checkpoint_every_steps = 100', 'GA3CConfig.log_every_seconds = 0.05']) +
         ['--run_dir=run'], cwd=tmp_path)
@@ -170,9 +147,9 @@ def test_a_diverging_run_stops_with_one_line_and_keeps_its_finite_checkpoints(
     assert kept and max(kept) < steps and all(kept.values()), kept
 
 
-def test_a3c_cpu_baseline_runs_from_the_same_config(tmp_path):
-    result = _run(_flags(CARTPOLE_BINDINGS + ["GA3CConfig.algorithm = 'a3c_cpu'"]) +
-                  ['--run_dir=run'], cwd=tmp_path)
+def test_a3c_cpu_baseline_runs_from_the_same_config(tmp_path, cli):
+    result = cli.run(cli.flags(CARTPOLE_BINDINGS + ["GA3CConfig.algorithm = 'a3c_cpu'"]) +
+                     ['--run_dir=run'], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = run_files.read_csv(tmp_path / 'run' / 'metrics.csv')
     assert int(rows[-1]['env_steps']) >= 600 and float(rows[-1]['pps']) > 0
@@ -186,14 +163,14 @@ def _model_weights(run_dir):
             if key.startswith('model/')}
 
 
-def test_a3c_cpu_resumes_with_its_schedule_updates_and_rmsprop_statistics(tmp_path):
+def test_a3c_cpu_resumes_with_its_schedule_updates_and_rmsprop_statistics(tmp_path, cli):
     # The learning rate anneals to 0 over the first run's 600 steps: a resumed run that took
     # up the schedule where it ended cannot change the weights any more.
     bindings = CARTPOLE_BINDINGS + ["GA3CConfig.algorithm = 'a3c_cpu'",
                                     'GA3CConfig.learning_rate = 0.01',
                                     'GA3CConfig.final_learning_rate = 0.0',
                                     'GA3CConfig.anneal_steps = 600']
-    first = _run(_flags(bindings) + ['--run_dir=run'], cwd=tmp_path)
+    first = cli.run(cli.flags(bindings) + ['--run_dir=run'], cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     run_dir = tmp_path / 'run'
     weights = _model_weights(run_dir)
@@ -207,8 +184,8 @@ def test_a3c_cpu_resumes_with_its_schedule_updates_and_rmsprop_statistics(tmp_pa
     steps_before = int(rows_before[-1]['env_steps'])
     total_steps = steps_before + 600
 
-    again = _run(_flags(bindings + [f'GA3CConfig.total_steps = {total_steps}']) +
-                 ['--run_dir=run'], cwd=tmp_path)
+    again = cli.run(cli.flags(bindings + [f'GA3CConfig.total_steps = {total_steps}']) +
+                    ['--run_dir=run'], cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-3000:]
     assert 'resuming from' in again.stdout
     resumed = _model_weights(run_dir)
@@ -221,14 +198,12 @@ def test_a3c_cpu_resumes_with_its_schedule_updates_and_rmsprop_statistics(tmp_pa
     assert [int(row['updates']) for row in rows] == sorted(int(row['updates']) for row in rows)
 
 
-def test_pong_ctrl_c_ends_cleanly_and_leaves_nothing_behind(tmp_path, process_tree):
+def test_pong_ctrl_c_ends_cleanly_and_leaves_nothing_behind(tmp_path, process_tree, cli):
     shm_before = process_tree.shm_entries()
-    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'ga3c_tf.main'] + _flags(
-            ['GA3CConfig.num_agents = 3', 'GA3CConfig.total_steps = 10000000',
-             'GA3CConfig.log_every_seconds = 1.0'], 'gin/ga3c/pong.gin') + ['--run_dir=run'],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = cli.start(cli.flags(['GA3CConfig.num_agents = 3',
+                                   'GA3CConfig.total_steps = 10000000',
+                                   'GA3CConfig.log_every_seconds = 1.0'], 'gin/ga3c/pong.gin') +
+                        ['--run_dir=run'], tmp_path)
     metrics = tmp_path / 'run' / 'metrics.csv'
 
     def playing():  # a log interval with predictions: the agents are up (slow on a busy CPU)
@@ -258,7 +233,7 @@ def _poll(predicate, seconds, interval):
 # Seconds from the run's last metrics row to its Ctrl-C: the close of the server takes from
 # about 0.2 s (an idle machine) to over 0.8 s (a busy one), then come the last save and the exit.
 @pytest.mark.parametrize('delay', [0.05, 0.1, 0.15, 0.25, 0.4, 0.6])
-def test_a_ctrl_c_as_the_run_ends_leaves_no_segment(tmp_path, delay, process_tree):
+def test_a_ctrl_c_as_the_run_ends_leaves_no_segment(tmp_path, delay, process_tree, cli):
     """A Ctrl-C landing while a finished run closes its server used to cut the close short:
     the observation segment was left to multiprocessing's resource tracker (its 'leaked
     shared_memory' warning at exit) and trainer threads still running often aborted the exit
@@ -266,11 +241,9 @@ def test_a_ctrl_c_as_the_run_ends_leaves_no_segment(tmp_path, delay, process_tre
     as here, most did."""
     shm_before = process_tree.shm_entries()
     total_steps = 200
-    run = subprocess.Popen(
-        [sys.executable, '-m', 'ga3c_tf.main'] + _flags(CARTPOLE_BINDINGS[:-3] + [
-            f'GA3CConfig.total_steps = {total_steps}', 'GA3CConfig.log_every_seconds = 0.25']) +
-        ['--run_dir=run'], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    run = cli.start(cli.flags(CARTPOLE_BINDINGS[:-3] + [
+        f'GA3CConfig.total_steps = {total_steps}', 'GA3CConfig.log_every_seconds = 0.25']) +
+        ['--run_dir=run'], tmp_path)
     metrics = tmp_path / 'run' / 'metrics.csv'
 
     def ending():  # the last row is written: the loop is done and the server about to close
@@ -294,12 +267,9 @@ def test_a_ctrl_c_as_the_run_ends_leaves_no_segment(tmp_path, delay, process_tre
     assert not process_tree.leaked_shm(shm_before)
 
 
-def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path, process_tree, errors_in):
-    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'ga3c_tf.main'] + _flags(
-            CARTPOLE_BINDINGS[:-3] + ['GA3CConfig.total_steps = 100000000']) + ['--run_dir=run'],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path, process_tree, errors_in, cli):
+    process = cli.start(cli.flags(CARTPOLE_BINDINGS[:-3] + [
+        'GA3CConfig.total_steps = 100000000']) + ['--run_dir=run'], tmp_path)
     deadline = time.monotonic() + 60
     agents = []
     while time.monotonic() < deadline and len(agents) < 2:
@@ -314,15 +284,12 @@ def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path, process_tree, err
     assert process_tree.wait_for(lambda: not process_tree.alive(agents), 15)
 
 
-def test_agents_exit_by_themselves_when_the_main_process_is_killed(tmp_path, process_tree):
+def test_agents_exit_by_themselves_when_the_main_process_is_killed(tmp_path, process_tree, cli):
     shm_before = process_tree.shm_entries()
-    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'ga3c_tf.main'] + _flags(
-            ['GA3CConfig.num_agents = 3', 'GA3CConfig.total_steps = 10000000',
-             'GA3CConfig.training_queue_size = 2', 'GA3CConfig.log_every_seconds = 1.0'],
-            'gin/ga3c/pong.gin') + ['--run_dir=run'],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = cli.start(cli.flags(
+        ['GA3CConfig.num_agents = 3', 'GA3CConfig.total_steps = 10000000',
+         'GA3CConfig.training_queue_size = 2', 'GA3CConfig.log_every_seconds = 1.0'],
+        'gin/ga3c/pong.gin') + ['--run_dir=run'], tmp_path)
     metrics = tmp_path / 'run' / 'metrics.csv'
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (

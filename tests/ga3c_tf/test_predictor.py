@@ -24,17 +24,13 @@ def _predictor(requests, calls, delivered, max_batch_size=8, predict_fn=None):
                                        max_batch_size, poll_seconds=0.01)
 
 
-def test_waiting_requests_go_into_one_call_up_to_the_batch_size():
+def test_waiting_requests_go_into_one_call_up_to_the_batch_size(stop_when):
     requests, calls, delivered = queue.Queue(), [], {}
     for key in range(11):
         requests.put(key)
     thread = _predictor(requests, calls, delivered, max_batch_size=8)
     thread.start()
-    deadline = time.monotonic() + 5
-    while len(delivered) < 11 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    thread.stop()
-    thread.join(timeout=2)
+    stop_when(thread, lambda: len(delivered) >= 11)
     assert not thread.is_alive()
     assert calls == [8, 3]
     assert delivered == {key: key * 10.0 for key in range(11)}
@@ -71,7 +67,7 @@ def test_batch_size_must_be_positive():
         _predictor(queue.Queue(), [], {}, max_batch_size=0)
 
 
-def test_each_answered_request_counts_the_seconds_of_its_model_call():
+def test_each_answered_request_counts_the_seconds_of_its_model_call(stop_when):
     requests, calls, delivered = queue.Queue(), [], {}
 
     def slow_predict(inputs):
@@ -83,11 +79,7 @@ def test_each_answered_request_counts_the_seconds_of_its_model_call():
         requests.put(key)
     thread = _predictor(requests, calls, delivered, max_batch_size=2, predict_fn=slow_predict)
     thread.start()
-    deadline = time.monotonic() + 5
-    while len(delivered) < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    thread.stop()
-    thread.join(timeout=2)
+    stop_when(thread, lambda: len(delivered) >= 3)
     assert calls == [2, 1]
     # Calls of 2 and 1 requests, 0.05 s each: 3 request-calls of at least 0.05 s.
     assert 0.15 <= thread.request_call_seconds < 0.15 + 3 * 0.1

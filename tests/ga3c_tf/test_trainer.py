@@ -37,7 +37,7 @@ def test_batcher_gives_none_once_stopped():
 
 
 @pytest.mark.parametrize('use_tf_data', [False, True])
-def test_trainer_trains_on_every_batch_and_stops(use_tf_data):
+def test_trainer_trains_on_every_batch_and_stops(use_tf_data, stop_when):
     experiences, seen = queue.Queue(), []
     train_fn = tf.function(lambda observations, actions: tf.reduce_sum(actions),
                            input_signature=SIGNATURE)
@@ -50,11 +50,7 @@ def test_trainer_trains_on_every_batch_and_stops(use_tf_data):
     thread.start()
     for index in range(6):
         experiences.put(_item(index, 2))
-    deadline = time.monotonic() + 10
-    while thread.updates < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    thread.stop()
-    thread.join(timeout=5)
+    stop_when(thread, lambda: thread.updates >= 3, seconds=10, join_seconds=5)
     assert not thread.is_alive() and thread.error is None
     assert seen == [0 + 1 + 1 + 2, 2 + 3 + 3 + 4, 4 + 5 + 5 + 6]
     assert (thread.updates, thread.samples) == (3, 12)
@@ -66,7 +62,7 @@ def test_tf_data_needs_a_signature():
         trainer.TrainerThread(trainer.ExperienceBatcher(queue.Queue()), print, use_tf_data=True)
 
 
-def test_trainer_times_its_train_calls_and_the_batch_assembly():
+def test_trainer_times_its_train_calls_and_the_batch_assembly(stop_when):
     experiences = queue.Queue()
     for index in range(4):
         experiences.put(_item(index * 10, 3))
@@ -79,11 +75,7 @@ def test_trainer_times_its_train_calls_and_the_batch_assembly():
 
     thread = trainer.TrainerThread(batcher, slow_train)
     thread.start()
-    deadline = time.monotonic() + 5
-    while len(calls) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    thread.stop()
-    thread.join(timeout=2)
+    stop_when(thread, lambda: len(calls) >= 2)
     assert calls == [6, 6] and thread.updates == 2
     assert 0.1 <= thread.update_seconds < 0.1 + 0.2
     assert 0 < batcher.assembly_seconds < thread.update_seconds  # two concatenations

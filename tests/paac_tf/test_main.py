@@ -1,10 +1,10 @@
-"""`python -m paac_tf.main` end to end: config errors, run directory, resume, evaluation, Atari."""
+"""`python -m paac_tf.main` end to end: presets, run directory, resume, evaluation, Atari (its
+bad bindings and a missing gin file: tests/test_entry_points.py)."""
 import json
 import os
 import re
 import signal
 import subprocess
-import sys
 import time
 
 import gin
@@ -29,15 +29,10 @@ CARTPOLE_BINDINGS = [
 ]
 
 
-def _run(args, cwd):
-    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
-    return subprocess.run([sys.executable, '-m', 'paac_tf.main'] + args, cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=240)
-
-
-def _flags(bindings, gin_file='gin/paac/paper.gin'):
-    return [f'--gin_file={os.path.join(app.PROJECT_ROOT, gin_file)}'] + [
-        f'--gin_bindings={binding}' for binding in bindings]
+@pytest.fixture
+def cli(entry_point):
+    """`python -m paac_tf.main`, on gin/paac/paper.gin unless told another preset."""
+    return entry_point('paac_tf.main', 'gin/paac/paper.gin')
 
 
 def test_presets_parse_and_hold_the_papers_values():
@@ -68,30 +63,8 @@ def test_the_papers_old_name_t_max_is_read_as_horizon():
     assert config.horizon == 7
 
 
-@pytest.mark.parametrize('binding, named', [
-    ('PAACConfig.num_envs = 0', 'num_envs'),
-    ('PAACConfig.horizon = 0', 'horizon'),
-    ("AtariConfig.game = 'pongg'", 'pongg'),
-    ('PAACConfig.num_envz = 3', 'num_envz'),
-    ('RMSProp.epsilon = 0.5', 'bind PAACConfig.rmsprop_epsilon instead'),
-    ('PAACConfig.alternating_halves = True', "bind PAACConfig.sampler = 'alternating' instead"),
-    ('PAACConfig.num_envs = ', 'PAACConfig.num_envs'),
-])
-def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding, named, errors_in):
-    result = _run(_flags([binding], 'gin/paac/pong.gin') + ['--run_dir=run'], cwd=tmp_path)
-    assert result.returncode == 2
-    error_lines = errors_in(result.stderr)
-    assert len(error_lines) == 1 and named in error_lines[0], result.stderr[-2000:]
-    assert not (tmp_path / 'run').exists()
-
-
-def test_missing_gin_file_is_named(tmp_path):
-    result = _run(['--gin_file=gin/paac/nope.gin'], cwd=tmp_path)
-    assert result.returncode == 2 and 'nope.gin' in result.stderr
-
-
-def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path):
-    first = _run(_flags(CARTPOLE_BINDINGS), cwd=tmp_path)
+def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path, cli, entry_point):
+    first = cli.run(cli.flags(CARTPOLE_BINDINGS), cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     (run_dir,) = [tmp_path / 'runs' / name for name in os.listdir(tmp_path / 'runs')]
     assert run_dir.name.startswith('paac-CartPole-v1-')
@@ -110,10 +83,10 @@ def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path):
     assert episodes_before > 0
 
     # The same command resumes (nothing to do); more steps continue from 400.
-    again = _run(_flags(CARTPOLE_BINDINGS), cwd=tmp_path)
+    again = cli.run(cli.flags(CARTPOLE_BINDINGS), cwd=tmp_path)
     assert again.returncode == 0 and 'already complete' in again.stdout
-    longer = _run(_flags(CARTPOLE_BINDINGS + ['PAACConfig.total_steps = 800']) +
-                  [f'--run_dir={run_dir}'], cwd=tmp_path)
+    longer = cli.run(cli.flags(CARTPOLE_BINDINGS + ['PAACConfig.total_steps = 800']) +
+                     [f'--run_dir={run_dir}'], cwd=tmp_path)
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert 'resuming from' in longer.stdout and 'at step 400' in longer.stdout
     rows = run_files.read_csv(run_dir / 'metrics.csv')
@@ -133,17 +106,15 @@ def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path):
     assert sessions[-1]['libraries']['tensorflow'] == tf.__version__
     assert sessions[-1]['machine']['usable_cores'] >= 1
 
-    evaluation = subprocess.run(
-        [sys.executable, '-m', 'common.evaluate', f'--run_dir={run_dir}', '--num_episodes=3'],
-        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), capture_output=True,
-        text=True, timeout=120)
+    evaluation = entry_point('common.evaluate').run(
+        [f'--run_dir={run_dir}', '--num_episodes=3'], tmp_path, timeout=120)
     assert evaluation.returncode == 0, evaluation.stderr[-3000:]
     (row,) = run_files.read_csv(run_dir / 'eval.csv')
     assert int(row['episodes']) == 3 and int(row['env_steps']) == 800
     assert float(row['score_min']) <= float(row['score_mean']) <= float(row['score_max'])
 
 
-def test_a_run_its_ctrl_c_and_its_resume_print_no_warning(tmp_path, process_tree):
+def test_a_run_its_ctrl_c_and_its_resume_print_no_warning(tmp_path, process_tree, cli):
     """What a user sees on stderr, from a shell that set nothing: start, log, checkpoint, Ctrl-C
     and resume print no library or deprecation warning (TensorFlow's update_checkpoint_state
     did, twice), only the run's own 'interrupted'."""
@@ -151,9 +122,9 @@ def test_a_run_its_ctrl_c_and_its_resume_print_no_warning(tmp_path, process_tree
            if key not in ('TF_CPP_MIN_LOG_LEVEL', 'COMMON_QUIET_TENSORFLOW',
                           'TF_USE_LEGACY_KERAS', 'TF_ENABLE_ONEDNN_OPTS')}
     env['PYTHONPATH'] = app.PROJECT_ROOT
-    command = [sys.executable, '-m', 'paac_tf.main', '--run_dir=run'] + _flags(
+    command = cli.command(['--run_dir=run'] + cli.flags(
         CARTPOLE_BINDINGS[:-3] + ['PAACConfig.checkpoint_every_steps = 200',
-                                  'PAACConfig.log_every_seconds = 0.2'])
+                                  'PAACConfig.log_every_seconds = 0.2']))
     first = subprocess.run(command + ['--gin_bindings=PAACConfig.total_steps = 400'],
                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     assert first.returncode == 0 and first.stderr == '', first.stderr[-3000:]
@@ -175,17 +146,15 @@ def test_a_run_its_ctrl_c_and_its_resume_print_no_warning(tmp_path, process_tree
     assert f'at step {saved:,}' in resumed.stdout
 
 
-def test_pong_runs_through_worker_processes_and_leaves_nothing_behind(tmp_path, process_tree):
+def test_pong_runs_through_worker_processes_and_leaves_nothing_behind(tmp_path, process_tree,
+                                                                     cli):
     shm_before = process_tree.shm_entries()
-    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
     log = tmp_path / 'stderr.txt'
     with open(log, 'w') as stderr:  # a file, not a pipe: nobody reads while the loop polls
-        process = subprocess.Popen(
-            [sys.executable, '-m', 'paac_tf.main'] + _flags(
-                ["AtariConfig.game = 'pong'", 'PAACConfig.num_envs = 4',
-                 'PAACConfig.num_workers = 2', 'PAACConfig.total_steps = 60',
-                 'PAACConfig.horizon = 5']) + ['--run_dir=run'],
-            cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        process = cli.start(cli.flags(["AtariConfig.game = 'pong'", 'PAACConfig.num_envs = 4',
+                                       'PAACConfig.num_workers = 2', 'PAACConfig.total_steps = 60',
+                                       'PAACConfig.horizon = 5']) + ['--run_dir=run'],
+                            tmp_path, stdout=subprocess.DEVNULL, stderr=stderr)
         workers = set()
         deadline = time.monotonic() + 240
         while process.poll() is None and time.monotonic() < deadline:  # its own workers, seen
@@ -199,14 +168,12 @@ def test_pong_runs_through_worker_processes_and_leaves_nothing_behind(tmp_path, 
     assert not process_tree.leaked_shm(shm_before)
 
 
-def test_a_killed_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path, process_tree):
+def test_a_killed_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path, process_tree,
+                                                                    cli):
     shm_before = process_tree.shm_entries()
-    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'paac_tf.main'] + _flags(
-            CARTPOLE_BINDINGS[:-2] + ['PAACConfig.total_steps = 100000000',
-                                      'PAACConfig.log_every_seconds = 0.5']) + ['--run_dir=run'],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = cli.start(cli.flags(CARTPOLE_BINDINGS[:-2] + [
+        'PAACConfig.total_steps = 100000000', 'PAACConfig.log_every_seconds = 0.5']) +
+        ['--run_dir=run'], tmp_path)
     metrics = tmp_path / 'run' / 'metrics.csv'
     assert process_tree.wait_for(
         lambda: metrics.exists() and len(run_files.read_csv(metrics)) >= 2, 120)
@@ -225,13 +192,13 @@ def test_a_killed_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path, p
     assert not process_tree.leaked_shm(shm_before)
 
 
-def test_a_lost_checkpoint_index_resumes_from_the_newest_checkpoint_file(tmp_path):
+def test_a_lost_checkpoint_index_resumes_from_the_newest_checkpoint_file(tmp_path, cli):
     """rm RUN/checkpoints/checkpoint used to restart the run from step 0 without a word."""
-    first = _run(_flags(CARTPOLE_BINDINGS) + ['--run_dir=run'], cwd=tmp_path)
+    first = cli.run(cli.flags(CARTPOLE_BINDINGS) + ['--run_dir=run'], cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     os.remove(tmp_path / 'run' / 'checkpoints' / 'checkpoint')
-    longer = _run(_flags(CARTPOLE_BINDINGS + ['PAACConfig.total_steps = 600']) +
-                  ['--run_dir=run'], cwd=tmp_path)
+    longer = cli.run(cli.flags(CARTPOLE_BINDINGS + ['PAACConfig.total_steps = 600']) +
+                     ['--run_dir=run'], cwd=tmp_path)
     assert longer.returncode == 0, longer.stderr[-3000:]
     assert 'missing or unreadable' in longer.stderr
     assert 'resuming from' in longer.stdout and 'at step 400' in longer.stdout
@@ -239,12 +206,13 @@ def test_a_lost_checkpoint_index_resumes_from_the_newest_checkpoint_file(tmp_pat
     assert steps == sorted(steps) and steps[-1] == 600
 
 
-def test_a_run_dir_of_another_game_is_refused_before_anything_is_written(tmp_path, errors_in):
-    first = _run(_flags(CARTPOLE_BINDINGS) + ['--run_dir=run'], cwd=tmp_path)
+def test_a_run_dir_of_another_game_is_refused_before_anything_is_written(tmp_path, errors_in,
+                                                                         cli):
+    first = cli.run(cli.flags(CARTPOLE_BINDINGS) + ['--run_dir=run'], cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     before = sorted(os.listdir(tmp_path / 'run'))
-    other = _run(_flags(CARTPOLE_BINDINGS + ["GymConfig.env_id = 'Acrobot-v1'"]) +
-                 ['--run_dir=run'], cwd=tmp_path)
+    other = cli.run(cli.flags(CARTPOLE_BINDINGS + ["GymConfig.env_id = 'Acrobot-v1'"]) +
+                    ['--run_dir=run'], cwd=tmp_path)
     assert other.returncode == 2
     errors = errors_in(other.stderr)
     assert len(errors) == 1 and "env: 'CartPole-v1' there, 'Acrobot-v1' here" in errors[0]
@@ -266,12 +234,12 @@ def test_bench_row_measures_the_pong_preset_with_its_own_worker_count():
 
 
 def test_a_diverging_run_stops_with_one_line_and_keeps_the_checkpoint_before(
-        tmp_path, finite_checkpoints, diverged_run):
+        tmp_path, finite_checkpoints, diverged_run, cli):
     """At a learning rate of 1e30 the first update leaves huge but finite weights (checkpointed
     at step 20) and the second one's loss overflows: the run stops with one line naming the
     update and the step, after the row that shows nan, and writes no checkpoint of the diverged
     weights (a learning rate of 1000 on Pong used to train on in NaN and checkpoint it)."""
-    result = _run(_flags(CARTPOLE_BINDINGS + [
+    result = cli.run(cli.flags(CARTPOLE_BINDINGS + [
         'PAACConfig.learning_rate = 1e30', 'PAACConfig.checkpoint_every_steps = 20',
         'PAACConfig.log_every_seconds = 1e-6']) + ['--run_dir=run'], cwd=tmp_path)
     error, steps = diverged_run(result, tmp_path / 'run')
@@ -297,35 +265,37 @@ def _one_line_error(result):
     return lines[0]
 
 
-def test_a_full_or_read_only_disk_ends_the_run_in_one_line_and_keeps_what_it_wrote(small_disk):
+def test_a_full_or_read_only_disk_ends_the_run_in_one_line_and_keeps_what_it_wrote(small_disk,
+                                                                                   cli):
     """A small file system, full when a finished run is extended, then read-only: each time one
     line naming the path and the cause; the checkpoints written before stay and restore."""
     tiny_disk = small_disk('8m')
     run_dir = os.path.join(tiny_disk, 'run')
     bindings = CARTPOLE_BINDINGS + ['PAACConfig.total_steps = 200',
                                     'PAACConfig.log_every_seconds = 1000.0']
-    finished = _run(_flags(bindings) + [f'--run_dir={run_dir}'], tiny_disk)
+    finished = cli.run(cli.flags(bindings) + [f'--run_dir={run_dir}'], tiny_disk)
     assert finished.returncode == 0, finished.stderr[-3000:]
     checkpoints = os.listdir(os.path.join(run_dir, 'checkpoints'))
     _fill(tiny_disk)
-    longer = _flags(bindings[:-2] + ['PAACConfig.total_steps = 100000']) + [
+    longer = cli.flags(bindings[:-2] + ['PAACConfig.total_steps = 100000']) + [
         f'--run_dir={run_dir}']
-    line = _one_line_error(_run(longer, tiny_disk))
+    line = _one_line_error(cli.run(longer, tiny_disk))
     assert 'No space left on device' in line and tiny_disk in line
     assert not any(name.endswith('_temp') for name in
                    os.listdir(os.path.join(run_dir, 'checkpoints')))
     os.remove(os.path.join(tiny_disk, 'filler'))
     subprocess.run(['mount', '-o', 'remount,ro', tiny_disk], check=True)
-    line = _one_line_error(_run(longer, tiny_disk))
+    line = _one_line_error(cli.run(longer, tiny_disk))
     assert 'Read-only file system' in line and tiny_disk in line
     assert set(checkpoints) <= set(os.listdir(os.path.join(run_dir, 'checkpoints')))
     subprocess.run(['mount', '-o', 'remount,rw', tiny_disk], check=True)
-    resumed = _run(_flags(bindings[:-2] + ['PAACConfig.total_steps = 400']) +
-                   [f'--run_dir={run_dir}'], tiny_disk)
+    resumed = cli.run(cli.flags(bindings[:-2] + ['PAACConfig.total_steps = 400']) +
+                      [f'--run_dir={run_dir}'], tiny_disk)
     assert resumed.returncode == 0 and 'resuming from' in resumed.stdout, resumed.stderr[-3000:]
 
 
-def test_a_resume_with_another_batch_says_so_and_continues_the_schedule_by_env_steps(tmp_path):
+def test_a_resume_with_another_batch_says_so_and_continues_the_schedule_by_env_steps(tmp_path,
+                                                                                    cli):
     """The learning rate anneals over env steps: 0.01 -> 0 over 800. A first session of 200
     steps at 4 x 5 per update, a second at 8 x 5: the second's first update is at 200 steps,
     rate 0.0075, whatever the batch (by update counts it would be at 10 of 20 updates, 0.005)."""
@@ -333,11 +303,12 @@ def test_a_resume_with_another_batch_says_so_and_continues_the_schedule_by_env_s
                                     'PAACConfig.final_learning_rate = 0.0',
                                     'PAACConfig.anneal_steps = 800',
                                     'PAACConfig.log_every_seconds = 0.000001']
-    first = _run(_flags(bindings + ['PAACConfig.total_steps = 200']) + ['--run_dir=run'],
-                 tmp_path)
+    first = cli.run(cli.flags(bindings + ['PAACConfig.total_steps = 200']) + ['--run_dir=run'],
+                    tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
-    second = _run(_flags(bindings + ['PAACConfig.total_steps = 400', 'PAACConfig.num_envs = 8'])
-                  + ['--run_dir=run'], tmp_path)
+    second = cli.run(cli.flags(bindings + ['PAACConfig.total_steps = 400',
+                                           'PAACConfig.num_envs = 8']) + ['--run_dir=run'],
+                     tmp_path)
     assert second.returncode == 0, second.stderr[-3000:]
     changed = [line for line in second.stdout.splitlines() if line.startswith('resuming with')]
     assert changed == ['resuming with 2 changed binding(s): PAACConfig.num_envs: 4 -> 8; '
@@ -351,7 +322,8 @@ def test_a_resume_with_another_batch_says_so_and_continues_the_schedule_by_env_s
     assert float(resumed[0]['learning_rate']) == pytest.approx(0.0075, rel=1e-4)
 
 
-def test_a_preset_changed_under_a_run_does_not_change_its_environment_on_resume(tmp_path):
+def test_a_preset_changed_under_a_run_does_not_change_its_environment_on_resume(tmp_path,
+                                                                                 cli):
     """The same command after its preset changed a GymConfig field: refused in one line, the
     run directory untouched; binding the field on the command line resumes with it."""
     preset = tmp_path / 'mine.gin'
@@ -360,17 +332,17 @@ def test_a_preset_changed_under_a_run_does_not_change_its_environment_on_resume(
     preset.write_text('\n'.join(lines + ['GymConfig.max_episode_steps = 200',
                                          'PAACConfig.total_steps = 200']) + '\n')
     command = [f'--gin_file={preset}', '--run_dir=run']
-    first = _run(command, tmp_path)
+    first = cli.run(command, tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
     preset.write_text('\n'.join(lines + ['GymConfig.max_episode_steps = 100',
                                          'PAACConfig.total_steps = 400']) + '\n')
     before = {name: os.path.getmtime(tmp_path / 'run' / name)
               for name in os.listdir(tmp_path / 'run')}
-    line = _one_line_error(_run(command, tmp_path))
+    line = _one_line_error(cli.run(command, tmp_path))
     assert 'GymConfig.max_episode_steps = 200, now 100' in line
     assert {name: os.path.getmtime(tmp_path / 'run' / name)
             for name in os.listdir(tmp_path / 'run')} == before
-    bound = _run(command + ['--gin_bindings=GymConfig.max_episode_steps = 100'], tmp_path)
+    bound = cli.run(command + ['--gin_bindings=GymConfig.max_episode_steps = 100'], tmp_path)
     assert bound.returncode == 0, bound.stderr[-3000:]
     assert 'resuming from' in bound.stdout and 'GymConfig.max_episode_steps: 200 -> 100' in (
         bound.stdout)

@@ -4,16 +4,10 @@ import io
 from paac_tf import reproduce
 
 
-def test_tiny_figure_2_measures_shares_and_reports_a_failed_cell(tmp_path, monkeypatch):
+def test_tiny_figure_2_measures_shares_and_reports_a_failed_cell(tmp_path, monkeypatch,
+                                                                 fail_cell):
     monkeypatch.setattr(reproduce, 'NUM_ENVS', (16, 32))
-    real_cell = reproduce.measure_cell
-
-    def cell(network, num_envs, *args):
-        if (network, num_envs) == ('nature', 16):
-            raise RuntimeError('out of memory')
-        return real_cell(network, num_envs, *args)
-
-    monkeypatch.setattr(reproduce, 'measure_cell', cell)
+    fail_cell(reproduce, 'measure_cell', ('nature', 16), RuntimeError('out of memory'))
     rates, shares = reproduce.measure(0.3, 2, 1, 'pong', io.StringIO())
     assert rates[('nature', 16)].error == 'RuntimeError: out of memory'
     for key in (('nips', 16), ('nips', 32), ('nature', 32)):

@@ -47,12 +47,8 @@ def test_frames_resized_here_are_the_requested_shape():
         pool.close()
 
 
-def _copy(result):
-    return {name: getattr(result, name).copy() for name in result._fields}
-
-
 @pytest.mark.parametrize('resize', ['area', 'linear'])
-def test_groups_step_apart_and_match_a_serial_pool(resize):
+def test_groups_step_apart_and_match_a_serial_pool(resize, step_groups_apart):
     # 'area' stacks in C++, 'linear' here: both keep each group's envs and stacks apart.
     config = AtariConfig(game='pong', resize=resize, noop_max=0, fire_reset=False, stack=2,
                          max_episode_steps=40)
@@ -64,10 +60,7 @@ def test_groups_step_apart_and_match_a_serial_pool(resize):
         np.testing.assert_array_equal(vector.reset(), serial.reset())
         ended = 0
         for step_actions in actions[:80]:
-            vector.step_async(step_actions[:2], group=0)
-            vector.step_async(step_actions[2:], group=1)
-            second = _copy(vector.step_wait(1))
-            first = _copy(vector.step_wait(0))
+            first, second = step_groups_apart(vector, step_actions)
             expected = serial.step(step_actions)
             for name in ('observations', 'rewards', 'terminals', 'dones', 'episode_lengths'):
                 wanted = getattr(expected, name)

@@ -202,16 +202,13 @@ def test_workers_do_not_import_the_parents_main_module(tmp_path):
     assert loaded == {'parent': True, 'workers': [False, False]}
 
 
-def test_alternating_groups_match_a_serial_pool():
+def test_alternating_groups_match_a_serial_pool(step_groups_apart):
     actions = _random_actions(60, 4, SMALL_PONG.num_actions())
     with ProcessPool(SMALL_PONG, 4, num_workers=2, num_groups=2) as pool, \
             SerialPool(SMALL_PONG, 4) as serial:
         np.testing.assert_array_equal(pool.reset(), serial.reset())
         for step_actions in actions[:50]:
-            pool.step_async(step_actions[:2], group=0)
-            pool.step_async(step_actions[2:], group=1)
-            second = _copy(pool.step_wait(1))
-            first = _copy(pool.step_wait(0))
+            first, second = step_groups_apart(pool, step_actions)
             expected = serial.step(step_actions)
             for name in ('observations', 'rewards', 'terminals', 'dones'):
                 np.testing.assert_array_equal(first[name], getattr(expected, name)[:2])

@@ -279,13 +279,17 @@ app.execute(main)
 """
 
 
-def test_an_interrupt_surfacing_as_a_systemerror_is_still_a_clean_ctrl_c_exit(tmp_path):
-    script = tmp_path / 'interrupted_in_c.py'
-    script.write_text(_INTERRUPTED_IN_C_MAIN)
+def _assert_a_clean_ctrl_c_exit(script, source):
+    """Runs source as script: the exit of a Ctrl-C (130) and 'interrupted' alone on stderr."""
+    script.write_text(source)
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                             env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), timeout=60)
     assert result.returncode == 130, result.stderr[-2000:]
     assert result.stderr.strip() == 'interrupted'
+
+
+def test_an_interrupt_surfacing_as_a_systemerror_is_still_a_clean_ctrl_c_exit(tmp_path):
+    _assert_a_clean_ctrl_c_exit(tmp_path / 'interrupted_in_c.py', _INTERRUPTED_IN_C_MAIN)
 
 
 # Ctrl-C landing while TensorFlow binds a tf.function's numpy input: TensorFlow raises a
@@ -309,12 +313,7 @@ app.execute(main)
 
 
 def test_an_interrupt_tensorflow_cut_from_its_chain_is_still_a_clean_ctrl_c_exit(tmp_path):
-    script = tmp_path / 'interrupted_in_tf.py'
-    script.write_text(_INTERRUPTED_IN_TF_BINDING)
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                            env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), timeout=60)
-    assert result.returncode == 130, result.stderr[-2000:]
-    assert result.stderr.strip() == 'interrupted'
+    _assert_a_clean_ctrl_c_exit(tmp_path / 'interrupted_in_tf.py', _INTERRUPTED_IN_TF_BINDING)
 
 
 _RECORDED_STOOKE = """# Parameters for AtariConfig:

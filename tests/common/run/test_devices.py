@@ -257,13 +257,9 @@ def test_hiding_the_gpus_too_late_is_a_one_line_warning(monkeypatch):
 
 
 @pytest.fixture
-def driver(tmp_path, monkeypatch):
+def driver(fake_driver):
     """An NVIDIA driver on this machine (its /proc file faked), nvidia-smi not on PATH."""
-    version = tmp_path / 'version'
-    version.write_text('NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15\n')
-    monkeypatch.setattr(devices, 'DRIVER_FILE', str(version))
-    monkeypatch.setattr(devices.shutil, 'which', lambda name: None)
-    return str(version)
+    return fake_driver('NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15\n')
 
 
 def test_a_driver_without_a_gpu_in_tensorflow_warns_naming_the_gpu_install(
