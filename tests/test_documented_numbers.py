@@ -254,3 +254,15 @@ def test_the_readme_names_the_machine_of_every_time_it_quotes():
             machine = session['machine']
             assert machine['cpu_model'].startswith('AMD EPYC'), (run, machine)
             assert machine['usable_cores'] == 2 and 'cpu_family' not in machine, (run, machine)
+
+
+def test_the_carried_run_s_numbers_are_its_carried_data():
+    """README's and docs/results.md's '-13.9 at 1.32M' of the DQN-at-512 run carried in carried/."""
+    carried = os.path.join(app.PROJECT_ROOT, 'carried', 'accel-dqn-512-pong')
+    rows = superseded.resumed_history(run_files.read_csv(os.path.join(carried, 'metrics.csv')))
+    last = rows[-1]
+    claim = '{0:.1f} at {1:.2f}M'.format(float(last['score_mean_100']),
+                                         int(last['env_steps']) / 1e6)
+    assert claim == '-13.9 at 1.32M'
+    assert '-13.9 at 1.32M of 3M' in _text('README.md')
+    assert '**-13.9 at 1.32M**' in _text('docs/results.md')
