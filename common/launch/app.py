@@ -38,7 +38,8 @@ def define_flags():
                         'started by the same command (so rerunning resumes), else a new one.')
     flags.DEFINE_boolean('verbose', False,
                          "Show TensorFlow's start-up logs (read by common/run/quiet_import.py "
-                         'before TensorFlow loads; setting TF_CPP_MIN_LOG_LEVEL does the same).')
+                         'before TensorFlow loads; TF_CPP_MIN_LOG_LEVEL=0 does the same, '
+                         '1-3 keep them hidden).')
 
 
 FLAGS = flags.FLAGS

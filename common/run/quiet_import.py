@@ -4,7 +4,8 @@ TensorFlow writes them through absl's C++ logging before it is initialized, whic
 TF_CPP_MIN_LOG_LEVEL does not reach, so the only way to hide them is to point file descriptor 2
 at /dev/null while TensorFlow loads and probes its devices. Installed by every entry point
 (common/launch/process_setup.py) and the workers it spawns (child_setup.py) unless the user set
-TF_CPP_MIN_LOG_LEVEL or passed --verbose; workers that never import TensorFlow pay nothing.
+TF_CPP_MIN_LOG_LEVEL=0 or passed --verbose (a level of 1-3 asks for less logging, so it is quiet
+too); workers that never import TensorFlow pay nothing.
 """
 import contextlib
 import importlib.abc
@@ -71,23 +72,29 @@ _FINDER = _QuietTensorFlowFinder()
 QUIET_ENV = 'COMMON_QUIET_TENSORFLOW'
 
 
+# The one level that asks for TensorFlow's start-up logs: its INFO lines (oneDNN, CPU features).
+VERBOSE_LEVEL = '0'
+
+
 def wanted(environ=os.environ, argv=sys.argv):
-    """Silence unless the user asked for TensorFlow's logs (TF_CPP_MIN_LOG_LEVEL or --verbose);
-    a process spawned by a quiet one is quiet."""
+    """Silence unless the user asked for TensorFlow's logs (TF_CPP_MIN_LOG_LEVEL=0 or --verbose);
+    a level of 1-3 (how TensorFlow users quiet TensorFlow) is quiet, and so is a process spawned
+    by a quiet one."""
     if environ.get(QUIET_ENV) == '1':
         return True
-    return 'TF_CPP_MIN_LOG_LEVEL' not in environ and VERBOSE_FLAG not in argv
+    return (environ.get('TF_CPP_MIN_LOG_LEVEL', '').strip() != VERBOSE_LEVEL
+            and VERBOSE_FLAG not in argv)
 
 
 def configure(environ=os.environ, argv=sys.argv):
     """Installs the quiet import (and marks the environment for child processes) or, when the
-    user asked for the logs, lets child processes log too."""
+    user asked for the logs, lets child processes log too. A level the user set is kept."""
     if wanted(environ, argv):
         environ[QUIET_ENV] = '1'
-        environ['TF_CPP_MIN_LOG_LEVEL'] = '2'
+        environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
         install()
     else:
-        environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '0')
+        environ.setdefault('TF_CPP_MIN_LOG_LEVEL', VERBOSE_LEVEL)
 
 
 def install():

@@ -45,8 +45,10 @@ def test_stderr_silenced_restores_file_descriptor_2():
     assert _stderr(code) == 'shown\n'
 
 
-def test_wanted_only_without_a_log_level_or_verbose():
+def test_wanted_unless_log_level_0_or_verbose():
     assert quiet_import.wanted(environ={}, argv=['main.py'])
+    for level in ('1', '2', '3'):
+        assert quiet_import.wanted(environ={'TF_CPP_MIN_LOG_LEVEL': level}, argv=['main.py'])
     assert not quiet_import.wanted(environ={'TF_CPP_MIN_LOG_LEVEL': '0'}, argv=['main.py'])
     assert not quiet_import.wanted(environ={}, argv=['main.py', '--verbose'])
 
@@ -67,3 +69,30 @@ def test_processes_spawned_by_a_quiet_one_are_quiet_and_a_verbose_ones_log(tmp_p
     assert _stderr(code, script=script) == 'after child\n'
     verbose = _stderr(code, quiet_import.VERBOSE_FLAG, script=script)
     assert verbose.endswith('after child\n') and len(verbose.splitlines()) > 1, verbose
+
+
+def test_a_refused_command_prints_its_one_line_at_every_quiet_log_level(tmp_path):
+    """TF_CPP_MIN_LOG_LEVEL 1-3 is how TensorFlow users quiet TensorFlow: the refusal of a gin
+    include loop (after TensorFlow loaded) is the only line; a level of 0 or --verbose brings
+    TensorFlow's start-up lines back."""
+    (tmp_path / 'a.gin').write_text(f"include '{tmp_path / 'b.gin'}'\n")
+    (tmp_path / 'b.gin').write_text(f"include '{tmp_path / 'a.gin'}'\n")
+
+    def stderr_lines(*flags, **environ):
+        env = {key: value for key, value in os.environ.items()
+               if key not in ('TF_CPP_MIN_LOG_LEVEL', quiet_import.QUIET_ENV)}
+        env.update(environ, PYTHONPATH=app.PROJECT_ROOT)
+        result = subprocess.run(
+            [sys.executable, '-m', 'paac_tf.main', f"--gin_file={tmp_path / 'a.gin'}",
+             f"--run_dir={tmp_path / 'run'}", *flags],
+            capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
+        assert result.returncode == 2, result.stderr[-2000:]
+        assert result.stderr.splitlines()[-1].startswith('error: gin include loop'), result.stderr
+        return len(result.stderr.splitlines())
+
+    assert stderr_lines() == 1
+    for level in ('1', '2', '3'):
+        assert stderr_lines(TF_CPP_MIN_LOG_LEVEL=level) == 1, level
+    assert stderr_lines(TF_CPP_MIN_LOG_LEVEL='0') > 1
+    assert stderr_lines(quiet_import.VERBOSE_FLAG) > 1
+    assert not (tmp_path / 'run').exists()
