@@ -10,7 +10,7 @@ draws that run's figures there, and redraws the figures of every published run i
 one set per game (score_vs_hours-pong.png, score_vs_hours-breakout.png, ...: scores of different
 games are on different scales), a panel per paper in each, so the README's figure stays current
 as papers and algorithms are added; it rewrites the time-to-score tables of RESULTS_DIR.md, one
-per game. Rerunning it with the same NAME replaces it.
+per game. An existing NAME is refused unless --replace (which names the run it replaces).
 """
 from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
@@ -18,6 +18,7 @@ process_setup.configure()
 import os
 import shutil
 import sys
+import tempfile
 
 from absl import flags
 
@@ -25,6 +26,7 @@ from common import compare
 from common.launch import app
 from common.run import checks
 from common.run import errors
+from common.run import published as published_lib
 from common.tools import reference_scores
 from common.tools import reproduce
 from common.tools import run_files
@@ -32,22 +34,26 @@ from common.tools import run_files
 RUN_FILES = (app.INVOCATION_FILE, app.RUN_FILE, app.OPERATIVE_CONFIG_FILE, 'metrics.csv',
              'episodes.csv', 'eval.csv')
 DEFAULT_RESULTS_DIR = os.path.join('docs', 'results')
-# In a published run without a policy (--without_policy): why it has none.
-NO_POLICY_FILE = 'NO_POLICY.txt'
+NO_POLICY_FILE = published_lib.NO_POLICY_FILE
 
 flags.DEFINE_string('results_dir', DEFAULT_RESULTS_DIR, 'Where published runs live.')
 flags.DEFINE_string('preset', None, 'The repository gin file that reproduces the run with '
                     "today's code when its own command does not (bindings beyond the game and the "
                     'seed, a preset changed since): recorded in NAME/preset.json once checked.')
+flags.DEFINE_boolean('replace', False, 'Replace the published run NAME already holds (named in '
+                     'the line that says so); without it an existing NAME is refused.')
 flags.DEFINE_boolean('without_policy', False, 'Publish a run that has no checkpoint to take '
                      f'its policy from (its curves alone), marked so by {NO_POLICY_FILE}.')
 
 
-def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR, without_policy=False, preset=None):
+def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR, without_policy=False, preset=None,
+            replace=False):
     """Copies run_dir's run files to results_dir/name, names the repository preset that
     reproduces it (reproduce.record_preset: preset, else the run's command) and redraws the
-    figures; returns the paths written. ConfigError, before anything is written, for a run still training (its
-    files are half written) and, unless without_policy, for one with no checkpoint."""
+    figures; returns the paths written. ConfigError, before anything is written, for a run still
+    training (its files are half written), unless without_policy for one with no checkpoint,
+    and unless replace for a name that already holds a published run. The folder is written
+    beside its place and then moved there, so a publication that fails leaves the old one."""
     run_files.read_paper(run_dir)  # a run directory, readable, or ConfigError
     if not os.path.isfile(os.path.join(run_dir, 'metrics.csv')):
         raise errors.ConfigError(f'{run_dir!r} has no metrics.csv yet: nothing to publish')
@@ -65,37 +71,28 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR, without_policy=False
     checks.require(record is not None or preset is None,
                    f'--preset={preset!r} does not reproduce {run_dir}: {"; ".join(problems)}')
     target = os.path.join(results_dir, name)
-    os.makedirs(target, exist_ok=True)
-    written = []
-    for file_name in RUN_FILES:
-        source = os.path.join(run_dir, file_name)
-        if os.path.isfile(source):
-            shutil.copyfile(source, os.path.join(target, file_name))
-            written.append(os.path.join(target, file_name))
-    preset_path = os.path.join(target, reproduce.PRESET_FILE)
-    if record is None:
-        if os.path.isfile(preset_path):
-            os.remove(preset_path)
-        print(f'warning: {name} names no repository preset that reproduces it '
-              f'({"; ".join(problems)}); docs/results/ holds only runs that do: give the preset '
-              'that does with --preset (gin/published/NAME.gin for an older preset state)',
-              file=sys.stderr)
-    else:
-        written.append(reproduce.write_preset(record, target))
-    marker = os.path.join(target, NO_POLICY_FILE)
-    if os.path.isfile(marker):
-        os.remove(marker)
-    if no_policy is None:
-        written += publish_policy(run_dir, target)
-    else:
-        from common.run import checkpoint as checkpoint_lib  # pylint: disable=C0415
-        checkpoint_lib.remove_partial(os.path.join(target, checkpoint_lib.POLICY_WEIGHTS))
-        with open(marker, 'w') as f:
-            f.write(f'Published with --without_policy: {no_policy}\n')
-        written.append(marker)
+    checks.require(not os.path.exists(target) or os.path.isdir(target),
+                   f'{target} is a file, not a published run')
+    held = os.path.isdir(target) and bool(os.listdir(target))
+    checks.require(not held or replace,
+                   f'{target} already holds a published run ({_published_as(target)}); '
+                   f'--replace replaces it (git history keeps the old one), or give another NAME')
+    if held:
+        print(f'replacing {target} ({_published_as(target)})')
+    os.makedirs(results_dir, exist_ok=True)
+    # Written as <hidden folder>/NAME (figures are labelled by the folder's name), then moved.
+    beside = tempfile.mkdtemp(prefix='.publishing-', dir=results_dir)
+    staging = os.path.join(beside, name)
+    try:
+        os.mkdir(staging)
+        written = _write_published(run_dir, staging, name, record, problems, no_policy)
+        if os.path.isdir(target):
+            os.replace(target, os.path.join(beside, 'replaced'))
+        os.replace(staging, target)
+    finally:
+        shutil.rmtree(beside, ignore_errors=True)
+    written = [os.path.join(target, os.path.relpath(path, staging)) for path in written]
     from common.tools import plots  # pylint: disable=import-outside-toplevel  (matplotlib)
-    written += plots.plot_runs([plots.load_run(target, run_files.run_label(target))], target,
-                               title=f'{run_files.read_game(target)}: {name}')
     published = sorted(os.path.join(results_dir, entry) for entry in os.listdir(results_dir)
                        if os.path.isfile(os.path.join(results_dir, entry, 'metrics.csv')))
     written += plot_all_runs(published, results_dir)
@@ -103,6 +100,45 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR, without_policy=False
         if os.path.isfile(os.path.join(results_dir, file_name)):
             os.remove(os.path.join(results_dir, file_name))
     written.append(write_summary(published, results_dir))
+    return written
+
+
+def _published_as(target):
+    """A published folder in a few words: its paper, game and last step, for the line that
+    names it."""
+    try:
+        paper, game = run_files.read_paper(target), run_files.read_game(target)
+        rows = run_files.read_csv(os.path.join(target, 'metrics.csv'))
+        return f'{paper} on {game}, {int(float(rows[-1]["env_steps"])):,} steps'
+    except (errors.ConfigError, OSError, ValueError, KeyError, IndexError):
+        return 'its files are not a readable run'
+
+
+def _write_published(run_dir, target, name, record, problems, no_policy):
+    """Writes the published folder's files into target (empty); returns the paths written."""
+    written = []
+    for file_name in RUN_FILES:
+        source = os.path.join(run_dir, file_name)
+        if os.path.isfile(source):
+            shutil.copyfile(source, os.path.join(target, file_name))
+            written.append(os.path.join(target, file_name))
+    if record is None:
+        print(f'warning: {name} names no repository preset that reproduces it '
+              f'({"; ".join(problems)}); docs/results/ holds only runs that do: give the preset '
+              'that does with --preset (gin/published/NAME.gin for an older preset state)',
+              file=sys.stderr)
+    else:
+        written.append(reproduce.write_preset(record, target))
+    if no_policy is None:
+        written += publish_policy(run_dir, target)
+    else:
+        marker = os.path.join(target, NO_POLICY_FILE)
+        with open(marker, 'w') as f:
+            f.write(f'Published with --without_policy: {no_policy}\n')
+        written.append(marker)
+    from common.tools import plots  # pylint: disable=import-outside-toplevel  (matplotlib)
+    written += plots.plot_runs([plots.load_run(target, run_files.run_label(target))], target,
+                               title=f'{run_files.read_game(target)}: {name}')
     return written
 
 
@@ -132,10 +168,8 @@ def _no_policy_reason(run_dir):
 
 def publish_policy(run_dir, target):
     """Writes the policy of run_dir's newest readable checkpoint (or of its published weights)
-    as target's policy weights, through its paper's loading; returns the paths written. Any
-    weights an earlier publication left in target go first: they would not be this run's."""
+    as target's policy weights, through its paper's loading; returns the paths written."""
     from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
-    checkpoint_lib.remove_partial(os.path.join(target, checkpoint_lib.POLICY_WEIGHTS))
     source, _ = checkpoint_lib.policy_source(run_dir)
     from common import evaluate  # pylint: disable=import-outside-toplevel  (TensorFlow)
     _, policy, _ = evaluate.load_policy(run_dir, greedy=True)
@@ -199,9 +233,9 @@ def write_summary(published, results_dir, thresholds=reference_scores.THRESHOLDS
 def main(args):
     if len(args) != 2:
         app.fail('usage: python -m common.results RUN_DIR NAME [--results_dir DIR] '
-                 '[--preset gin/...]')
+                 '[--preset gin/...] [--replace]')
     for path in publish(args[0], args[1], flags.FLAGS.results_dir,
-                        flags.FLAGS.without_policy, flags.FLAGS.preset):
+                        flags.FLAGS.without_policy, flags.FLAGS.preset, flags.FLAGS.replace):
         print(f'wrote {path}')
     return 0
 

@@ -11,6 +11,8 @@ import dataclasses
 import glob
 import importlib
 import os
+import re
+import shutil
 import typing
 
 import pytest
@@ -226,3 +228,75 @@ def test_a_resume_with_another_model_shape_is_refused_in_one_line(paper, tmp_pat
         app.check_run_dir(str(tmp_path), changed)
     assert f"network: '{config.network}' there, '{other}' here" in str(refused.value)
     assert '\n' not in str(refused.value) and sorted(os.listdir(tmp_path)) == before
+
+
+def _files(folder):
+    return {str(path.relative_to(folder)): path.read_bytes()
+            for path in sorted(folder.rglob('*')) if path.is_file()}
+
+
+def test_training_into_a_published_run_is_refused_and_writes_nothing(tmp_path, entry_point):
+    """The command a user types to go on training a published agent: before, it started over
+    from step 0 in the published folder and set its 7,287 episodes aside."""
+    published = tmp_path / 'paac-pong'
+    shutil.copytree(os.path.join(ROOT, 'docs', 'results', 'paac-pong'), published)
+    before = _files(published)
+    paper_main = entry_point('paac_tf.main', _preset('paac'))
+    line = _one_error_line(paper_main.run(
+        paper_main.flags() + [f'--run_dir={published}', '--stop_at_steps=1'], tmp_path))
+    assert f"--run_dir='{published}' is a published run" in line
+    assert 'python -m common.carry RUN_DIR FOLDER' in line and '--resume_from=FOLDER' in line
+    assert _files(published) == before
+
+
+def _rows(run_dir, rows):
+    with open(os.path.join(run_dir, 'metrics.csv'), 'w') as f:
+        f.write('wall_time,env_steps,episodes,session_start\n' + ''.join(
+            f'{index},{steps},0,{start}\n' for index, (steps, start) in enumerate(rows)))
+
+
+@pytest.mark.parametrize('paper', PAPERS)
+def test_a_run_directory_that_cannot_be_trained_in_is_refused_before_anything_is_written(
+        paper, tmp_path):
+    """Every paper's run directory check: a published run, a carry, and a run whose CSVs show
+    training a checkpoint it no longer holds would keep (a session resumed or carried, or a row
+    past the first checkpoint due) are each refused in one line; the rows of sessions killed
+    before their first checkpoint are not (the next session sets them aside)."""
+    module = importlib.import_module(f'{paper}_tf.main')
+    config = module.configure([_preset(paper)], [])
+    identity = app.run_identity(paper, config.env_config, **module.PAPER.model_identity(config))
+    every = config.checkpoint_every_steps
+    cases = {
+        'published': ('policy_weights.index', 'is a published run'),
+        'published-without-policy': ('NO_POLICY.txt', 'is a published run'),
+        'carry': ('carry.json', 'is a carried run (carry.json) and is never trained in: go on '
+                  'from it with --resume_from='),
+    }
+    for name, (marker, named) in cases.items():
+        run_dir = tmp_path / name
+        run_dir.mkdir()
+        (run_dir / marker).write_text('')
+        _rows(run_dir, [(every * 3, 'new')])
+        before = _files(run_dir)
+        with pytest.raises(errors.ConfigError, match=re.escape(named)) as refused:
+            app.check_run_dir(str(run_dir), identity, every)
+        assert '\n' not in str(refused.value) and _files(run_dir) == before
+    lost = {'resumed': ([(10, 'new'), (20, ''), (30, 'resumed')], 'a session resumed from a '
+                        'checkpoint, rows to step 30'),
+            'carried': ([(40, 'carried')], 'a session carried from a checkpoint'),
+            'past': ([(10, 'new'), (every + 1, '')], f'rows to step {every + 1:,}, past the '
+                     f'checkpoint due at {every:,}')}
+    for name, (rows, named) in lost.items():
+        run_dir = tmp_path / name
+        app.prepare_run_dir(str(run_dir), {'paper': paper}, identity)
+        _rows(run_dir, rows)
+        before = _files(run_dir)
+        with pytest.raises(errors.ConfigError, match=re.escape(named)) as refused:
+            app.check_run_dir(str(run_dir), identity, every)
+        assert 'but no checkpoint to go on from' in str(refused.value)
+        assert 'is missing); starting over would set its curve aside' in str(refused.value)
+        assert '\n' not in str(refused.value) and _files(run_dir) == before
+    killed = tmp_path / 'killed'
+    app.prepare_run_dir(str(killed), {'paper': paper}, identity)
+    _rows(killed, [(10, 'new'), (every, '')])
+    app.check_run_dir(str(killed), identity, every)

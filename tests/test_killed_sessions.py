@@ -5,6 +5,7 @@ so metrics.csv and episodes.csv hold one history. The kill leaves no process and
 and nothing of the other processes' endings (multiprocessing's resource tracker's 'leaked
 shared_memory objects') reaches the terminal."""
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -71,3 +72,27 @@ def test_sessions_killed_before_their_first_checkpoint_are_set_aside(paper, tmp_
     assert episodes == sorted(episodes)
     superseded = run_files.read_csv(tmp_path / 'run' / 'metrics.superseded.csv')
     assert len(superseded) == killed_rows  # the killed sessions' rows, kept aside
+
+
+def test_a_run_whose_checkpoints_are_gone_is_refused_not_started_over(tmp_path,
+                                                                      cartpole_command):
+    """A run that saved checkpoints and lost them (deleted, not copied with the run) shows
+    progress no checkpoint holds: the command refuses it in one line and writes nothing, where it
+    used to start at step 0 and set the whole curve aside."""
+    env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)
+    first = subprocess.run(
+        _command(cartpole_command, 'paac', 10 ** 9, ['--stop_at_steps=256']) +
+        ['--gin_bindings=PAACConfig.checkpoint_every_steps = 64'],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert first.returncode == 0, first.stderr[-3000:]
+    run_dir = tmp_path / 'run'
+    shutil.rmtree(run_dir / 'checkpoints')
+    before = {path.name: path.read_bytes() for path in run_dir.iterdir()}
+    again = subprocess.run(
+        _command(cartpole_command, 'paac', 10 ** 9, ['--stop_at_steps=512']) +
+        ['--gin_bindings=PAACConfig.checkpoint_every_steps = 64'],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    assert again.returncode == 2 and again.stderr.count('\n') == 1, again.stderr[-3000:]
+    assert 'run holds a run\'s progress (rows to step ' in again.stderr
+    assert 'but no checkpoint to go on from (run/checkpoints is missing)' in again.stderr
+    assert {path.name: path.read_bytes() for path in run_dir.iterdir()} == before

@@ -20,8 +20,10 @@ from common.run import file_writes
 from common.run import gin_text
 from common.run import machine_load
 from common.run import operative_config
+from common.run import published
 from common.run import run_lock
 from common.run import run_record
+from common.run import superseded
 
 def define_flags():
     """Defines the flags every command takes (--gin_file, --gin_bindings, --run_dir, --verbose)
@@ -161,12 +163,15 @@ def run_identity(paper, env_config, **model):
             **{key: json.loads(json.dumps(value)) for key, value in model.items()}}
 
 
-def check_run_dir(run_dir, identity):
+def check_run_dir(run_dir, identity, checkpoint_every_steps=None):
     """Raises errors.ConfigError, before anything is written, when run_dir cannot take this run:
-    it is a file, its run.json records another paper, environment or model, or it holds checkpoints
-    of which none can be read."""
+    it is a file, a published run or a carry (records no command writes into), its run.json
+    records another paper, environment or model, it holds checkpoints of which none can be read,
+    or its CSVs show training past a checkpoint it no longer holds (starting over would set that
+    curve aside)."""
     if os.path.exists(run_dir) and not os.path.isdir(run_dir):
         raise errors.ConfigError(f'--run_dir={run_dir!r} is a file, not a directory')
+    published.refuse_record(run_dir)
     read_invocation(run_dir)  # a damaged one is named here, not after a traceback
     recorded = read_json(os.path.join(run_dir, RUN_FILE))
     differences = [] if recorded is None else run_record.identity_differences(recorded,
@@ -176,10 +181,19 @@ def check_run_dir(run_dir, identity):
                                  'checkpoints cannot be resumed by this command: give another '
                                  '--run_dir')
     from common.run import checkpoint  # pylint: disable=import-outside-toplevel  (TensorFlow)
+    directory = os.path.join(run_dir, checkpoint.CHECKPOINT_DIR)
     try:
-        checkpoint.first_readable(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR), quiet=True)
+        prefix = checkpoint.first_readable(directory, quiet=True)
     except checkpoint.CheckpointError as error:
         raise errors.ConfigError(str(error))
+    progress = None if prefix else superseded.progress_without_checkpoint(
+        run_dir, checkpoint_every_steps) if os.path.isdir(run_dir) else None
+    if progress:
+        raise errors.ConfigError(
+            f'{run_dir} holds a run\'s progress ({progress}) but no checkpoint to go on from '
+            f'({directory} {"holds none" if os.path.isdir(directory) else "is missing"}); '
+            'starting over would set its curve aside: restore its checkpoints, or give a new '
+            '--run_dir')
 
 
 def latest_invocation(run_dir):
@@ -253,7 +267,7 @@ def env_name(env_config):
     return getattr(env_config, 'game', None) or getattr(env_config, 'env_id', 'env')
 
 
-def start_run_dir(paper, env_config, resolved=None, **model):
+def start_run_dir(paper, env_config, resolved=None, checkpoint_every_steps=None, **model):
     """Resolves, checks (check_run_dir), creates and records the run directory for this
     command's flags; prints it. model: the settings the checkpoints depend on (network, ...);
     resolved: the config values resolved for this session (prepare_run_dir). With
@@ -272,7 +286,7 @@ def start_run_dir(paper, env_config, resolved=None, **model):
     elif folder and os.path.isdir(run_dir) and set(os.listdir(run_dir)) - {run_lock.LOCK_FILE}:
         raise errors.ConfigError(f'--run_dir={run_dir!r} holds files but no run; a carried run '
                                  'goes on in a new or empty run directory')
-    check_run_dir(run_dir, identity)
+    check_run_dir(run_dir, identity, checkpoint_every_steps)
     operative_config.check_env_unchanged(run_dir, env_config, FLAGS.gin_bindings)
     try:
         took_over = run_lock.acquire(run_dir)

@@ -78,6 +78,7 @@ def launch(paper):
     resolved = config_lib.resolved_record(config) if getattr(config, 'asked', None) else None
     with multi_worker.run_dir_of(found, lambda: app.start_run_dir(
             paper.name, config.env_config, resolved=resolved,
+            checkpoint_every_steps=getattr(config, 'checkpoint_every_steps', None),
             **paper.model_identity(config))) as (run_dir, _):
         paper.train(config, run_dir)
 

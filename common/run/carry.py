@@ -24,10 +24,11 @@ import tensorflow as tf
 from common.run import checkpoint as checkpoint_lib
 from common.run import errors
 from common.run import file_writes
+from common.run import published
 from common.run import run_lock
 from common.run import run_record
 
-MANIFEST = 'carry.json'
+MANIFEST = published.CARRY_MANIFEST
 TENSORS = 'checkpoint.npz'
 FORMAT = 1
 RUN_FILE = 'run.json'
@@ -81,9 +82,16 @@ def _tensors(prefix):
 def write(run_dir, folder):
     """Writes run_dir's portable state into folder (replacing what a carry left there); returns
     the manifest. CarryError, writing nothing, for a run still training or without a readable
-    checkpoint."""
+    checkpoint, and for a folder that holds anything but a carry (a published run, a run)."""
     if not os.path.isfile(os.path.join(run_dir, RUN_FILE)):
         raise CarryError(f'{run_dir!r} is not a run directory (no {RUN_FILE})')
+    if os.path.exists(folder) and not published.is_carry(folder) and not (
+            os.path.isdir(folder) and not os.listdir(folder)):
+        what = ('a published run' if published.is_published(folder) else
+                'a run directory' if os.path.isfile(os.path.join(folder, RUN_FILE)) else
+                'a file' if not os.path.isdir(folder) else 'files but no carry')
+        raise CarryError(f'FOLDER={folder!r} holds {what}; a carry is written into a new or '
+                         f'empty folder, or over an earlier carry ({MANIFEST})')
     holder = run_lock.live_holder(run_dir)
     if holder is not None:
         raise CarryError(f'{run_dir} is still training ({holder}): stop it (Ctrl-C saves a '
@@ -161,6 +169,10 @@ def _project_root():
 def read_manifest(folder):
     """folder's carry.json; CarryError if the folder or its manifest is missing or damaged."""
     path = os.path.join(folder, MANIFEST)
+    if not os.path.isfile(path) and published.is_published(folder):
+        raise CarryError(f'--resume_from={folder!r} is a published run: it keeps the final '
+                         'policy, not the optimizer state and counters a run goes on from; '
+                         + published.GO_ON)
     if not os.path.isfile(path):
         raise CarryError(f'--resume_from={folder!r} is not a carried run (no {MANIFEST}; '
                          'python -m common.carry RUN_DIR FOLDER writes one)')

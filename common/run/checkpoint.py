@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from common.run import errors
 from common.run import file_writes
+from common.run import published as published_runs
 
 CHECKPOINT_DIR = 'checkpoints'
 _INDEX_FILE = re.compile(r'^ckpt-(\d+)\.index$')
@@ -244,9 +245,7 @@ class Checkpointer:
         return 'the run has no earlier checkpoint'
 
 
-# A published run's policy (common.results): its network's weights and the counters, nothing
-# else (no optimizer, no replay), as a checkpoint with this prefix in the published directory.
-POLICY_WEIGHTS = 'policy_weights'
+POLICY_WEIGHTS = published_runs.POLICY_WEIGHTS
 
 
 def policy_source(run_dir):

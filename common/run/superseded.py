@@ -12,6 +12,10 @@ from common.run import file_writes
 
 # The run format's step-indexed CSV files.
 STEP_FILES = ('metrics.csv', 'episodes.csv', 'eval.csv')
+# metrics.csv's column naming how a session started (common/run/tracker.py writes it on the
+# session's first row), and the values that mean a checkpoint existed when it did.
+SESSION_START = 'session_start'
+RESUMED_STARTS = {'resumed', 'carried'}
 
 
 def superseded_path(path):
@@ -45,6 +49,32 @@ def set_aside_rows_after(run_dir, env_steps, names=STEP_FILES):
         _replace_rows(path, kept)
         moved[name] = len(later)
     return moved
+
+
+def progress_without_checkpoint(run_dir, checkpoint_every_steps=None):
+    """Why run_dir's step files show training that a checkpoint should have kept, for a run
+    directory that holds none: a session that resumed or was carried (its first row says so), or
+    a row past the first checkpoint due (checkpoint_every_steps); None when its rows are those of
+    sessions killed before their first checkpoint, which a new session sets aside and redoes."""
+    furthest, started = 0, set()
+    for name in STEP_FILES:
+        path = os.path.join(run_dir, name)
+        if not os.path.isfile(path):
+            continue
+        with file_writes.naming(path):
+            with open(path, newline='') as f:
+                for row in csv.DictReader(f):
+                    steps = _number(row.get('env_steps'))
+                    if math.isfinite(steps):
+                        furthest = max(furthest, int(steps))
+                    started.add((row.get(SESSION_START) or '').strip())
+    resumed = sorted(started & RESUMED_STARTS)
+    if resumed:
+        return f'a session {resumed[0]} from a checkpoint, rows to step {furthest:,}'
+    if checkpoint_every_steps and furthest > checkpoint_every_steps:
+        return (f'rows to step {furthest:,}, past the checkpoint due at '
+                f'{checkpoint_every_steps:,}')
+    return None
 
 
 def resumed_history(rows, column='env_steps'):

@@ -28,7 +28,7 @@ __all__ = ('DIVERGENCE_STATS', 'DivergedError', 'finite_weights', 'RunTracker', 
 
 # The last metrics column: on each session's first row, how it started ('new', 'resumed' in
 # place, or 'carried' from another machine's state); empty on the other rows.
-SESSION_START = 'session_start'
+SESSION_START = superseded.SESSION_START
 
 # The update statistics whose non-finite interval mean means the run diverged.
 DIVERGENCE_STATS = ('loss', 'grad_norm')

@@ -37,10 +37,9 @@ FIGURES = (
 X_SCALE = {'frames': 1e-6, 'hours': 1.0}
 
 
-# metrics.csv's last column (common/run/tracker.py's SESSION_START, named again here so that
-# drawing a figure never loads TensorFlow): on each session's first row 'new', 'resumed' or
-# 'carried' (resumed on another machine from a carried run's portable state); older runs lack it.
-SESSION_START = 'session_start'
+# metrics.csv's last column: on each session's first row 'new', 'resumed' or 'carried' (resumed
+# on another machine from a carried run's portable state); older runs lack it.
+SESSION_START = superseded.SESSION_START
 CARRIED = 'carried'
 
 

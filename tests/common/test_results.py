@@ -1,5 +1,6 @@
 """common.results publishes a run's files, figures and final policy, and redraws the figure of
 all runs."""
+import glob
 import json
 import os
 
@@ -49,7 +50,7 @@ def test_publishing_copies_the_run_files_and_draws_each_and_all(tmp_path):
     # The summary of every published run's time to score, a markdown table in results.md
     # beside the results folder, between markers that keep the prose around it.
     (tmp_path / 'results.md').write_text('# Runs\n\nprose kept\n')
-    results.publish(str(tmp_path / 'run-paac'), 'paac-pong', results_dir, True)
+    results.publish(str(tmp_path / 'run-paac'), 'paac-pong', results_dir, True, replace=True)
     summary = (tmp_path / 'results.md').read_text().splitlines()
     assert summary.count(results.TABLE_START) == 1  # rewritten in place, not appended twice
     table = [line for line in summary if line.startswith('| ')]
@@ -59,10 +60,21 @@ def test_publishing_copies_the_run_files_and_draws_each_and_all(tmp_path):
     assert summary[:3] == ['# Runs', '', 'prose kept']
     assert [line for line in summary if line.startswith('#')] == [
         '# Runs', '## Time to score', '### pong']
-    # Republishing under the same name replaces the copy, not adds one.
-    results.publish(str(tmp_path / 'run-paac'), 'paac-pong', results_dir, True)
-    assert sorted(entry for entry in os.listdir(results_dir) if '.' not in entry) == [
-        'dqn-pong', 'paac-pong']
+    # Publishing under a name that holds a run is refused, naming it, and writes nothing;
+    # --replace replaces the copy (no file of the old one left), not adds one.
+    before = {path: os.path.getmtime(path) for path in glob.glob(f'{results_dir}/**', recursive=True)}
+    with pytest.raises(errors.ConfigError, match=r'paac-pong already holds a published run \(paac '
+                       r'on pong, [\d,]+ steps\); --replace replaces it'):
+        results.publish(str(tmp_path / 'run-dqn'), 'paac-pong', results_dir, True)
+    assert {path: os.path.getmtime(path)
+            for path in glob.glob(f'{results_dir}/**', recursive=True)} == before
+    (tmp_path / 'results' / 'paac-pong' / 'stale.txt').write_text('of the old publication')
+    results.publish(str(tmp_path / 'run-dqn'), 'paac-pong', results_dir, True, replace=True)
+    assert run_files.read_paper(str(tmp_path / 'results' / 'paac-pong')) == 'dqn'
+    assert not (tmp_path / 'results' / 'paac-pong' / 'stale.txt').exists()
+    assert sorted(os.listdir(results_dir)) == sorted(
+        ['dqn-pong', 'paac-pong', 'score_vs_frames-pong.png', 'score_vs_hours-pong.png',
+         'steps_per_sec-pong.png'])  # nothing left of the staging
 
 
 def test_publishing_runs_of_two_games_draws_and_tabulates_each_game_apart(tmp_path,
@@ -207,7 +219,8 @@ def test_a_published_run_carries_its_policy_that_evaluate_and_watch_read(cartpol
                        r'\(no readable checkpoint.*--without_policy publishes'):
         results.publish(str(tmp_path / 'bare'), 'cartpole', results_dir)
     assert {path.name: path.read_bytes() for path in published.iterdir()} == published_files
-    results.publish(str(tmp_path / 'bare'), 'cartpole', results_dir, without_policy=True)
+    results.publish(str(tmp_path / 'bare'), 'cartpole', results_dir, without_policy=True,
+                    replace=True)
     assert not any(name.startswith('policy_weights') for name in os.listdir(published))
     assert 'no readable checkpoint' in (published / results.NO_POLICY_FILE).read_text()
     with pytest.raises(checkpoint_lib.CheckpointError, match='no published policy_weights'):
@@ -260,7 +273,7 @@ def test_a_published_run_names_the_preset_that_reproduces_it_or_is_said_to_name_
         '{"paper": "paac", "gin_files": ["gin/paac/pong.gin"], '
         '"gin_bindings": ["PAACConfig.entropy_coef = 0.01"]}')
     capsys.readouterr()
-    results.publish(run_dir, 'paac-pong', results_dir, True)
+    results.publish(run_dir, 'paac-pong', results_dir, True, replace=True)
     assert not os.path.exists(os.path.join(results_dir, 'paac-pong', 'preset.json'))
     assert ("warning: paac-pong names no repository preset that reproduces it "
             "('PAACConfig.entropy_coef = 0.01' binds more than the game or the seed)"

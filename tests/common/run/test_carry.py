@@ -230,6 +230,30 @@ def test_a_run_still_training_or_without_a_checkpoint_is_not_carried(tmp_path):
     assert not os.path.exists(tmp_path / 'carried')
 
 
+def test_a_carry_is_written_over_an_earlier_carry_only_and_a_published_run_is_not_one(tmp_path):
+    """common.carry replaced whatever its FOLDER held: a published run or a run directory given
+    there would have been deleted. Now only an earlier carry is replaced; and --resume_from a
+    published run says what it lacks and how to go on."""
+    source, folder, _, _ = _carried(tmp_path)
+    carry.write(source, folder)  # over the earlier carry: fine
+    for name, marker, what in (('published', 'policy_weights.index', 'a published run'),
+                               ('run', 'run.json', 'a run directory'),
+                               ('notes', 'notes.txt', 'files but no carry')):
+        kept = tmp_path / name
+        kept.mkdir()
+        (kept / marker).write_text('mine')
+        with pytest.raises(carry.CarryError, match=f"FOLDER='{kept}' holds {what}; a carry is "
+                           'written into a new or empty folder'):
+            carry.write(source, str(kept))
+        assert [path.name for path in kept.iterdir()] == [marker]
+        assert (kept / marker).read_text() == 'mine'
+    with pytest.raises(carry.CarryError) as raised:
+        carry.check(str(tmp_path / 'published'), IDENTITY)
+    assert 'is a published run: it keeps the final policy, not the optimizer state' in str(
+        raised.value)
+    assert 'python -m common.carry RUN_DIR FOLDER' in str(raised.value)
+
+
 def test_a_carried_sessions_first_row_says_so(tmp_path):
     _, folder, target, manifest = _carried(tmp_path)
     carry.materialize(folder, target, carry.check(folder, IDENTITY))

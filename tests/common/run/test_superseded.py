@@ -54,3 +54,24 @@ def test_resumed_history_drops_the_rows_a_resume_logged_again():
     rows = [{'env_steps': str(step)} for step in steps]
     assert [int(row['env_steps']) for row in superseded.resumed_history(rows)] == [10, 20, 25,
                                                                                    35, 50]
+
+
+def test_progress_without_checkpoint_names_what_a_checkpoint_should_have_kept(tmp_path):
+    def rows(*lines):
+        (tmp_path / 'metrics.csv').write_text('wall_time,env_steps,session_start\n' + ''.join(
+            f'{index},{steps},{start}\n' for index, (steps, start) in enumerate(lines)))
+
+    assert superseded.progress_without_checkpoint(str(tmp_path), 100) is None  # no rows
+    rows((10, 'new'), (100, ''))  # killed before its first checkpoint, due at 100
+    assert superseded.progress_without_checkpoint(str(tmp_path), 100) is None
+    rows((10, 'new'), (101, ''))
+    assert superseded.progress_without_checkpoint(str(tmp_path), 100) == (
+        'rows to step 101, past the checkpoint due at 100')
+    assert superseded.progress_without_checkpoint(str(tmp_path)) is None  # interval unknown
+    rows((10, 'new'), (20, 'resumed'))
+    assert superseded.progress_without_checkpoint(str(tmp_path), 100) == (
+        'a session resumed from a checkpoint, rows to step 20')
+    (tmp_path / 'metrics.csv').unlink()
+    (tmp_path / 'episodes.csv').write_text('env_steps,score\n5000,1.0\n')
+    assert superseded.progress_without_checkpoint(str(tmp_path), 100) == (
+        'rows to step 5,000, past the checkpoint due at 100')
