@@ -14,7 +14,8 @@ from common.run import errors
 from common.tools import run_files
 
 # Columns that are the clock's, not the run's: they differ between any two runs.
-TIMED = ('wall_time', 'steps_per_sec', 'updates_per_sec', 'load_1m', 'run_cpu_cores')
+TIMED = ('wall_time', 'steps_per_sec', 'updates_per_sec', 'load_1m', 'run_cpu_cores',
+         'rss_mb')
 
 
 def _deterministic(row):

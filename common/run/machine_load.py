@@ -1,10 +1,12 @@
-"""What the machine gave a run during a log interval: the 1-minute load average and the CPU time
-of the run's own process tree. A row whose run got far less CPU than it had cores for, or whose
-interval ran far past its budget (a held process), does not measure the run's own speed."""
+"""What the machine gave a run during a log interval: the 1-minute load average, the CPU time
+of the run's own process tree and the memory that tree holds. A row whose run got far less CPU
+than it had cores for, or whose interval ran far past its budget (a held process), does not
+measure the run's own speed; rss_mb over hours shows a leak (a queue, a replay, a retrace)."""
 import os
 import resource
 
 _CLOCK_TICKS = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100
+_PAGE_BYTES = os.sysconf('SC_PAGE_SIZE') if hasattr(os, 'sysconf') else 4096
 
 
 def load_average():
@@ -16,7 +18,8 @@ def load_average():
 
 
 def _proc_stats():
-    """{pid: (ppid, CPU seconds of the process and its reaped children)} from /proc."""
+    """{pid: (ppid, CPU seconds of the process and its reaped children, resident bytes)} from
+    /proc."""
     stats = {}
     for name in os.listdir('/proc'):
         if not name.isdigit():
@@ -28,12 +31,27 @@ def _proc_stats():
             continue
         fields = text[text.rindex(')') + 2:].split()
         # After the name: state, ppid, ..., utime (11), stime, cutime, cstime (14), in ticks.
+        # ... and rss (21), in pages.
         ticks = sum(int(value) for value in fields[11:15])
-        stats[int(name)] = (int(fields[1]), ticks / _CLOCK_TICKS)
+        stats[int(name)] = (int(fields[1]), ticks / _CLOCK_TICKS, int(fields[21]) * _PAGE_BYTES)
     return stats
 
 
-def tree_cpu_seconds(pid=None):
+def _tree(pid, stats):
+    """pid and its live descendants, of those in stats."""
+    children = {}
+    for child, (parent, *_) in stats.items():
+        children.setdefault(parent, []).append(child)
+    tree, pending = [], [pid]
+    while pending:
+        current = pending.pop()
+        if current in stats:
+            tree.append(current)
+        pending.extend(children.get(current, ()))
+    return tree
+
+
+def tree_cpu_seconds(pid=None, stats=None):
     """CPU seconds of process pid (this one by default) and all its descendants, live or ended:
     an ended child's time moves into its parent's reaped-children time when it is waited for."""
     pid = os.getpid() if pid is None else pid
@@ -41,24 +59,30 @@ def tree_cpu_seconds(pid=None):
         own = resource.getrusage(resource.RUSAGE_SELF)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
-    stats = _proc_stats()
-    children = {}
-    for child, (parent, _) in stats.items():
-        children.setdefault(parent, []).append(child)
-    total, pending = 0.0, [pid]
-    while pending:
-        current = pending.pop()
-        if current in stats:
-            total += stats[current][1]
-        pending.extend(children.get(current, ()))
-    return total
+    stats = _proc_stats() if stats is None else stats
+    return sum(stats[member][1] for member in _tree(pid, stats))
+
+
+def tree_rss_mb(pid=None, stats=None):
+    """Resident memory of process pid (this one by default) and its live descendants, in MB (1e6
+    bytes): the sum of their resident sets, as ps and top show them. A page two of them map
+    (an environment pool's shared memory, a library both load) counts in each; the workers that
+    only step environments never load TensorFlow, so that is tens of MB a worker. (The
+    proportional set size would split them, but reading it walks every page: 35 ms a row for a
+    run holding 2.6 GB.) None without /proc."""
+    if not os.path.isdir('/proc'):
+        return None
+    pid = os.getpid() if pid is None else pid
+    stats = _proc_stats() if stats is None else stats
+    return sum(stats[member][2] for member in _tree(pid, stats)) / 1e6
 
 
 class IntervalLoad:
-    """The load columns of one log interval: load_1m at its end, and run_cpu_cores, the CPU
-    seconds the run's process tree used per wall second of the interval (2.0: two cores busy)."""
+    """The load columns of one log interval: load_1m at its end, run_cpu_cores, the CPU seconds
+    the run's process tree used per wall second of the interval (2.0: two cores busy), and
+    rss_mb, the resident memory of that tree at its end (tree_rss_mb)."""
 
-    COLUMNS = ('load_1m', 'run_cpu_cores')
+    COLUMNS = ('load_1m', 'run_cpu_cores', 'rss_mb')
 
     def __init__(self):
         self._cpu = tree_cpu_seconds()
@@ -67,9 +91,11 @@ class IntervalLoad:
         self._cpu = tree_cpu_seconds()
 
     def take(self, wall_seconds):
-        cpu = tree_cpu_seconds()
+        stats = _proc_stats() if os.path.isdir('/proc') else None
+        cpu = tree_cpu_seconds(stats=stats)
         used, self._cpu = max(cpu - self._cpu, 0.0), cpu
-        return {'load_1m': load_average(), 'run_cpu_cores': used / max(wall_seconds, 1e-9)}
+        return {'load_1m': load_average(), 'run_cpu_cores': used / max(wall_seconds, 1e-9),
+                'rss_mb': tree_rss_mb(stats=stats)}
 
 
 # The vector extensions that move this project's rates (ALE emulation, oneDNN's float32 and

@@ -17,10 +17,11 @@ from common.run import errors
 from common.run import file_writes
 from common.run import scalars
 
-# load_1m and run_cpu_cores say what the run got of the machine (common/run/machine_load.py).
+# load_1m and run_cpu_cores say what the run got of the machine, rss_mb what its process tree
+# holds (common/run/machine_load.py).
 BASE_METRIC_COLUMNS = ('wall_time', 'env_steps', 'frames', 'updates', 'episodes',
                        'score_mean_100', 'steps_per_sec', 'updates_per_sec', 'load_1m',
-                       'run_cpu_cores')
+                       'run_cpu_cores', 'rss_mb')
 EPISODE_COLUMNS = ('wall_time', 'env_steps', 'score', 'length')
 
 
@@ -58,8 +59,8 @@ class StopWatch:
 
 class _CsvAppender:
     """Appends rows to a CSV file, writing the header only when the file is new. A file whose
-    columns are this run's first ones (a run begun before columns were added at the end) is
-    rewritten once with them all, its rows empty in the new columns."""
+    columns are all among this run's (a run begun before columns were added) is rewritten once
+    with this run's columns, in their order, its rows empty in the new ones."""
 
     def __init__(self, path, columns):
         self.columns = tuple(columns)
@@ -68,7 +69,7 @@ class _CsvAppender:
             with open(path, newline='') as f:
                 existing = next(csv.reader(f), None)
             if existing is not None and tuple(existing) != self.columns:
-                if tuple(existing) != self.columns[:len(existing)]:
+                if not set(existing) <= set(self.columns) or len(set(existing)) < len(existing):
                     raise errors.ConfigError(f'{path} has columns {existing}, this run writes '
                                              f'{list(self.columns)}; use another --run_dir')
                 _add_columns(path, self.columns)
@@ -91,17 +92,19 @@ class _CsvAppender:
 
 
 def _add_columns(path, columns):
-    """Rewrites the CSV at path with the header `columns` (its own header first): written
-    beside it and renamed over it, so a crash leaves the old file or the new one."""
+    """Rewrites the CSV at path with the header `columns` (its own columns among them, each
+    value kept under its name): written beside it and renamed over it, so a crash leaves the old
+    file or the new one."""
     with open(path, newline='') as f:
-        rows = list(csv.reader(f))[1:]
-    padding = [''] * len(columns)
+        header, *rows = list(csv.reader(f))
     temporary = f'{path}.columns-added'
     with file_writes.naming(path):
         with open(temporary, 'w', newline='') as f:
             writer = csv.writer(f)
             writer.writerow(columns)
-            writer.writerows(row + padding[len(row):] for row in rows)
+            for row in rows:
+                named = dict(zip(header, row))
+                writer.writerow([named.get(column, '') for column in columns])
         os.replace(temporary, path)
 
 

@@ -77,3 +77,23 @@ def test_the_cpu_is_named_by_family_model_and_the_vector_extensions_that_matter(
         'AMD EPYC, 2 cores'
     here = machine_load.machine_record()
     assert here['cpu_family'] != '?' and here['usable_cores'] >= 1
+
+
+def test_the_resident_memory_of_the_tree_counts_a_childs_and_every_row_has_it():
+    """A child holding 200 MB (touched, so resident) adds it to the tree's rss_mb, and the
+    interval columns carry the tree's figure."""
+    before = machine_load.tree_rss_mb()
+    child = subprocess.Popen(
+        [sys.executable, '-c', 'import sys, time\nheld = bytearray(200_000_000)\n'
+         'print("held", flush=True)\ntime.sleep(60)'], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == 'held'
+        with_child = machine_load.tree_rss_mb()
+        assert 200 <= with_child - before <= 260, (before, with_child)
+        assert 200 <= machine_load.tree_rss_mb(child.pid) <= 260
+        columns = machine_load.IntervalLoad().take(1.0)
+        assert columns['rss_mb'] == pytest.approx(with_child, rel=0.05)
+    finally:
+        child.kill()
+        child.wait()
+    assert machine_load.tree_rss_mb() < before + 50  # an ended child holds nothing

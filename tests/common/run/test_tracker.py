@@ -41,8 +41,14 @@ def test_tracker_writes_rows_checkpoints_and_resumes(tmp_path):
     assert rows[-1]['loss'] == '0.5' and rows[-1]['score_mean_100'] == '21'
     # What the run got of the machine, on every row.
     assert all(float(row['load_1m']) >= 0 and float(row['run_cpu_cores']) >= 0 for row in rows)
+    # ... and the memory its process tree holds (this test's process, TensorFlow loaded).
+    assert all(100 < float(row['rss_mb']) < 20_000 for row in rows)
     assert len(run_files.read_csv(os.path.join(run_dir, 'episodes.csv'))) == 4
-    assert any(name.startswith('events.') for name in os.listdir(run_dir))
+    events = [name for name in os.listdir(run_dir) if name.startswith('events.')]
+    assert events
+    tags = {value.tag for event in tf.compat.v1.train.summary_iterator(
+        os.path.join(run_dir, events[0])) for value in event.summary.value}
+    assert {'rss_mb', 'run_cpu_cores', 'loss'} <= tags
 
     restored_variable = tf.Variable(0.0)
     resumed = _make(run_dir, restored_variable)
@@ -103,17 +109,23 @@ def test_csv_with_other_columns_is_refused_not_overwritten(tmp_path):
 
 
 def test_a_csv_of_a_run_begun_before_columns_were_added_gets_them_empty(tmp_path):
+    """Columns added at the end (a paper's update_ms) and among the base ones (rss_mb, after
+    run_cpu_cores): the file is rewritten in this run's order, each value under its name."""
     path = tmp_path / 'metrics.csv'
-    old_columns = metrics.BASE_METRIC_COLUMNS + ('loss',)
-    path.write_text(','.join(old_columns) + '\n' + ','.join(['1'] * len(old_columns)) + '\n')
+    old_columns = tuple(column for column in metrics.BASE_METRIC_COLUMNS
+                        if column != 'rss_mb') + ('loss',)
+    path.write_text(','.join(old_columns) + '\n' + ','.join(
+        str(index) for index in range(len(old_columns))) + '\n')
     logger = metrics.RunLogger(str(tmp_path), extra_columns=('loss', 'update_ms'),
                                tensorboard=False, stream=io.StringIO())
-    logger.metrics.write({'env_steps': 2, 'update_ms': 0.5})
+    logger.metrics.write({'env_steps': 2, 'update_ms': 0.5, 'rss_mb': 12.5})
     logger.metrics.close()
     rows = run_files.read_csv(str(path))
-    assert list(rows[0]) == list(old_columns) + ['update_ms']
-    assert rows[0]['update_ms'] == '' and rows[0]['loss'] == '1'
+    assert list(rows[0]) == list(metrics.BASE_METRIC_COLUMNS) + ['loss', 'update_ms']
+    assert rows[0] == dict({column: str(index) for index, column in enumerate(old_columns)},
+                           rss_mb='', update_ms='')
     assert rows[1]['env_steps'] == '2' and rows[1]['update_ms'] == '0.5'
+    assert rows[1]['rss_mb'] == '12.5'
     assert not os.path.exists(f'{path}.columns-added')
 
 
