@@ -64,13 +64,15 @@ MULTI_WORKERS = 2
 
 
 def configure_row(settings, preset, sampler, extra=()):
+    """The row's config: preset (a name under gin/accel/, or a gin file's path from the
+    repository root) on the bench's game, sampler, workers and environments."""
     num_workers = settings['num_workers']
     bindings = [f"AtariConfig.game = '{settings['game']}'",
                 f"AccelConfig.sampler = '{sampler}'",
                 f'AccelConfig.num_workers = {num_workers}',
                 f"AccelConfig.envs_per_worker = {settings['num_envs'] // num_workers}"]
-    return accel_main.configure([os.path.join(app.PROJECT_ROOT, f'gin/accel/{preset}.gin')],
-                               bindings + list(extra))
+    path = preset if preset.endswith('.gin') else f'gin/accel/{preset}.gin'
+    return accel_main.configure([os.path.join(app.PROJECT_ROOT, path)], bindings + list(extra))
 
 
 def sampling_rate(settings, sampler):
@@ -254,6 +256,9 @@ def tf_agents_ppo_rate(settings):
 
 XLA = 'AccelConfig.jit_compile = True'
 BFLOAT16 = "AccelConfig.compute_dtype = 'bfloat16'"
+FLOAT32 = "AccelConfig.compute_dtype = 'float32'"
+# The time-to-score preset (not a paper's), its batch of 2,048 kept at the bench's num_envs.
+FAST_PRESET = 'gin/fast/pong.gin'
 # The Q rows at batch 512 (Appendix A.3's rates) and their variants: minibatches through tf.data,
 # asynchronous, or both; XLA.
 Q_BASES = {'dqn_512': ('dqn_pong', ['AccelConfig.learning_rate = 0.00075']),
@@ -326,6 +331,17 @@ ROWS = {
         settings, 'a2c_pong', ['AccelConfig.reuse_activations = True']),
     'accel/ppo/learn/bfloat16': lambda settings: learning_only_rate(
         settings, 'ppo_pong',
+        [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}", BFLOAT16]),
+    # The time-to-score preset as it is (its compute_dtype 'auto': bfloat16 where the CPU runs it
+    # natively) and in each dtype, which on a CPU without AVX512_BF16 or AMX measures what
+    # emulated bfloat16 would cost.
+    'accel/fast': lambda settings: training_rate(
+        settings, FAST_PRESET, [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}"]),
+    'accel/fast/float32': lambda settings: training_rate(
+        settings, FAST_PRESET,
+        [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}", FLOAT32]),
+    'accel/fast/bfloat16': lambda settings: training_rate(
+        settings, FAST_PRESET,
         [f"AccelConfig.horizon = {PPO_BATCH // settings['num_envs']}", BFLOAT16]),
 }
 ROWS.update({f'accel/{base}/{variant}': _q_row(base, variant)

@@ -31,6 +31,8 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
   .../bfloat16       paac, paac/{ale_vector,network}, paac/{ale_vector,network}/reuse,
                     dqn/{standard,both}, accel/ppo, accel/{a2c,ppo}/learn,
                     accel/{dqn,rainbow}_512 with the torsos in bfloat16 (RunConfig.compute_dtype);
+  accel/fast[/float32,/bfloat16]  the time-to-score preset (gin/fast/pong.gin) as it is (its
+                    compute_dtype 'auto') and in each dtype;
   .../overlap        paac, accel/{a2c,ppo} learning while sampling (OverlapConfig.overlap_learning);
   .../reuse          paac, paac/ale_vector, paac/network, accel/a2c with the update reusing the
                     acting pass's torso outputs (ActingPassConfig.reuse_activations);

@@ -48,6 +48,20 @@ def test_accel_and_paac_bfloat16_rows_train_bfloat16_torsos(monkeypatch):
     assert [_torso_dtypes(learner.model) for learner in built] == [{'bfloat16'}] * len(names)
 
 
+def test_the_fast_preset_rows_train_in_the_dtype_they_name(monkeypatch):
+    """accel/fast is the preset as it is: its compute_dtype 'auto' becomes the machine's native
+    dtype (faked here as bfloat16); the /float32 and /bfloat16 rows fix it."""
+    from common.run import devices  # pylint: disable=import-outside-toplevel
+    monkeypatch.setattr(devices, 'native_dtype', lambda: ('bfloat16', 'faked'))
+    built = []
+    _remember_learners(monkeypatch, accel_rows.kinds, built)
+    for name in ('accel/fast', 'accel/fast/float32', 'accel/fast/bfloat16'):
+        gin.clear_config()
+        assert accel_rows.ROWS[name](SETTINGS)['steps_per_sec'] > 0, name
+    assert [_torso_dtypes(learner.model) for learner in built] == [
+        {'bfloat16'}, {'float32'}, {'bfloat16'}]
+
+
 def test_the_speed_test_configures_the_compute_dtype():
     gin.clear_config()
     assert speedtest.speedtest_config('both', 8, compute_dtype='bfloat16').compute_dtype == \

@@ -15,6 +15,7 @@ from common.envs import atari
 from common.envs import gym as gym_envs
 from common.envs import pools
 from common.run import checks
+from common.run import devices
 from common.run import errors
 from common.run import machine_load
 from common.scale.cluster import STRATEGIES
@@ -22,6 +23,8 @@ from common.units import samplers
 
 # networks.COMPUTE_DTYPES, named here too: this module must not import TensorFlow.
 COMPUTE_DTYPES = ('float32', 'bfloat16')
+# RunConfig.compute_dtype's value that resolve() makes the machine's native one.
+AUTO_DTYPE = 'auto'
 
 def require_env_config(owner, env_config):
     """Checks that owner's env_config is an Atari or gym config and that its values are valid."""
@@ -51,7 +54,9 @@ class RunConfig:
     # no paper's: off, which `python -m common.bench` measured faster on a CPU (BENCHMARKS.md).
     jit_compile: bool = False
     # 'bfloat16': the networks' torsos compute in bfloat16 on float32 variables, heads and losses
-    # in float32 (common/learners/networks.py: COMPUTE_DTYPES); no paper's: 'float32'.
+    # in float32 (common/learners/networks.py: COMPUTE_DTYPES); 'auto': bfloat16 where the CPU
+    # or GPU runs it natively, float32 elsewhere (common/run/devices.py native_dtype), said on
+    # the compute line. No paper's: 'float32'.
     compute_dtype: str = 'float32'
     # metrics.csv rows every this many env steps (at the first boundary at or past each
     # multiple) instead of every log_every_seconds; 0: by the clock.
@@ -72,10 +77,14 @@ class RunConfig:
 
     def resolutions(self):
         """field -> value for each value the config leaves open, which resolve() sets once: an
-        unset distribute (one device). A paper's config adds its own ('auto' worker counts)."""
+        unset distribute (one device), compute_dtype 'auto' (the machine's native dtype). A
+        paper's config adds its own ('auto' worker counts)."""
+        changes = {}
         if getattr(self, 'distribute', False) is None:
-            return {'distribute': DistributeConfig()}
-        return {}
+            changes['distribute'] = DistributeConfig()
+        if self.compute_dtype == AUTO_DTYPE:
+            changes['compute_dtype'] = devices.native_dtype()[0]
+        return changes
 
     def validate(self):
         """Raises errors.ConfigError naming the first field of the wrong type or out of range;
@@ -88,7 +97,7 @@ class RunConfig:
                        f'>= 0 (0: no milestones), got {self.milestone_every_steps}')
         checks.require(0 < self.gamma <= 1, f'{owner}.gamma must be in (0, 1], got {self.gamma}')
         checks.require(self.seed >= 0, f'{owner}.seed must be >= 0, got {self.seed}')
-        self.require_choice('compute_dtype', COMPUTE_DTYPES)
+        self.require_choice('compute_dtype', COMPUTE_DTYPES + (AUTO_DTYPE,))
         checks.require(self.log_every_seconds > 0,
                        f'{owner}.log_every_seconds must be > 0, got {self.log_every_seconds}')
         checks.require(self.log_every_steps >= 0, f'{owner}.log_every_steps must be >= 0 (0: '

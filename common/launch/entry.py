@@ -72,7 +72,10 @@ def launch(paper):
                                  'at its total_steps only (its workers must stop at one step)')
     # Before the run directory and any op: the devices (and the one line naming them).
     devices.start_run(paper.compute(config) if paper.compute else None,
-                      getattr(config, 'distribute', None))
+                      getattr(config, 'distribute', None),
+                      note=devices.dtype_note(getattr(config, 'compute_dtype', 'float32'),
+                                              (getattr(config, 'asked', None) or {}).get(
+                                                  'compute_dtype')))
     if getattr(config, 'seed_exact', False):
         devices.seed_exact()
     resolved = config_lib.resolved_record(config) if getattr(config, 'asked', None) else None

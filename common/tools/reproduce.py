@@ -37,6 +37,19 @@ ADDED = {
 }
 
 
+# Values a preset leaves to the machine, each with the values it resolves to (the run records
+# which, run.json's sessions' 'resolved'): a run that ran with one of them is reproduced by the
+# preset on a machine that resolves it so. compute_dtype 'auto' (2026-12-06) replaced
+# gin/fast/pong.gin's 'bfloat16', which its runs had on CPUs with native bfloat16.
+RESOLVED_BY_THE_MACHINE = {'compute_dtype': ("'auto'", ("'float32'", "'bfloat16'"))}
+
+
+def _resolves_to(name, value, recorded):
+    """Whether today's value of option name is one the machine resolves, to the run's value."""
+    open_value, values = RESOLVED_BY_THE_MACHINE.get(name.rsplit('.', 1)[-1], (None, ()))
+    return value == open_value and recorded in values
+
+
 def _before_it_existed(name, entry):
     """The value an option absent from an old run's operative config ran with, or None if it
     is not known to have been added later."""
@@ -133,13 +146,13 @@ def differences(run_dir, gin_files=None, gin_bindings=None):
     lines = []
     for name, value in sorted(today.items()):
         if name in recorded:
-            if recorded[name] != value:
+            if recorded[name] != value and not _resolves_to(name, value, recorded[name]):
                 lines.append(f'{name} = {value} today, {recorded[name]} in the run')
             continue
         before = _before_it_existed(name, entry)
         if before is None:
             lines.append(f'{name} = {value} today, absent in the run')
-        elif before != value:
+        elif before != value and not _resolves_to(name, value, before):
             lines.append(f'{name} = {value} today; the run predates the option and ran as '
                          f'{before} does')
     return lines
