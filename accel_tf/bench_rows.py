@@ -49,10 +49,10 @@ from accel_tf import learners
 from accel_tf import main as accel_main
 from accel_tf import q_family
 from common.launch import app
-from common.run import devices
 from common.scale import cluster
 from common.scale import distribute
 from common.scale import multi_worker
+from common.system import devices
 from common.tools import timing
 from common.units import async_learners
 from common.units import on_policy
@@ -176,7 +176,7 @@ def async_rate(settings, preset, extra=()):
     counted from their reports once each has reported twice (traced) and warmed up."""
     learner_settings = dict(settings, num_envs=settings['num_envs'] // ASYNC_LEARNERS)
     config = configure_row(learner_settings, preset, 'synchronized',
-                        [f'AccelConfig.num_learners = {ASYNC_LEARNERS}'] + list(extra))
+                        [f'AccelConfig.num_actor_learners = {ASYNC_LEARNERS}'] + list(extra))
     devices.hide_gpus_here()  # as a run's main process: only the learners compute
     variables = kinds.build_learner(config).model.trainable_variables
     size = sum(int(np.prod(variable.shape)) for variable in variables)

@@ -18,8 +18,8 @@ from accel_tf import q_config
 from accel_tf import sections
 from common.launch import config as config_lib
 from common.learners import networks
-from common.run import checks
-from common.run import errors
+from common.system import checks
+from common.system import errors
 from common.units import samplers
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import atari  # noqa: F401
@@ -40,9 +40,13 @@ SECTIONS = {cls.__name__: cls for cls in (
 # The sections' fields that were AccelConfig's before the sections (QValueConfig's never were).
 MOVED_OUT_OF_ACCEL = (sections.ActorCriticConfig, sections.PPOConfig,
                       sections.AsyncLearnersConfig, sections.APPOConfig)
-# Old binding -> its name now, for each field that moved out of the flat AccelConfig.
+# Old binding -> its name now, for each field that moved out of the flat AccelConfig (refused in
+# one line naming the section: RENAMED).
 MOVED = {f'AccelConfig.{field.name}': f'{cls.__name__}.{field.name}'
          for cls in MOVED_OUT_OF_ACCEL for field in dataclasses.fields(cls)}
+# Old binding -> its name now, read as that name with a one-line notice: a learner is the object
+# that updates, an actor-learner what each asynchronous process iterates (docs/code_map.md).
+READ_AS = {'AccelConfig.num_learners': 'AccelConfig.num_actor_learners'}
 
 
 def _renamed():
@@ -65,7 +69,7 @@ RENAMED = _renamed()
 class AccelConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_lib.RMSPropConfig,
                   config_lib.RunConfig):
     """One run of an algorithm of accel_tf/algorithms.py on the synchronized or alternating
-    sampler (section 4.1); for A3C and APPO, every field but num_learners describes one
+    sampler (section 4.1); for A3C and APPO, every field but num_actor_learners describes one
     actor-learner. The section fields are set by from_gin() (or given when built in Python): the
     sections the algorithm's row names, None for the others."""
     env_config: Any = None              # @AtariConfig() or @GymConfig()
@@ -92,7 +96,7 @@ class AccelConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_
     adam_epsilon: float = 1e-5
     # Learner processes on one central store, each iterating an actor-learner (section 5.1): more
     # than 1 only for the asynchronous algorithms (A3C, APPO); the others train one learner.
-    num_learners: int = 1
+    num_actor_learners: int = 1
     # The sections (accel_tf/sections.py, accel_tf/q_config.py); not gin bindings.
     actor_critic: Optional[sections.ActorCriticConfig] = None
     ppo: Optional[sections.PPOConfig] = None
@@ -160,7 +164,7 @@ class AccelConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_
         self.require_choice('sampler', samplers.SAMPLERS)
         checks.require_positive_ints(self.owner, self, (
             'num_workers', 'envs_per_worker', 'horizon', 'learning_rate_base_envs',
-            'num_learners'))
+            'num_actor_learners'))
         self.require_choice('network', networks.NETWORK_NAMES)
         self.require_choice('initializer', networks.INITIALIZERS)
         self.require_choice('optimizer', OPTIMIZERS)
@@ -200,8 +204,8 @@ class AccelConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_
                        f'AccelConfig.anneal_learning_rate=True; not available for algorithm='
                        f'{row.name!r} (no schedule, Appendix A.3)')
         asynchronous = algorithms.reading('AsyncLearnersConfig')
-        checks.require(self.num_learners == 1 or row.name in asynchronous,
-                       f'AccelConfig.num_learners={self.num_learners}; algorithm={row.name!r} '
+        checks.require(self.num_actor_learners == 1 or row.name in asynchronous,
+                       f'AccelConfig.num_actor_learners={self.num_actor_learners}; algorithm={row.name!r} '
                        f'trains one learner (learner processes: algorithm '
                        f"{', '.join(asynchronous)})")
         for name, cls in SECTIONS.items():
@@ -227,15 +231,15 @@ class AccelConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_
         for section in self.read_sections():
             section.validate_distribute(self, distribute)
 
-    def validate_cluster(self, num_cluster_workers):
+    def validate_cluster(self, num_machines):
         """Raises ConfigError unless the run's simulators and environment processes split
         evenly over a multi-worker cluster's workers (each runs its share with its own sampler)
         and each section's batches (PPO's minibatches, the Q-value family's replay
         minibatches) over their local batches."""
-        config_lib.require_cluster_split(self.owner, num_cluster_workers,
+        config_lib.require_cluster_split(self.owner, num_machines,
                                          num_workers=self.num_workers, num_envs=self.num_envs)
         for section in self.read_sections():
-            section.validate_cluster(self, num_cluster_workers)
+            section.validate_cluster(self, num_machines)
 
 
 def refuse_unread_bindings(row):

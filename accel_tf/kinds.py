@@ -12,9 +12,9 @@ from accel_tf import learners
 from accel_tf import q_family
 from common import evaluate
 from common.launch import app
-from common.run import devices
 from common.scale import distribute
 from common.scale import multi_worker
+from common.system import devices
 from common.units import async_learners
 from common.units import on_policy
 from common.units import samplers
@@ -100,12 +100,12 @@ def slot_initial_values(config):
 
 
 def _train_asynchronous(config, run_dir, make_pool):
-    """A3C and APPO: config.num_learners learner processes, each iterating its actor-learner on
+    """A3C and APPO: config.num_actor_learners learner processes, each iterating its actor-learner on
     one central store (section 5.1), until total_steps."""
     del make_pool  # each learner process opens its own pool (open_actor_learner)
     model = build_learner(config).model
     settings = config.async_learners
-    return async_learners.train(config, run_dir, model, open_actor_learner, config.num_learners,
+    return async_learners.train(config, run_dir, model, open_actor_learner, config.num_actor_learners,
                                 settings.num_chunks, slot_initial_values(config),
                                 actor_learner_class(config).STATS,
                                 on_learner_death=settings.on_learner_death,
@@ -122,7 +122,7 @@ def _learner_processes(config):
     """A3C's and APPO's learner processes compute (a GPU each, or sharing them); their main
     process only counts and checkpoints, on the CPU."""
     return devices.Placement(
-        learners=config.num_learners,
+        learners=config.num_actor_learners,
         shared_gpu_memory_mb=config.async_learners.shared_gpu_memory_mb)
 
 
@@ -145,12 +145,13 @@ def compute(config):
 
 def _actor_critic_policy(run_dir, greedy, renamed, choice):
     return evaluate.actor_critic_policy(run_dir, lambda: config_lib.from_gin(refuse_unread=False),
-                                        build_learner, greedy, obsolete=renamed, choice=choice)
+                                        build_learner, greedy, obsolete=renamed,
+                                        moved=config_lib.READ_AS, choice=choice)
 
 
 def _q_policy(run_dir, greedy, renamed, choice):
     from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
-    app.parse_recorded_config(run_dir, renamed)
+    app.parse_recorded_config(run_dir, renamed, moved=config_lib.READ_AS)
     config = config_lib.from_gin(refuse_unread=False)
     protocol = evaluate.run_protocol(config, 'q_values', greedy, choice)
     learner = learners.build_q_learner(config)
@@ -170,7 +171,8 @@ def load_policy(run_dir, greedy, renamed, choice=None):
     """The trained policy of a run, for common.evaluate: (env_config, policy_fn, env_steps);
     acting by the run's evaluation protocol (for the Q-value family epsilon-greedy at its
     epsilon, 'stooke': 0.001; greedy: epsilon 0), or choice's over it. renamed: the obsolete
-    bindings a recorded config is read without (main.RENAMED)."""
-    app.parse_recorded_config(run_dir, renamed)
+    bindings a recorded config is read without (main.RENAMED); names of config_lib.READ_AS
+    are read as their names now."""
+    app.parse_recorded_config(run_dir, renamed, moved=config_lib.READ_AS)
     return UPDATES[config_lib.from_gin(refuse_unread=False).row.update].load_policy(
         run_dir, greedy, renamed, choice)

@@ -16,7 +16,8 @@ from common.launch import memory_check as mem
 
 RENAMED = {**common_config.renamed_bindings('AccelConfig'), **config_lib.RENAMED,
            **q_config.RENAMED}
-MOVED = config_lib.MOVED  # common.tools.reproduce reads published runs' old names through it
+# common.tools.reproduce reads published runs' old names through it.
+MOVED = {**config_lib.MOVED, **config_lib.READ_AS}
 # Options added after runs were published, with the value the code ran as before them
 # (common.tools.reproduce): rl_games' options of 9e1c318, 014e0fb and 8592995, off then; the
 # named evaluation protocols: 'stooke' holds the Q-value family's eval_max_steps, eval_envs,
@@ -29,7 +30,7 @@ ADDED = {'PPOConfig.kl_target': '0.0', 'PPOConfig.normalize_observations': 'Fals
 
 def configure(gin_files, gin_bindings):
     """Parses, resolves and validates the config; raises ConfigError before anything starts."""
-    app.parse_gin(gin_files, gin_bindings, renamed=RENAMED)
+    app.parse_gin(gin_files, gin_bindings, renamed=RENAMED, moved=config_lib.READ_AS)
     config = config_lib.from_gin()
     return common_config.resolve_sampled_run(config, pin_cpus=config.pin_cpus)
 
@@ -54,15 +55,15 @@ def load_policy(run_dir, greedy=False, choice=None):
 
 def memory(config):
     """What a run of the accelerated methods holds (common/launch/memory_check.py), per learner
-    (A3C and APPO run num_learners, each a TensorFlow process with its own samplers): worker
+    (A3C and APPO run num_actor_learners, each a TensorFlow process with its own samplers): worker
     processes, simulators with their observations, the rollout, and the Q-value family's
     replay."""
-    learners = config.num_learners
+    learners = config.num_actor_learners
     env = config.env_config
     frame = mem.observation_bytes(env)
     processes = learners + (learners > 1)  # the learners, and the main process beside them
     needs = [mem.Need(f'TensorFlow processes: {processes}', processes * mem.TF_PROCESS_BYTES,
-                      'AccelConfig.num_learners'),
+                      'AccelConfig.num_actor_learners'),
              mem.Need(f'{learners * config.num_workers} worker processes',
                       learners * config.num_workers * mem.WORKER_PROCESS_BYTES,
                       'AccelConfig.num_workers'),

@@ -12,7 +12,7 @@ from common.envs import eval_protocols
 from common.launch import config as config_lib
 from common.learners import losses
 from common.replay import replay_feed
-from common.run import checks
+from common.system import checks
 
 
 # The evaluation's fields, one named protocol now (QValueConfig.eval_protocol): old binding ->
@@ -135,6 +135,6 @@ class QValueConfig(sections.Section):
                        f'QValueConfig.batch_size={self.batch_size} does not split evenly over '
                        f'DistributeConfig.num_replicas={distribute.num_replicas}')
 
-    def validate_cluster(self, config, num_cluster_workers):
-        config_lib.require_cluster_split('QValueConfig', num_cluster_workers,
+    def validate_cluster(self, config, num_machines):
+        config_lib.require_cluster_split('QValueConfig', num_machines,
                                          batch_size=self.batch_size)

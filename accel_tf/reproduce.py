@@ -25,8 +25,8 @@ from accel_tf import kinds
 from accel_tf import learners
 from common import bench
 from common.launch import app
-from common.run import checks
-from common.run import processes
+from common.system import checks
+from common.system import processes
 from common.tools import speed_report
 from common.units import samplers
 

@@ -14,9 +14,9 @@ from typing import Any, Optional
 import gin
 
 from common.envs import eval_protocols
-from common.run import checks
-from common.run import devices
-from common.run import processes
+from common.system import checks
+from common.system import devices
+from common.system import processes
 
 
 class Section:
@@ -36,8 +36,8 @@ class Section:
         """distribute: config's DistributeConfig, strategy other than 'none', validated."""
         del config, distribute
 
-    def validate_cluster(self, config, num_cluster_workers):
-        del config, num_cluster_workers
+    def validate_cluster(self, config, num_machines):
+        del config, num_machines
 
     def require_non_negative(self, names):
         for name in names:
@@ -152,25 +152,25 @@ class PPOConfig(Section):
                        f'PPOConfig: PPO minibatches of {minibatch} do not split evenly over '
                        f'DistributeConfig.num_replicas={distribute.num_replicas}')
 
-    def validate_cluster(self, config, num_cluster_workers):
-        local_batch = config.steps_per_update // num_cluster_workers
+    def validate_cluster(self, config, num_machines):
+        local_batch = config.steps_per_update // num_machines
         checks.require(local_batch % self.minibatches == 0,
                        f'PPOConfig.minibatches={self.minibatches} must divide each of the '
-                       f'{num_cluster_workers} workers\' batch of {local_batch}')
+                       f'{num_machines} machines\' batch of {local_batch}')
 
 
 @gin.configurable
 @dataclasses.dataclass
 class AsyncLearnersConfig(Section):
     """A3C's and APPO's learner processes on one central parameter store (section 5.1); their
-    number is AccelConfig.num_learners."""
+    number is AccelConfig.num_actor_learners."""
     FIELD = 'async_learners'
     num_chunks: int = 3                 # store chunks, a lock each (section 5.1, footnote 2)
     # A learner process that dies: 'stop' the run (a checkpoint, one line) or 'continue' with
     # the others (the store frees its locks and rolls back its half-written chunk).
     on_learner_death: str = 'stop'
     # Each learner's GPU memory (MB) where there are fewer GPUs than learners and several share
-    # one (common/run/devices.py, learner_gpus); a learner alone on its GPU has no limit.
+    # one (common/system/devices.py, learner_gpus); a learner alone on its GPU has no limit.
     shared_gpu_memory_mb: int = devices.SHARED_GPU_MEMORY_MB
 
     def validate(self, config):

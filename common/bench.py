@@ -68,8 +68,8 @@ from common.launch import app
 from common.launch import registry
 from common.replay import prioritized
 from common.replay import replay as replay_lib
-from common.run import devices
-from common.run import processes
+from common.system import devices
+from common.system import processes
 from common.tools import timing
 
 FLAGS = flags.FLAGS

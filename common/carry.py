@@ -14,7 +14,7 @@ import os
 import shlex
 
 from common.launch import app
-from common.run import machine_load
+from common.system import machine_load
 
 
 def resume_command(folder):

@@ -25,10 +25,10 @@ import sys
 from absl import flags
 
 from common.launch import app
-from common.run import checks
-from common.run import errors
 from common.run import metrics
 from common.run import superseded
+from common.system import checks
+from common.system import errors
 from common.tools import run_clock
 from common.tools import run_files
 from common.tools import seed_stats
@@ -216,6 +216,9 @@ def main(run_dirs):
             suffix = plots.file_suffix(game) if len(groups) > 1 else ''
             for path in plots.plot_runs(runs, flags.FLAGS.plot, title=game, suffix=suffix):
                 print(f'wrote {path}')
+            memory = plots.plot_memory(runs, flags.FLAGS.plot, title=game, suffix=suffix)
+            if memory:
+                print(f'wrote {memory}')
     return 2 if failures else 0
 
 
@@ -223,8 +226,9 @@ def define_flags():
     """--csv, --plot and --thresholds, defined when this runs as the command (importing it, as
     common.results and common.sweep do, defines none)."""
     flags.DEFINE_string('csv', None, 'Also write the table here.')
-    flags.DEFINE_string('plot', None, 'Also draw score_vs_frames.png, score_vs_hours.png and '
-                        'steps_per_sec.png (one line per run) into this directory; with several '
+    flags.DEFINE_string('plot', None, 'Also draw score_vs_frames.png, score_vs_hours.png, '
+                        'steps_per_sec.png and, for runs that recorded it, rss_mb.png (memory '
+                        'against steps; one line per run) into this directory; with several '
                         'games, per game: score_vs_hours-breakout.png, ...')
     flags.DEFINE_list('thresholds', None, 'Also print, per run, the env steps and hours (wall '
                       'clock, and the own clock: held or starved time left out) at which the '

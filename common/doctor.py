@@ -20,8 +20,8 @@ import subprocess
 import time
 
 from common.launch import app
-from common.run import devices
-from common.run import machine_load
+from common.system import devices
+from common.system import machine_load
 
 # The CUDA libraries TensorFlow's [and-cuda] extra installs, by the one it cannot run convs
 # without (setup.py's 'gpu' extra).

@@ -23,8 +23,8 @@ from common.envs import eval_protocols
 from common.envs import pools
 from common.launch import app
 from common.launch import registry
-from common.run import checks
-from common.run import errors
+from common.system import checks
+from common.system import errors
 
 EVAL_FILE = 'eval.csv'
 EVAL_COLUMNS = ('wall_time', 'env_steps', 'episodes', 'score_mean', 'score_min', 'score_max',

@@ -28,7 +28,7 @@ import tensorflow as tf
 from common import evaluate
 from common.envs import atari
 from common.launch import app
-from common.run import errors
+from common.system import errors
 
 SAVED_MODEL_FILE = 'saved_model.pb'
 EXTRA_DIR = 'assets.extra'

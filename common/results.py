@@ -24,9 +24,9 @@ from absl import flags
 
 from common import compare
 from common.launch import app
-from common.run import checks
-from common.run import errors
 from common.run import published as published_lib
+from common.system import checks
+from common.system import errors
 from common.tools import reference_scores
 from common.tools import reproduce
 from common.tools import run_files

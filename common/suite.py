@@ -26,8 +26,8 @@ from absl import flags
 
 from common.envs import eval_protocols
 from common.launch import app
-from common.run import checks
-from common.run import file_writes
+from common.system import checks
+from common.system import file_writes
 from common.tools import child_runs
 from common.tools import presets
 from common.tools import reference_scores

@@ -24,8 +24,8 @@ from absl import flags
 
 from common import compare
 from common.launch import app
-from common.run import checks
-from common.run import errors
+from common.system import checks
+from common.system import errors
 from common.tools import child_runs
 from common.tools import presets
 from common.tools import reference_scores

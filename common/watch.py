@@ -26,8 +26,8 @@ from common.envs import atari
 from common.envs import gym as gym_envs
 from common.launch import app
 from common.run import checkpoint as checkpoint_lib
-from common.run import checks
-from common.run import errors
+from common.system import checks
+from common.system import errors
 
 FORMATS = ('.gif', '.mp4')
 DEFAULT_OUT = 'watch.gif'

@@ -1,7 +1,7 @@
 """Fast DQN's actors (the paper's "samplers"; here "sampler" is the object that fills a rollout,
 common/units/samplers.py): one lane per environment (its own rng, staging buffer and episodes),
 stepped by an ActorThread per environment, or by one VectorActorThread for all W environments of
-an AleVectorPool, whose C++ threads emulate them side by side (DQNConfig.sampler_envs)."""
+an AleVectorPool, whose C++ threads emulate them side by side (DQNConfig.actor_envs)."""
 import sys
 import threading
 import time
@@ -10,7 +10,7 @@ from absl import logging
 import numpy as np
 
 from common.replay import staging as staging_lib
-from common.run import processes
+from common.system import processes
 
 
 def lower_thread_priority(increment):

@@ -8,7 +8,7 @@ much shorter than the speed test's makes the join dominate: C = 400 gave both/W=
 where the speed test gave 1.65x). The spread is over the BENCH_PERIODS periods. The rows ignore
 the bench's --seconds: a period takes 10-20 s on a 2-core CPU.
 """
-from common.run import devices
+from common.system import devices
 from common.tools import timing
 from dqn_tf import speedtest
 
@@ -16,10 +16,10 @@ BENCH_PERIOD = 4000  # C: divisible by W = 8 and F = 4
 BENCH_PERIODS = 3
 
 
-def _rate(settings, mode, num_samplers, **options):
+def _rate(settings, mode, num_actors, **options):
     """Training steps per second of one mode over BENCH_PERIODS whole target periods; options:
     speedtest_config's jit_compile, compute_dtype."""
-    config = speedtest.speedtest_config(mode, num_samplers, game=settings['game'],
+    config = speedtest.speedtest_config(mode, num_actors, game=settings['game'],
                                         target_period=BENCH_PERIOD, **options)
     devices.set_intra_op_threads(config.intra_op_threads())  # each bench row has its own process
     with speedtest.Session(config) as session:

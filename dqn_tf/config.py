@@ -10,17 +10,17 @@ from common.envs import eval_protocols
 from common.launch import config as config_lib
 from common.learners import networks
 from common.learners import optim
-from common.run import checks
+from common.system import checks
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
-from common.envs import atari  # noqa: F401
 from common.envs import ale_vector
+from common.envs import atari  # noqa: F401
 from common.envs import gym as gym_envs  # noqa: F401
 
 # The four execution modes of section 5.1: (concurrent, synchronized) -> name.
 MODES = {(False, False): 'standard', (True, False): 'concurrent',
          (False, True): 'synchronized', (True, True): 'both'}
 MODE_SWITCHES = {name: switches for switches, name in MODES.items()}
-SAMPLER_ENVS = ('thread', 'process', 'vector')  # where the samplers' environments step
+ACTOR_ENVS = ('thread', 'process', 'vector')  # where the actors' environments step
 
 
 @gin.configurable
@@ -28,8 +28,8 @@ SAMPLER_ENVS = ('thread', 'process', 'vector')  # where the samplers' environmen
 class DQNConfig(config_lib.RunConfig):
     """Every fast-DQN knob; defaults are the paper's (Table 5, sec. 5); gin/dqn/*.gin cites them."""
     env_config: Any = None             # @AtariConfig() or @GymConfig()
-    num_samplers: int = 8              # W sampler threads (the paper's word)
-    # Where each sampler thread's environment steps: 'thread', in the thread itself (ale_py holds
+    num_actors: int = 8                # W actor threads (the paper's "sampler threads")
+    # Where each actor thread's environment steps: 'thread', in the thread itself (ale_py holds
     # the GIL while it emulates, so the W threads emulate one at a time); 'process', in a worker
     # process of its own that the thread waits on with the GIL released, so the W emulate side by
     # side, as the authors' threads did through atari-py's ctypes calls (which release the GIL).
@@ -37,7 +37,7 @@ class DQNConfig(config_lib.RunConfig):
     # steps all W in ale_py's vector env, whose C++ threads emulate them side by side, one call
     # a round; same frames, other no-op starts and a FIRE reset's first frame taken before the
     # press (docs/papers/fast_dqn.md).
-    sampler_envs: str = 'thread'
+    actor_envs: str = 'thread'
     concurrent: bool = True            # act with the target network, train on a thread
     synchronized: bool = True          # one batched inference for the W actors' states
     total_steps: int = 50_000_000      # training timesteps (x4 frames), after prepopulation
@@ -106,18 +106,18 @@ class DQNConfig(config_lib.RunConfig):
         super().validate()
         require = checks.require
         checks.require_positive_ints(self.owner, self, (
-            'num_samplers', 'batch_size', 'replay_capacity', 'target_period', 'train_period',
+            'num_actors', 'batch_size', 'replay_capacity', 'target_period', 'train_period',
             'prepopulate_steps', 'epsilon_decay_steps', 'minibatches_per_call'))
         self.require_non_negative(('eval_every_steps',))
-        require(self.target_period % self.num_samplers == 0,
+        require(self.target_period % self.num_actors == 0,
                 f'DQNConfig.target_period={self.target_period} (C) must be divisible by '
-                f'num_samplers={self.num_samplers} (W)')
+                f'num_actors={self.num_actors} (W)')
         require(self.target_period % self.train_period == 0,
                 f'DQNConfig.target_period={self.target_period} (C) must be divisible by '
                 f'train_period={self.train_period} (F)')
-        require(self.total_steps % self.num_samplers == 0,
+        require(self.total_steps % self.num_actors == 0,
                 f'DQNConfig.total_steps={self.total_steps} must be divisible by '
-                f'num_samplers={self.num_samplers}')
+                f'num_actors={self.num_actors}')
         require(self.replay_capacity >= self.target_period,
                 f'DQNConfig.replay_capacity={self.replay_capacity} must be >= '
                 f'target_period={self.target_period} (a period is staged before replay)')
@@ -125,12 +125,12 @@ class DQNConfig(config_lib.RunConfig):
                 f'DQNConfig.prepopulate_steps={self.prepopulate_steps} must be >= '
                 f'batch_size={self.batch_size}')
         self.require_choice('network', networks.NETWORK_NAMES)
-        self.require_choice('sampler_envs', SAMPLER_ENVS)
-        if self.sampler_envs == 'vector':
+        self.require_choice('actor_envs', ACTOR_ENVS)
+        if self.actor_envs == 'vector':
             try:
-                ale_vector.AleVectorPool.validate(self.env_config, self.num_samplers, self.seed)
+                ale_vector.AleVectorPool.validate(self.env_config, self.num_actors, self.seed)
             except ValueError as error:
-                require(False, f"DQNConfig.sampler_envs='vector' cannot run this env_config: "
+                require(False, f"DQNConfig.actor_envs='vector' cannot run this env_config: "
                         f'{error}')
         self.require_positive(('learning_rate', 'rmsprop_epsilon', 'huber_delta'))
         require(self.tf_intra_op_threads is None or self.tf_intra_op_threads >= 0,
@@ -171,11 +171,14 @@ RENAMED = {'RMSProp.learning_rate': 'bind DQNConfig.learning_rate instead',
            'RMSProp.epsilon_inside_sqrt': 'bind DQNConfig.rmsprop_epsilon_inside_sqrt instead',
            'RMSProp.centered': _FIXED,
            'RMSProp.initial_mean_square': _FIXED}
-# Names changed so that each means one thing across the tree: W is the paper's sampler threads
-# (num_workers elsewhere counts environment processes), and the TF thread count is not a learner.
-MOVED = {'DQNConfig.num_workers': 'DQNConfig.num_samplers',
+# Names changed so that each means one thing across the tree (docs/code_map.md, Words): W is the
+# paper's "sampler threads", actors here (a sampler fills a rollout, num_workers counts
+# environment processes), and the TF thread count is not a learner. An old name is read as its
+# new one with a one-line notice (app.parse_gin).
+MOVED = {'DQNConfig.num_workers': 'DQNConfig.num_actors',
+         'DQNConfig.num_samplers': 'DQNConfig.num_actors',
+         'DQNConfig.sampler_envs': 'DQNConfig.actor_envs',
          'DQNConfig.learner_threads': 'DQNConfig.tf_intra_op_threads'}
-RENAMED.update({old: f'bind {new} instead' for old, new in MOVED.items()})
 # The evaluation's episodes, epsilon, no-op starts and cap: one named protocol now.
 _PROTOCOL = ('bind DQNConfig.eval_protocol instead: a protocol name (common/envs/'
              "eval_protocols.py: 'fast_dqn' is 30 episodes at epsilon 0.05, 30 no-op starts, "

@@ -1,7 +1,7 @@
 """Fast DQN (Daley & Amato 2021): Nature DQN with concurrent training and synchronized execution.
 
 W actor threads own one environment apiece (stepped in the thread, or in a worker process of its
-own), or one thread steps all W in ale_py's vector env (DQNConfig.sampler_envs). Four execution
+own), or one thread steps all W in ale_py's vector env (DQNConfig.actor_envs). Four execution
 modes:
 - standard: every actor computes its own action with the online network; the main thread trains
   one minibatch every F steps.
@@ -29,9 +29,9 @@ from common.learners import networks
 from common.learners import q_learner
 from common.replay import replay as replay_lib
 from common.replay import replay_files
-from common.run import processes
 from common.run import runner
 from common.run import tracker as tracker_lib
+from common.system import processes
 from dqn_tf import actors
 from dqn_tf import rounds
 from dqn_tf import trainer as trainer_lib
@@ -65,11 +65,11 @@ def _round_order(config):
     emulate once actor 0 has the batched actions, one at a time anyway under the GIL, so they hand
     on; in worker processes they emulate side by side, so actor 0 leads and the rest start
     together; unsynchronized actors make their own inference, which overlaps, so all start."""
-    if config.sampler_envs == 'vector':
+    if config.actor_envs == 'vector':
         return 'chained'  # one thread for all W
     if not config.synchronized:
         return 'broadcast'
-    return 'chained' if config.sampler_envs == 'thread' else 'led'
+    return 'chained' if config.actor_envs == 'thread' else 'led'
 
 
 class FastDQN:
@@ -80,27 +80,27 @@ class FastDQN:
         self.learner = learner
         env_config = config.env_config
         self.num_actions = env_config.num_actions()
-        num_samplers = config.num_samplers
+        num_actors = config.num_actors
         observation_shape = tuple(env_config.observation_shape)
         self.replay = replay_lib.ReplayMemory(
             config.replay_capacity, observation_shape, env_config.observation_dtype,
-            config.stack, num_streams=num_samplers, seed=seed, prefault=config.prefault_replay)
-        self.staging_length = config.target_period // num_samplers
+            config.stack, num_streams=num_actors, seed=seed, prefault=config.prefault_replay)
+        self.staging_length = config.target_period // num_actors
         # The paper's shared arrays: each actor's current state, and the actions for them.
-        self.observations = np.zeros((num_samplers,) + observation_shape,
+        self.observations = np.zeros((num_actors,) + observation_shape,
                                      env_config.observation_dtype)
-        self.greedy_actions = np.zeros(num_samplers, np.int32)
+        self.greedy_actions = np.zeros(num_actors, np.int32)
         self.act_fn = learner.target_greedy if config.concurrent else learner.online_greedy
         self.acting_nice = config.acting_nice if config.concurrent else 0
         self.epsilon = 1.0
         self.random_actions = False
         self.stopping = False
-        vector = config.sampler_envs == 'vector'
-        self.gate = rounds.RoundGate(1 if vector else num_samplers, order=_round_order(config))
+        vector = config.actor_envs == 'vector'
+        self.gate = rounds.RoundGate(1 if vector else num_actors, order=_round_order(config))
         self.actors = []  # the threads that step the environments
         self.lanes = []  # each environment's own rng, staged steps and episodes
         self.trainer = None
-        # The samplers' worker processes (sampler_envs='process') or vector env ('vector').
+        # The actors' worker processes (actor_envs='process') or vector env ('vector').
         self.pool = None
         self.minibatches = 0  # trained by this FastDQN (any thread)
         self.steps_since_train = 0
@@ -122,13 +122,13 @@ class FastDQN:
             raise
 
     def _make_envs(self, seed):
-        """The W samplers' environments (sampler i's seeded seed * 1009 + i), in-process or each in
-        a worker process (sampler_envs); workers act at the actor threads' lower priority."""
+        """The W actors' environments (actor i's seeded seed * 1009 + i), in-process or each in
+        a worker process (actor_envs); workers act at the actor threads' lower priority."""
         config = self.config
-        if config.sampler_envs == 'thread':
+        if config.actor_envs == 'thread':
             return [config.env_config.make(seed * 1009 + index)
-                    for index in range(config.num_samplers)]
-        self.pool, envs = pooled_env.pooled_envs(config.env_config, config.num_samplers,
+                    for index in range(config.num_actors)]
+        self.pool, envs = pooled_env.pooled_envs(config.env_config, config.num_actors,
                                                  seed=seed * 1009)
         for pid in self.pool.pids:
             warning = processes.lower_priority(pid, self.acting_nice)
@@ -141,9 +141,9 @@ class FastDQN:
         threads (one per core at most) as nice as the actor threads."""
         tasks = '/proc/self/task'
         before = set(os.listdir(tasks)) if os.path.isdir(tasks) else set()
-        num_samplers = self.config.num_samplers
-        pool = ale_vector.AleVectorPool(self.config.env_config, num_samplers, seed=seed * 1009,
-                                        num_threads=min(num_samplers, os.cpu_count() or 1))
+        num_actors = self.config.num_actors
+        pool = ale_vector.AleVectorPool(self.config.env_config, num_actors, seed=seed * 1009,
+                                        num_threads=min(num_actors, os.cpu_count() or 1))
         if self.acting_nice and before:
             for thread_id in set(os.listdir(tasks)) - before:
                 warning = processes.lower_priority(int(thread_id), self.acting_nice)
@@ -195,7 +195,7 @@ class FastDQN:
     def prepopulate(self, num_steps):
         """Fills replay with at least num_steps uniformly random steps (not training steps)."""
         self.random_actions = True
-        for _ in range(-(-num_steps // self.config.num_samplers)):
+        for _ in range(-(-num_steps // self.config.num_actors)):
             self._round()
             self._flush()
         self.random_actions = False
@@ -230,7 +230,7 @@ class FastDQN:
         self._round()
         if not config.concurrent:
             self._flush()
-            self.steps_since_train += config.num_samplers
+            self.steps_since_train += config.num_actors
             while self.steps_since_train >= config.train_period:
                 self.train_minibatch()
                 self.steps_since_train -= config.train_period
@@ -250,15 +250,15 @@ class FastDQN:
     def run_period(self, first_step, num_steps, on_round=None):
         """num_steps training steps from step first_step as one target period: start_period,
         rounds of W steps (on_round(W) after each), end_period; returns the step reached."""
-        num_samplers = self.config.num_samplers
+        num_actors = self.config.num_actors
         self.start_period(num_steps)
         step = first_step
         try:
-            for _ in range(num_steps // num_samplers):
+            for _ in range(num_steps // num_actors):
                 self.play_round(step)
-                step += num_samplers
+                step += num_actors
                 if on_round is not None:
-                    on_round(num_samplers)
+                    on_round(num_actors)
         except BaseException:
             self.abort_period()
             raise
@@ -319,10 +319,10 @@ def train(config, run_dir):
 
 def _actors_of(config):
     """How the W actors step, for the run's first lines."""
-    if config.sampler_envs == 'vector':
-        return f"{config.num_samplers} actors in one thread over ale_py's vector env"
-    where = ' (environments in worker processes)' if config.sampler_envs == 'process' else ''
-    return f'{config.num_samplers} actor threads{where}'
+    if config.actor_envs == 'vector':
+        return f"{config.num_actors} actors in one thread over ale_py's vector env"
+    where = ' (environments in worker processes)' if config.actor_envs == 'process' else ''
+    return f'{config.num_actors} actor threads{where}'
 
 
 def _unit_of(config, fast_dqn, tracker, run_dir):
@@ -358,14 +358,14 @@ class DQNUnit(runner.Unit):
             fast_dqn.start_period(self.period_left)
         try:
             fast_dqn.play_round(env_steps)
-            self.period_left -= config.num_samplers
+            self.period_left -= config.num_actors
             if self.period_left == 0:
                 fast_dqn.end_period()
         except BaseException:
             fast_dqn.abort_period()
             raise
         updates, self.minibatches = fast_dqn.minibatches - self.minibatches, fast_dqn.minibatches
-        return config.num_samplers, updates, fast_dqn.drain_episodes()
+        return config.num_actors, updates, fast_dqn.drain_episodes()
 
     def at_boundary(self):
         return self.period_left == 0

@@ -4,9 +4,9 @@ Tables 1-3) at this machine's scale, written to docs/reproductions/fast_dqn.md w
 Tables 1-3: the four modes x W in {1, 2, 4, 8} (synchronized modes from W = 2, as the paper), each
 trained --steps steps on Pong at epsilon 0.1 (dqn_tf.speedtest's sessions), --trials times, the
 trials taken round-robin over the cells so that the machine's drift touches every cell alike;
-and the learner-only bound in every trial. The samplers' rounds alone (random actions, no
+and the learner-only bound in every trial. The actors' rounds alone (random actions, no
 inference, no training) for W in {1, 2, 4, 8} with the environments in the threads, in worker
-processes and in ale_py's vector env (DQNConfig.sampler_envs). Tables 1-3 once per --compute_dtypes (float32, the paper's,
+processes and in ale_py's vector env (DQNConfig.actor_envs). Tables 1-3 once per --compute_dtypes (float32, the paper's,
 and bfloat16, this CPU's faster learner), the dtypes alternated within every round. A cell that
 fails is reported in its row; the rest go on.
 """
@@ -21,8 +21,8 @@ from absl import flags
 
 from common.launch import app
 from common.launch import config as launch_config
-from common.run import checks
-from common.run import devices
+from common.system import checks
+from common.system import devices
 from common.tools import speed_report
 from dqn_tf import config as config_lib
 from dqn_tf import speedtest
@@ -45,7 +45,7 @@ def _hours(seconds, steps):
     return seconds / steps * PAPER_STEPS / 3600
 
 
-def measure_tables(steps, trials, game, prepopulate, sampler_envs, stream,
+def measure_tables(steps, trials, game, prepopulate, actor_envs, stream,
                    compute_dtypes=('float32',)):
     """{compute dtype: ({(mode, W): Cell of seconds for `steps` steps}, the learner-only Cell)};
     every round takes each dtype's cells in turn, so drift touches both alike."""
@@ -56,7 +56,7 @@ def measure_tables(steps, trials, game, prepopulate, sampler_envs, stream,
     def trial(key, dtype, first):
         config = speedtest.speedtest_config(*key, game=game, target_period=min(10_000, steps),
                                             prepopulate_steps=prepopulate,
-                                            sampler_envs=sampler_envs, compute_dtype=dtype)
+                                            actor_envs=actor_envs, compute_dtype=dtype)
         with speedtest.Session(config) as session:
             if first:
                 speed_report.measure(tables[dtype][1], lambda: session.learner_only(steps),
@@ -77,16 +77,16 @@ def _label(text, dtype):
     return text if dtype == 'float32' else f'{text} ({dtype})'
 
 
-def measure_samplers(steps, trials, game, prepopulate, stream):
-    """{(W, where): Cell of the samplers' random steps per second}."""
+def measure_actors(steps, trials, game, prepopulate, stream):
+    """{(W, where): Cell of the actors' random steps per second}."""
     cells = {(count, where): speed_report.Cell(f'W={count} in {where}')
-             for count in SAMPLER_COUNTS for where in config_lib.SAMPLER_ENVS}
+             for count in SAMPLER_COUNTS for where in config_lib.ACTOR_ENVS}
 
     def trial(count, where):
         config = speedtest.speedtest_config('both', count, game=game, prepopulate_steps=prepopulate,
-                                            sampler_envs=where)
+                                            actor_envs=where)
         with speedtest.Session(config, warm_up=False) as session:
-            return steps / session.sampler_only(steps)
+            return steps / session.actors_only(steps)
 
     for _ in range(trials):
         for (count, where), cell in cells.items():
@@ -130,17 +130,17 @@ def tables_experiment(cells, learner, steps, trials, figure, compute_dtype='floa
                   f' The networks compute in {compute_dtype} (DQNConfig.compute_dtype; variables '
                   'and Q values stay float32), not a setting of the paper.')
     return speed_report.Experiment(
-        _label('Tables 1-3: runtime by mode and sampler threads', compute_dtype),
+        _label('Tables 1-3: runtime by mode and actor threads', compute_dtype),
         f'{steps:,} steps per trial (the paper: 1M, x 50), {trials} trials per cell, hours '
         'scaled the same way; a CPU learner with no GPU (the paper: GTX 1080 and a 4-core '
-        'i7-7700K), so here the update bounds every mode and no sampler change can go past the '
+        'i7-7700K), so here the update bounds every mode and no actor change can go past the '
         f'learner-only time.{dtype_note}', table, os.path.basename(figure), learner_note)
 
 
-def samplers_experiment(cells, steps, figure):
-    """The samplers' rounds alone, by W and where the environments step."""
-    rows, series = [], {where: [] for where in config_lib.SAMPLER_ENVS}
-    base = {where: cells[(1, where)].mean for where in config_lib.SAMPLER_ENVS}
+def actors_experiment(cells, steps, figure):
+    """The actors' rounds alone, by W and where the environments step."""
+    rows, series = [], {where: [] for where in config_lib.ACTOR_ENVS}
+    base = {where: cells[(1, where)].mean for where in config_lib.ACTOR_ENVS}
     for (count, where), cell in cells.items():
         if not cell.measured:
             rows.append([count, where, f'failed: {cell.error}', '', ''])
@@ -151,11 +151,11 @@ def samplers_experiment(cells, steps, figure):
         series[where].append(cell.mean)
     speed_report.grouped_bars(figure, [f'W={count}' for count in SAMPLER_COUNTS],
                               [(f'envs in {where}', values) for where, values in series.items()],
-                              'random steps per second', 'Fast DQN samplers alone')
+                              'random steps per second', 'Fast DQN actors alone')
     return speed_report.Experiment(
         "Sampler rounds alone: the W environments in threads, processes or ale_py's vector env",
         f"not in the paper, whose W threads emulate side by side through atari-py's ctypes "
-        f"calls; ale_py holds the GIL, so in-thread samplers emulate one at a time here, "
+        f"calls; ale_py holds the GIL, so in-thread actors emulate one at a time here, "
         f"processes pay a pipe round trip per step, and the vector env steps all W in C++ "
         f"threads in one call. {steps:,} random steps per trial (no inference, no training); the paper prints no "
         "such table.", speed_report.markdown_table(
@@ -168,11 +168,11 @@ def main():
     checks.require(flags_.steps > 0 and flags_.steps % 8 == 0,
                    f'--steps={flags_.steps}; must be a positive multiple of 8 (F = 4, W <= 8)')
     checks.require(flags_.trials >= 2, f'--trials={flags_.trials}; must be >= 2 (a spread)')
-    checks.require(flags_.sampler_steps > 0 and flags_.sampler_steps % 8 == 0,
-                   f'--sampler_steps={flags_.sampler_steps}; must be a positive multiple of 8')
-    checks.require(flags_.sampler_envs in config_lib.SAMPLER_ENVS,
-                   f'--sampler_envs={flags_.sampler_envs}; allowed: '
-                   f'{", ".join(config_lib.SAMPLER_ENVS)}')
+    checks.require(flags_.actor_steps > 0 and flags_.actor_steps % 8 == 0,
+                   f'--actor_steps={flags_.actor_steps}; must be a positive multiple of 8')
+    checks.require(flags_.actor_envs in config_lib.ACTOR_ENVS,
+                   f'--actor_envs={flags_.actor_envs}; allowed: '
+                   f'{", ".join(config_lib.ACTOR_ENVS)}')
     dtypes = flags_.compute_dtypes
     checks.require(dtypes and set(dtypes) <= set(launch_config.COMPUTE_DTYPES)
                    and len(set(dtypes)) == len(dtypes),
@@ -183,8 +183,8 @@ def main():
     devices.set_intra_op_threads(speedtest.speedtest_config(
         'standard', 1, prepopulate_steps=flags_.prepopulate).intra_op_threads())
     tables = measure_tables(flags_.steps, flags_.trials, flags_.game, flags_.prepopulate,
-                            flags_.sampler_envs, sys.stdout, tuple(flags_.compute_dtypes))
-    samplers = measure_samplers(flags_.sampler_steps, flags_.trials, flags_.game,
+                            flags_.actor_envs, sys.stdout, tuple(flags_.compute_dtypes))
+    actors = measure_actors(flags_.actor_steps, flags_.trials, flags_.game,
                                 flags_.prepopulate, sys.stdout)
     directory = os.path.dirname(os.path.abspath(out))
     os.makedirs(directory, exist_ok=True)
@@ -193,7 +193,7 @@ def main():
             directory, 'fast_dqn_tables.png' if dtype == 'float32' else
             f'fast_dqn_tables_{dtype}.png'), dtype)
         for dtype, (cells, learner) in tables.items()]
-    experiments.append(samplers_experiment(samplers, flags_.sampler_steps,
+    experiments.append(actors_experiment(actors, flags_.actor_steps,
                                            os.path.join(directory, 'fast_dqn_samplers.png')))
     speed_report.write_command_report(out, 'Fast DQN (Daley & Amato 2021)', 'dqn_tf.reproduce',
                                       experiments, start)
@@ -202,10 +202,10 @@ def main():
 if __name__ == '__main__':
     flags.DEFINE_integer('steps', 2000, 'Training steps per trial of a cell (paper: 1M).')
     flags.DEFINE_integer('trials', 5, 'Trials per cell (paper: 5).')
-    flags.DEFINE_integer('sampler_steps', 4000, 'Random steps per trial of the samplers alone.')
+    flags.DEFINE_integer('actor_steps', 4000, 'Random steps per trial of the actors alone.')
     flags.DEFINE_integer('prepopulate', 1000, 'Untimed random steps before each trial.')
-    flags.DEFINE_string('sampler_envs', 'thread', 'Where the samplers step in Tables 1-3 '
-                        '(DQNConfig.sampler_envs).')
+    flags.DEFINE_string('actor_envs', 'thread', 'Where the actors step in Tables 1-3 '
+                        '(DQNConfig.actor_envs).')
     flags.DEFINE_string('game', 'pong', 'Atari game (section 5.1: Pong).')
     flags.DEFINE_list('compute_dtypes', ['float32', 'bfloat16'], 'A Tables 1-3 table for each '
                       '(DQNConfig.compute_dtype; the paper: float32).')

@@ -10,12 +10,12 @@ which releases the GIL and so overlaps the others' emulation. Raw locks, not Bar
 Conditions: the actors share the cores with the learner here, and every wake-up costs it.
 Led: actor 0 goes first and wakes the others once it has the round's batched actions, and the
 last to finish wakes the main thread: synchronized actors whose environments step in processes
-(DQNConfig.sampler_envs), where the W emulations do run side by side.
+(DQNConfig.actor_envs), where the W emulations do run side by side.
 """
 import _thread
 import time
 
-from common.run import processes
+from common.system import processes
 
 
 class ActorFailed(processes.WorkerDiedError):
@@ -29,13 +29,13 @@ FINISH_GRACE_SECONDS = 30.0  # how long a round waits for the rest once an actor
 class RoundGate:
     """One go-lock per actor (held while it must wait) and one done-lock for the main thread."""
 
-    def __init__(self, num_samplers, order='chained'):
+    def __init__(self, num_actors, order='chained'):
         if order not in ORDERS:
             raise ValueError(f'order={order!r}; allowed: {", ".join(ORDERS)}')
-        self.num_samplers = num_samplers
+        self.num_actors = num_actors
         self.order = order
         self.chained = order == 'chained'
-        self._go = [_thread.allocate_lock() for _ in range(num_samplers)]
+        self._go = [_thread.allocate_lock() for _ in range(num_actors)]
         for lock in self._go:
             lock.acquire()
         self._done = _thread.allocate_lock()
@@ -62,12 +62,12 @@ class RoundGate:
                 return
             with self._count_lock:
                 self._finished += 1
-                last = self._finished == self.num_samplers
+                last = self._finished == self.num_actors
             if last:
                 self._done.release()
             return
         self._finished = index + 1
-        if failed or index + 1 == self.num_samplers:
+        if failed or index + 1 == self.num_actors:
             self._done.release()
         else:
             _wake(self._go[index + 1])
@@ -99,8 +99,8 @@ class RoundGate:
                 break
         for name, error in errors():
             raise ActorFailed(f'{name} failed: {error!r}') from error
-        if self._finished != self.num_samplers:
-            raise ActorFailed(f'{self.num_samplers - self._finished} actor thread(s) ended '
+        if self._finished != self.num_actors:
+            raise ActorFailed(f'{self.num_actors - self._finished} actor thread(s) ended '
                                 f'without taking their step')
 
     def close(self):

@@ -6,10 +6,10 @@ another in this one invocation, after an untimed prepopulation and tracing warm-
 gives each runtime, its speedup over standard DQN with 1 thread (the paper's Table 3) and its
 ratio to the learner-only bound (per round, then the median): the time the steps/F minibatches
 take alone (replay draws prefetched as the trainer thread does), which no mode can beat on a
-machine where the update dominates. With --sampler_envs=thread,process,vector each row runs with
-the samplers' environments in their threads, in worker processes and in ale_py's vector env
-(DQNConfig.sampler_envs). With
---sampler_only the table is the samplers' rounds alone: random actions, no inference and no
+machine where the update dominates. With --actor_envs=thread,process,vector each row runs with
+the actors' environments in their threads, in worker processes and in ale_py's vector env
+(DQNConfig.actor_envs). With
+--actors_only the table is the actors' rounds alone: random actions, no inference and no
 training, each W and place of the environments (the env-only rate the W threads reach).
 Timings are only comparable within one invocation.
 """
@@ -26,28 +26,28 @@ from absl import flags
 import numpy as np
 
 from common.launch import app
-from common.run import checks
-from common.run import devices
+from common.system import checks
+from common.system import devices
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
 from dqn_tf import main as dqn_main
 from dqn_tf import trainer as trainer_lib
 
 # The paper runs Synchronized Execution with 2 or more threads only (Table 1).
-DEFAULT_SAMPLERS = {'standard': (1, 2, 4, 8), 'concurrent': (1, 2, 4, 8),
+DEFAULT_ACTORS = {'standard': (1, 2, 4, 8), 'concurrent': (1, 2, 4, 8),
                    'synchronized': (2, 4, 8), 'both': (2, 4, 8)}
 SPEEDTEST_EPSILON = 0.1  # "we fix epsilon_t = 0.1 for the entirety of this shorter training"
 
 
-def speedtest_config(mode, num_samplers, game='pong', target_period=10_000, prepopulate_steps=1000,
-                     replay_capacity=100_000, seed=0, jit_compile=False, sampler_envs='thread',
+def speedtest_config(mode, num_actors, game='pong', target_period=10_000, prepopulate_steps=1000,
+                     replay_capacity=100_000, seed=0, jit_compile=False, actor_envs='thread',
                      compute_dtype='float32'):
     """The paper's Pong config in one mode, with epsilon fixed at 0.1 and evaluation off;
-    jit_compile: the networks' calls XLA-compiled; sampler_envs: DQNConfig.sampler_envs;
+    jit_compile: the networks' calls XLA-compiled; actor_envs: DQNConfig.actor_envs;
     compute_dtype: DQNConfig.compute_dtype."""
     concurrent, synchronized = config_lib.MODE_SWITCHES[mode]
     bindings = [f"AtariConfig.game = '{game}'",
-                f'DQNConfig.num_samplers = {num_samplers}',
+                f'DQNConfig.num_actors = {num_actors}',
                 f'DQNConfig.concurrent = {concurrent}',
                 f'DQNConfig.synchronized = {synchronized}',
                 f'DQNConfig.target_period = {target_period}',
@@ -57,7 +57,7 @@ def speedtest_config(mode, num_samplers, game='pong', target_period=10_000, prep
                 f'DQNConfig.final_epsilon = {SPEEDTEST_EPSILON}',
                 'DQNConfig.eval_every_steps = 0',
                 f'DQNConfig.seed = {seed}', f'DQNConfig.jit_compile = {jit_compile}',
-                f"DQNConfig.sampler_envs = '{sampler_envs}'",
+                f"DQNConfig.actor_envs = '{actor_envs}'",
                 f"DQNConfig.compute_dtype = '{compute_dtype}'"]
     return dqn_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/dqn/pong.gin')], bindings)
 
@@ -100,8 +100,8 @@ class Session:
             self.fast_dqn.drain_episodes()
         return time.perf_counter() - start
 
-    def sampler_only(self, num_steps):
-        """Seconds that num_steps uniformly random steps take in rounds of the W samplers (their
+    def actors_only(self, num_steps):
+        """Seconds that num_steps uniformly random steps take in rounds of the W actors (their
         replay writes included): no inference and no training."""
         start = time.perf_counter()
         self.fast_dqn.prepopulate(num_steps)
@@ -126,44 +126,44 @@ class Session:
         self.close()
 
 
-def run_speedtest(steps, modes, samplers_by_mode, game='pong', target_period=10_000,
-                  prepopulate_steps=1000, stream=sys.stdout, repeats=1, sampler_envs=('thread',),
-                  sampler_only=False):
-    """Measures every (mode, samplers, sampler_envs) and the learner-only bound (or, with
-    sampler_only, the samplers' rounds alone); returns the table's rows.
+def run_speedtest(steps, modes, actors_by_mode, game='pong', target_period=10_000,
+                  prepopulate_steps=1000, stream=sys.stdout, repeats=1, actor_envs=('thread',),
+                  actors_only=False):
+    """Measures every (mode, actors, actor_envs) and the learner-only bound (or, with
+    actors_only, the actors' rounds alone); returns the table's rows.
 
     With repeats > 1 the whole sequence runs that many rounds, one after another, and each row
     gets the median of its rounds: the machine's drift over minutes then touches every row alike.
     """
-    keys = [(mode, num_samplers, where) for mode in modes
-            for num_samplers in samplers_by_mode[mode] for where in sampler_envs]
+    keys = [(mode, num_actors, where) for mode in modes
+            for num_actors in actors_by_mode[mode] for where in actor_envs]
     learner_key = ('learner-only', 0, '-')
-    seconds = {key: [] for key in keys + ([] if sampler_only else [learner_key])}
+    seconds = {key: [] for key in keys + ([] if actors_only else [learner_key])}
     for round_index in range(repeats):
         prefix = f'round {round_index + 1}/{repeats} ' if repeats > 1 else ''
         for key in keys:
-            mode, num_samplers, where = key
-            config = speedtest_config(mode, num_samplers, game, target_period, prepopulate_steps,
-                                      sampler_envs=where)
-            with Session(config, warm_up=not sampler_only) as session:
-                if key == keys[0] and not sampler_only:
+            mode, num_actors, where = key
+            config = speedtest_config(mode, num_actors, game, target_period, prepopulate_steps,
+                                      actor_envs=where)
+            with Session(config, warm_up=not actors_only) as session:
+                if key == keys[0] and not actors_only:
                     learner = session.learner_only(steps)
                     seconds[learner_key].append(learner)
                     print(f'{prefix}learner-only: {learner:.2f} s', file=stream, flush=True)
-                elapsed = session.sampler_only(steps) if sampler_only else session.run(steps)
+                elapsed = session.actors_only(steps) if actors_only else session.run(steps)
             seconds[key].append(elapsed)
-            print(f'{prefix}{mode:<13} W={num_samplers} envs in {where}: {elapsed:.2f} s',
+            print(f'{prefix}{mode:<13} W={num_actors} envs in {where}: {elapsed:.2f} s',
                   file=stream, flush=True)
-    rows = [{'mode': 'sampler-only' if sampler_only else mode, 'samplers': num_samplers,
-             'sampler_envs': where, 'seconds': float(np.median(values)), 'round_seconds': values}
-            for (mode, num_samplers, where), values in seconds.items()]
-    # The baseline: standard DQN with 1 thread (the paper's Table 3), or the first sampler row.
-    baseline = rows[0]['seconds'] if sampler_only else next(
-        (row['seconds'] for row in rows if row['mode'] == 'standard' and row['samplers'] == 1
-         and row['sampler_envs'] == sampler_envs[0]), None)
+    rows = [{'mode': 'actors-only' if actors_only else mode, 'actors': num_actors,
+             'actor_envs': where, 'seconds': float(np.median(values)), 'round_seconds': values}
+            for (mode, num_actors, where), values in seconds.items()]
+    # The baseline: standard DQN with 1 thread (the paper's Table 3), or the first actors-only row.
+    baseline = rows[0]['seconds'] if actors_only else next(
+        (row['seconds'] for row in rows if row['mode'] == 'standard' and row['actors'] == 1
+         and row['actor_envs'] == actor_envs[0]), None)
     for row in rows:
         row['speedup'] = baseline / row['seconds'] if baseline else None
-        if sampler_only:
+        if actors_only:
             continue
         # Against the learner-only time of the same round, then the median: the machine's drift
         # between rounds cancels, where a ratio of the two medians would keep it.
@@ -176,16 +176,16 @@ def run_speedtest(steps, modes, samplers_by_mode, game='pong', target_period=10_
 def format_table(rows, steps, repeats=1):
     rounds = f', median of {repeats} rounds' if repeats > 1 else ''
     first = rows[0]
-    against = ('the first row' if first['mode'] == 'sampler-only' else 'standard W=1')
+    against = ('the first row' if first['mode'] == 'actors-only' else 'standard W=1')
     lines = [f'{steps:,} steps per row, epsilon {SPEEDTEST_EPSILON}{rounds}; speedup vs '
              f'{against}',
-             f"{'mode':<14}{'samplers':>8}{'envs in':>9}{'seconds':>10}{'steps/s':>10}"
+             f"{'mode':<14}{'actors':>8}{'envs in':>9}{'seconds':>10}{'steps/s':>10}"
              f"{'speedup':>9}{'/ learner':>11}"]
     for row in rows:
         speedup = f"{row['speedup']:.2f}x" if row['speedup'] else '-'
         vs_learner = f"{row['vs_learner']:.2f}" if 'vs_learner' in row else '-'
-        samplers = row['samplers'] or '-'
-        lines.append(f"{row['mode']:<14}{samplers:>8}{row['sampler_envs']:>9}"
+        actors = row['actors'] or '-'
+        lines.append(f"{row['mode']:<14}{actors:>8}{row['actor_envs']:>9}"
                      f"{row['seconds']:>10.2f}{steps / row['seconds']:>10.1f}{speedup:>9}"
                      f"{vs_learner:>11}")
     return '\n'.join(lines)
@@ -197,37 +197,37 @@ def main():
     unknown = [mode for mode in modes if mode not in config_lib.MODE_SWITCHES]
     checks.require(not unknown,
                    f'unknown --modes {unknown}; allowed: {list(config_lib.MODE_SWITCHES)}')
-    places = [where for where in flags_.sampler_envs if where not in config_lib.SAMPLER_ENVS]
-    checks.require(flags_.sampler_envs and not places,
-                   f'--sampler_envs={",".join(flags_.sampler_envs)}; allowed: '
-                   f'{",".join(config_lib.SAMPLER_ENVS)} (one or more)')
-    samplers = [int(value) for value in flags_.samplers] if flags_.samplers else None
-    checks.require(samplers is None or all(value > 0 for value in samplers),
-                   f'--samplers must be positive, got {flags_.samplers}')
-    if flags_.sampler_only:  # the rounds alone: one mode (Algorithm 1's), every W from 1
+    places = [where for where in flags_.actor_envs if where not in config_lib.ACTOR_ENVS]
+    checks.require(flags_.actor_envs and not places,
+                   f'--actor_envs={",".join(flags_.actor_envs)}; allowed: '
+                   f'{",".join(config_lib.ACTOR_ENVS)} (one or more)')
+    actors = [int(value) for value in flags_.actors] if flags_.actors else None
+    checks.require(actors is None or all(value > 0 for value in actors),
+                   f'--actors must be positive, got {flags_.actors}')
+    if flags_.actors_only:  # the rounds alone: one mode (Algorithm 1's), every W from 1
         modes = ['both']
-        samplers_by_mode = {'both': samplers or DEFAULT_SAMPLERS['standard']}
+        actors_by_mode = {'both': actors or DEFAULT_ACTORS['standard']}
     else:
-        samplers_by_mode = {mode: samplers or DEFAULT_SAMPLERS[mode] for mode in modes}
-    largest = max(max(values) for values in samplers_by_mode.values())
+        actors_by_mode = {mode: actors or DEFAULT_ACTORS[mode] for mode in modes}
+    largest = max(max(values) for values in actors_by_mode.values())
     checks.require(flags_.steps > 0 and flags_.steps % 4 == 0 and all(
-        flags_.steps % value == 0 for values in samplers_by_mode.values() for value in values),
+        flags_.steps % value == 0 for values in actors_by_mode.values() for value in values),
         f'--steps={flags_.steps} must be a positive multiple of F=4 and of every worker count')
     period = min(flags_.target_period, flags_.steps)
-    for values in samplers_by_mode.values():
+    for values in actors_by_mode.values():
         for value in values:
             config = speedtest_config('standard', value, flags_.game, period, flags_.prepopulate)
     devices.set_intra_op_threads(config.intra_op_threads())
-    what = 'random steps of the samplers alone' if flags_.sampler_only else 'steps'
+    what = 'random steps of the actors alone' if flags_.actors_only else 'steps'
     print(f'speed test: {flags_.steps:,} {what} per configuration, C={period:,}, up to '
-          f'{largest} threads, environments in {" and ".join(flags_.sampler_envs)}, '
+          f'{largest} threads, environments in {" and ".join(flags_.actor_envs)}, '
           f'{os.cpu_count()} CPUs, learner intra-op threads {config.intra_op_threads()}',
           flush=True)
     checks.require(flags_.repeats > 0, f'--repeats={flags_.repeats} must be >= 1')
-    rows = run_speedtest(flags_.steps, modes, samplers_by_mode, flags_.game, period,
+    rows = run_speedtest(flags_.steps, modes, actors_by_mode, flags_.game, period,
                          flags_.prepopulate, repeats=flags_.repeats,
-                         sampler_envs=tuple(flags_.sampler_envs),
-                         sampler_only=flags_.sampler_only)
+                         actor_envs=tuple(flags_.actor_envs),
+                         actors_only=flags_.actors_only)
     print(format_table(rows, flags_.steps, flags_.repeats))
     if flags_.json:
         with open(flags_.json, 'w') as f:
@@ -242,14 +242,14 @@ if __name__ == '__main__':
     flags.DEFINE_integer('target_period', 10_000, 'C (Table 5); capped at --steps.')
     flags.DEFINE_integer('prepopulate', 1000, 'Untimed random steps before each configuration.')
     flags.DEFINE_list('modes', list(config_lib.MODE_SWITCHES), 'Modes to measure.')
-    flags.DEFINE_list('samplers', None, 'Sampler-thread counts (default: 1,2,4,8; 2,4,8 for '
+    flags.DEFINE_list('actors', None, 'Actor-thread counts (default: 1,2,4,8; 2,4,8 for '
                                        'synchronized and both, as in Table 1).')
     flags.DEFINE_string('game', 'pong', 'Atari game (section 5.1: Pong).')
     flags.DEFINE_string('json', None, 'Write {"rows": [...]} here.')
-    flags.DEFINE_list('sampler_envs', ['thread'], 'Where the samplers\' environments step '
-                      '(DQNConfig.sampler_envs): thread, process, vector, or several to compare.')
-    flags.DEFINE_bool('sampler_only', False, 'Time the samplers\' rounds alone (random actions, '
-                      'no inference, no training) for W = --samplers (default 1,2,4,8).')
+    flags.DEFINE_list('actor_envs', ['thread'], 'Where the actors\' environments step '
+                      '(DQNConfig.actor_envs): thread, process, vector, or several to compare.')
+    flags.DEFINE_bool('actors_only', False, 'Time the actors\' rounds alone (random actions, '
+                      'no inference, no training) for W = --actors (default 1,2,4,8).')
     flags.DEFINE_integer('repeats', 1, 'Rounds of the whole sequence; each row reports its '
                                        'median (steadier ratios on a noisy machine).')
     app.execute(main)

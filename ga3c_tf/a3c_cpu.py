@@ -13,11 +13,11 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from common.run import devices
-from common.run import processes
 from common.run import runner
 from common.run import scalars
-from common.run import segments
+from common.system import devices
+from common.system import processes
+from common.system import segments
 from common.units import async_learners
 from common.units import parameter_store
 from ga3c_tf import agent as agent_lib

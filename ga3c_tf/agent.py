@@ -14,7 +14,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from common.run import processes
+from common.system import processes
 
 SLOT_BITS = 16
 MAX_SLOTS = 1 << SLOT_BITS

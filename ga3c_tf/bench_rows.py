@@ -10,7 +10,7 @@ import os
 import time
 
 from common.launch import app
-from common.run import devices
+from common.system import devices
 from common.tools import timing
 
 GIN_FILE = os.path.join(app.PROJECT_ROOT, 'gin/ga3c/paper.gin')

@@ -8,7 +8,7 @@ import gin
 from common.envs import eval_protocols
 from common.launch import config as config_lib
 from common.learners import networks
-from common.run import checks
+from common.system import checks
 from ga3c_tf import buckets
 from ga3c_tf import dynamic
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.

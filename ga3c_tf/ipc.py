@@ -16,8 +16,8 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from common.run import processes
-from common.run import segments
+from common.system import processes
+from common.system import segments
 
 KEY_DTYPE = np.dtype('<u8')
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Linux); named in fcntl from Python 3.10 on Linux

@@ -7,8 +7,8 @@ import numpy as np
 from common.learners import actor_critic
 from common.run import runner
 from common.run import scalars
-from common.run import segments
 from common.run import tracker as tracker_lib
+from common.system import segments
 from ga3c_tf import learner as learner_lib
 from ga3c_tf.server import GA3CServer
 

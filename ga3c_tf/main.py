@@ -9,7 +9,7 @@ process_setup.configure()
 from common.launch import app
 from common.launch import entry
 from common.launch import memory_check as mem
-from common.run import devices
+from common.system import devices
 
 # Bindings whose names changed, read as their names today (GA3C's TIME_MAX is the horizon, the
 # word every paper's config uses); common.tools.reproduce reads published runs through it.

@@ -20,7 +20,7 @@ import time
 from absl import flags
 
 from common.launch import app
-from common.run import checks
+from common.system import checks
 from common.tools import speed_report
 from ga3c_tf import bench_rows
 from ga3c_tf import learner as learner_lib

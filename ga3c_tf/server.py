@@ -12,8 +12,8 @@ import time
 
 import numpy as np
 
-from common.run import processes
-from common.run import segments
+from common.system import processes
+from common.system import segments
 from ga3c_tf import agent as agent_lib
 from ga3c_tf import buckets
 from ga3c_tf import ipc

@@ -75,7 +75,7 @@ def network_rate(settings, extra=()):
 def seed_exact_rate(settings):
     """paac with RunConfig.seed_exact: TensorFlow's deterministic ops in this row's process
     (each row runs in its own), so its ratio to paac is what seed-exact runs cost."""
-    from common.run import devices  # pylint: disable=import-outside-toplevel
+    from common.system import devices  # pylint: disable=import-outside-toplevel
     devices.seed_exact()
     return paac_rate(settings, extra=['PAACConfig.seed_exact = True',
                                       'PAACConfig.log_every_steps = 10000'])

@@ -17,9 +17,9 @@ from common.launch import config as config_lib
 from common.learners import actor_critic
 from common.learners import networks
 from common.learners import optim
-from common.run import checks
 from common.scale import distribute
 from common.scale import multi_worker
+from common.system import checks
 from common.units import on_policy
 from common.units import samplers
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
@@ -123,10 +123,10 @@ class PAACConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_l
         self.validate_reuse(self.sampler, self.distribute, self.overlap_learning,
                             self.jit_compile)
 
-    def validate_cluster(self, num_cluster_workers):
+    def validate_cluster(self, num_machines):
         """Raises ConfigError unless the simulators and worker processes split evenly over a
         multi-worker cluster's workers (each samples its share)."""
-        config_lib.require_cluster_split(self.owner, num_cluster_workers,
+        config_lib.require_cluster_split(self.owner, num_machines,
                                          num_workers=self.num_workers, num_envs=self.num_envs)
 
     @property

@@ -19,7 +19,7 @@ from absl import flags
 
 from common.envs import pools
 from common.launch import app
-from common.run import checks
+from common.system import checks
 from common.tools import speed_report
 from common.units import on_policy
 from common.units import samplers

@@ -238,7 +238,7 @@ TINY_CARTPOLE = {
     'ga3c': ['GA3CConfig.env_config = @GymConfig()', "GA3CConfig.network = 'mlp'",
              'GA3CConfig.num_agents = 2', 'GA3CConfig.dynamic_settings = False'],
     'dqn': ['DQNConfig.env_config = @GymConfig()', "DQNConfig.network = 'mlp'",
-            'DQNConfig.num_samplers = 2', 'DQNConfig.target_period = 100',
+            'DQNConfig.num_actors = 2', 'DQNConfig.target_period = 100',
             'DQNConfig.replay_capacity = 1000', 'DQNConfig.prepopulate_steps = 100',
             'DQNConfig.eval_every_steps = 100000000'],
     'accel': ['AccelConfig.env_config = @GymConfig()', "AccelConfig.network = 'mlp'",

@@ -21,7 +21,7 @@ from accel_tf import algorithms as accel_algorithms
 from accel_tf import config as accel_config
 from common.envs import atari
 from common.launch import app
-from common.run import errors
+from common.system import errors
 
 ROOT = app.PROJECT_ROOT
 PAPERS = sorted(os.path.basename(os.path.dirname(path))[:-len('_tf')]
@@ -195,7 +195,7 @@ def test_a_missing_gin_file_is_named(paper, tmp_path, entry_point):
     ('dqn_tf.speedtest', ['--steps=abc'], '--steps=abc'),
     ('dqn_tf.reproduce', ['--steps=12'], '--steps=12; must be a positive multiple of 8'),
     ('dqn_tf.reproduce', ['--trials=1'], '--trials=1; must be >= 2'),
-    ('dqn_tf.reproduce', ['--sampler_envs=gpu'], '--sampler_envs=gpu; allowed: thread, process'),
+    ('dqn_tf.reproduce', ['--actor_envs=gpu'], '--actor_envs=gpu; allowed: thread, process'),
     ('dqn_tf.reproduce', ['--compute_dtypes=float32,float16'],
      '--compute_dtypes=float32,float16; allowed: a list without repeats of float32, bfloat16'),
     ('dqn_tf.reproduce', ['--compute_dtypes=bfloat16,bfloat16'], '--compute_dtypes=bfloat16,'),

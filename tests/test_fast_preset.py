@@ -10,7 +10,7 @@ import pytest
 
 from accel_tf import main
 from common.launch import app
-from common.run import devices
+from common.system import devices
 
 
 def _config(name):

@@ -59,8 +59,8 @@ def test_the_checker_sees_both_kinds_of_import(tmp_path):
     assert {'paac_tf', 'dqn_tf'} <= found
 
 
-@pytest.mark.parametrize('module', ['common.envs', 'common.run.processes', 'ga3c_tf.ipc',
-                                    'common.run.field_types', 'common.replay.prioritized',
+@pytest.mark.parametrize('module', ['common.envs', 'common.system.processes', 'ga3c_tf.ipc',
+                                    'common.system.field_types', 'common.replay.prioritized',
                                     'ga3c_tf.agent'])
 def test_what_workers_import_stays_free_of_tensorflow(module):
     code = f'import sys, {module}; print("tensorflow" in sys.modules)'
@@ -134,8 +134,8 @@ def test_the_tests_of_common_stand_in_its_role_folders():
 # The floors of common/, top first: a module imports only from its own folder and the floors
 # below; folders on one floor do not import each other. common/*.py (the commands) stand above
 # them all. docs/code_map.md draws the same order.
-FLOORS = (('tools',), ('launch',), ('units',), ('learners',), ('scale', 'replay', 'envs'),
-          ('run',))
+FLOORS = (('tools',), ('launch',), ('units',), ('learners',), ('run', 'scale', 'replay', 'envs'),
+          ('system',))
 
 
 def _floor_of(module):
@@ -179,11 +179,11 @@ def test_the_folders_of_common_import_only_down():
 
 def test_the_floor_check_sees_an_import_that_climbs(tmp_path):
     low = tmp_path / 'low.py'
-    low.write_text('from common.launch import app\nfrom common.run import errors\n')
+    low.write_text('from common.launch import app\nfrom common.system import errors\n')
     peer = tmp_path / 'peer.py'
     peer.write_text('from common.replay import replay\n')
     paths = {'common.run.probe': str(low), 'common.envs.probe': str(peer),
-             'common.launch.app': str(low), 'common.run.errors': str(low),
+             'common.launch.app': str(low), 'common.system.errors': str(low),
              'common.replay.replay': str(low)}
     found = _upward_imports(paths)
     assert 'common.run.probe -> common.launch.app' in found

@@ -13,7 +13,7 @@ from common import evaluate
 from common.envs import eval_protocols
 from common.envs import pools
 from common.launch import app
-from common.run import gin_text
+from common.system import gin_text
 from common.tools import run_files
 
 RESULTS = os.path.join(app.PROJECT_ROOT, 'docs', 'results')

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from common.launch import app
-from common.run import errors
+from common.system import errors
 from common.tools import run_files
 
 # Columns that are the clock's, not the run's: they differ between any two runs.

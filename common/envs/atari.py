@@ -15,7 +15,7 @@ import cv2
 import gin
 import numpy as np
 
-from common.run import field_types
+from common.system import field_types
 
 VARIANTS = ('nature', 'stooke')
 # How 'nature' scales the pooled 210x160 frame to screen_size: 'area' averages the pixels each

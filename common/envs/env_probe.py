@@ -12,8 +12,8 @@ import gin
 import numpy as np
 
 from common.envs import atari
-from common.run import file_writes
-from common.run import machine_load
+from common.system import file_writes
+from common.system import machine_load
 
 CACHE_DIR = os.path.join(os.path.expanduser('~'), '.cache', 'fast-rl-tf')
 
@@ -22,7 +22,7 @@ CACHE_DIR = os.path.join(os.path.expanduser('~'), '.cache', 'fast-rl-tf')
 def probe_seconds(seconds=10.0):
     """How long a probe steps (wall seconds); 0 records none."""
     if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or seconds < 0:
-        from common.run import errors  # pylint: disable=import-outside-toplevel
+        from common.system import errors  # pylint: disable=import-outside-toplevel
         raise errors.ConfigError(f'env_probe.seconds={seconds!r}; allowed: a number >= 0 '
                                  '(0: no probe)')
     return float(seconds)

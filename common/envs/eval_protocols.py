@@ -19,7 +19,7 @@ from typing import Optional
 
 import gin
 
-from common.run import checks
+from common.system import checks
 
 __all__ = ('EvalProtocol', 'BoundProtocol', 'PROTOCOLS', 'KINDS', 'Choice', 'resolve', 'require',
            'greedy')

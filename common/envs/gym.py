@@ -6,7 +6,7 @@ import gin
 import gymnasium
 import numpy as np
 
-from common.run import field_types
+from common.system import field_types
 
 __all__ = ('GymConfig', 'GymEnv')
 

@@ -14,9 +14,9 @@ import numpy as np
 
 from common.envs.pool_base import (GroupedPool, StepResult, _arrays, _check_common, _check_divides,
                                    _check_int, _EnvSlice, _layout, _result)
-from common.run import processes
-from common.run import segments
-from common.run.processes import WorkerDiedError
+from common.system import processes
+from common.system import segments
+from common.system.processes import WorkerDiedError
 
 # Worker commands and replies: one byte each, so a step costs one tiny pipe round trip.
 _STEP, _RESET, _CLOSE = b's', b'r', b'c'

@@ -15,15 +15,15 @@ from absl import flags
 from absl import logging
 import gin
 
-from common.run import errors
-from common.run import file_writes
-from common.run import gin_text
-from common.run import machine_load
 from common.run import operative_config
 from common.run import published
 from common.run import run_lock
 from common.run import run_record
 from common.run import superseded
+from common.system import errors
+from common.system import file_writes
+from common.system import gin_text
+from common.system import machine_load
 
 def define_flags():
     """Defines the flags every command takes (--gin_file, --gin_bindings, --run_dir, --verbose)
@@ -39,7 +39,7 @@ def define_flags():
                         'Run directory. Default: the newest runs/<paper>-<game>-<timestamp> '
                         'started by the same command (so rerunning resumes), else a new one.')
     flags.DEFINE_boolean('verbose', False,
-                         "Show TensorFlow's start-up logs (read by common/run/quiet_import.py "
+                         "Show TensorFlow's start-up logs (read by common/system/quiet_import.py "
                          'before TensorFlow loads; TF_CPP_MIN_LOG_LEVEL=0 does the same, '
                          '1-3 keep them hidden).')
 

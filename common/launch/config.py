@@ -14,11 +14,11 @@ import gin
 from common.envs import atari
 from common.envs import gym as gym_envs
 from common.envs import pools
-from common.run import checks
-from common.run import devices
-from common.run import errors
-from common.run import machine_load
 from common.scale.cluster import STRATEGIES
+from common.system import checks
+from common.system import devices
+from common.system import errors
+from common.system import machine_load
 from common.units import samplers
 
 # networks.COMPUTE_DTYPES, named here too: this module must not import TensorFlow.
@@ -55,7 +55,7 @@ class RunConfig:
     jit_compile: bool = False
     # 'bfloat16': the networks' torsos compute in bfloat16 on float32 variables, heads and losses
     # in float32 (common/learners/networks.py: COMPUTE_DTYPES); 'auto': bfloat16 where the CPU
-    # or GPU runs it natively, float32 elsewhere (common/run/devices.py native_dtype), said on
+    # or GPU runs it natively, float32 elsewhere (common/system/devices.py native_dtype), said on
     # the compute line. No paper's: 'float32'.
     compute_dtype: str = 'float32'
     # metrics.csv rows every this many env steps (at the first boundary at or past each
@@ -215,7 +215,7 @@ class RMSPropConfig:
 class DistributeConfig:
     """Several devices for one run (Stooke & Abbeel 2018, section 4.2): 'mirrored' splits every
     batch over num_replicas replicas (a GPU each, or logical CPU devices where there is no GPU;
-    more replicas than GPUs is refused: common/run/devices.py, mirrored_problem),
+    more replicas than GPUs is refused: common/system/devices.py, mirrored_problem),
     averages their gradients and applies one update to every replica's copy
     (common/scale/distribute.py); 'multi_worker': the same over the processes TF_CONFIG names, each
     with its own data; 'none': one device."""
@@ -291,13 +291,13 @@ def resolve_num_workers(owner, num_workers, num_envs, groups=1, cores=None):
     return fitting[-1]
 
 
-def require_cluster_split(owner, num_cluster_workers, **totals):
+def require_cluster_split(owner, num_machines, **totals):
     """Raises errors.ConfigError naming the first of a run's counts (simulators, environment
-    processes) that does not split evenly over a multi-worker cluster's workers."""
+    processes) that does not split evenly over a multi-worker cluster's machines."""
     for name, total in totals.items():
-        checks.require(total % num_cluster_workers == 0,
+        checks.require(total % num_machines == 0,
                        f'{owner}.{name}={total} does not split evenly over the '
-                       f'{num_cluster_workers} workers of the cluster')
+                       f'{num_machines} machines of the cluster')
 
 
 def resolve(config):

@@ -2,7 +2,7 @@
 
 A paper's main.py declares a Paper (how to configure it, train it and name what its checkpoints
 depend on) and calls main(PAPER); the sequence lives here once: configure (one-line errors
-before anything starts), process set-up, cluster, devices (common/run/devices.py: the GPUs
+before anything starts), process set-up, cluster, devices (common/system/devices.py: the GPUs
 each process may use, and one line naming them), run directory, train.
 """
 import dataclasses
@@ -13,10 +13,10 @@ from absl import flags
 from common.launch import app
 from common.launch import config as config_lib
 from common.launch import memory_check
-from common.run import devices
-from common.run import errors
 from common.run import session_stop
 from common.scale import cluster
+from common.system import devices
+from common.system import errors
 
 FLAGS = flags.FLAGS
 
@@ -65,11 +65,11 @@ def launch(paper):
         raise errors.ConfigError(f'--cluster/--task_index: {paper.name} runs on one machine; '
                                  'only papers with a multi_worker strategy take them')
     if found is not None and 'resume_from' in FLAGS and FLAGS.resume_from:
-        raise errors.ConfigError('--resume_from: a run over several workers resumes in place only '
+        raise errors.ConfigError('--resume_from: a run over several machines resumes in place only '
                                  '(a carried run goes on on one machine)')
     if found is not None and stop is not None:
-        raise errors.ConfigError('--stop_at_steps/--stop_at_score: a run over several workers ends '
-                                 'at its total_steps only (its workers must stop at one step)')
+        raise errors.ConfigError('--stop_at_steps/--stop_at_score: a run over several machines ends '
+                                 'at its total_steps only (its machines must stop at one step)')
     # Before the run directory and any op: the devices (and the one line naming them).
     devices.start_run(paper.compute(config) if paper.compute else None,
                       getattr(config, 'distribute', None),

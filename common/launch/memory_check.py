@@ -7,7 +7,7 @@ import numpy as np
 
 from absl import flags
 
-from common.run import errors
+from common.system import errors
 
 __all__ = ('Need', 'TF_PROCESS_BYTES', 'WORKER_PROCESS_BYTES', 'EMULATOR_BYTES',
            'observation_bytes', 'frame_bytes', 'replay_need', 'available_bytes', 'check',

@@ -3,16 +3,16 @@ configure() first, so that `import common` itself changes nothing in a library u
 
 Set here: the legacy Keras switch (tf-agents, the tests' oracle and a bench peer, reads
 tf.keras and needs tf-keras, which this package's networks import directly), TensorFlow's
-oneDNN CPU kernels, GPU memory growth (common/run/devices.py), and the quiet import of
+oneDNN CPU kernels, GPU memory growth (common/system/devices.py), and the quiet import of
 TensorFlow (unless --verbose or TF_CPP_MIN_LOG_LEVEL=0). The environment variables reach the
 worker processes a run spawns; the quiet import is installed in them by
-common/run/child_setup.py. No TensorFlow here.
+common/system/child_setup.py. No TensorFlow here.
 """
 import os
 import sys
 
-from common.run import devices
-from common.run import quiet_import
+from common.system import devices
+from common.system import quiet_import
 
 __all__ = ('configure',)
 

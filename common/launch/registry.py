@@ -11,7 +11,7 @@ import importlib
 import os
 
 from common.launch import app
-from common.run import errors
+from common.system import errors
 
 SUFFIX = '_tf'
 

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from common.run import file_writes
+from common.system import file_writes
 
 __all__ = ('REPLAY_DIR', 'META_FILE', 'FORMAT', 'ReplayFileError', 'WriteGuard', 'free_bytes',
            'disk_margin', 'write_directory', 'read_meta', 'load_array', 'copy_array_into',

@@ -1,3 +1,3 @@
-"""The ground floor: a run's records and its one loop (runner and tracker), checkpoints, metrics,
-the run lock and record, errors and value checks, processes, shared memory and devices; every
-other folder of common/ stands on it."""
+"""The run floor: a run's one loop (runner and tracker) and the files a run writes (checkpoints,
+metrics, the run lock and record, its carry, the operative config, what a resume supersedes,
+which folders are published records). Beside envs/, scale/ and replay/, on common/system/."""

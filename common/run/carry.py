@@ -22,11 +22,11 @@ import numpy as np
 import tensorflow as tf
 
 from common.run import checkpoint as checkpoint_lib
-from common.run import errors
-from common.run import file_writes
 from common.run import published
 from common.run import run_lock
 from common.run import run_record
+from common.system import errors
+from common.system import file_writes
 
 MANIFEST = published.CARRY_MANIFEST
 TENSORS = 'checkpoint.npz'

@@ -14,9 +14,9 @@ import sys
 
 import tensorflow as tf
 
-from common.run import errors
-from common.run import file_writes
 from common.run import published as published_runs
+from common.system import errors
+from common.system import file_writes
 
 CHECKPOINT_DIR = 'checkpoints'
 _INDEX_FILE = re.compile(r'^ckpt-(\d+)\.index$')

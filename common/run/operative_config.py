@@ -5,9 +5,9 @@ import os
 
 import gin
 
-from common.run import errors
-from common.run import file_writes
-from common.run import gin_text
+from common.system import errors
+from common.system import file_writes
+from common.system import gin_text
 
 OPERATIVE_CONFIG_FILE = 'operative_config.gin'
 

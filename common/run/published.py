@@ -5,7 +5,7 @@ would set its curve aside and overwrite its files; each refuses it in one line i
 the way to go on from it. No TensorFlow here."""
 import os
 
-from common.run import errors
+from common.system import errors
 
 # A published run's policy (common.results): its network's weights and the counters, nothing
 # else (no optimizer, no replay), as a checkpoint with this prefix in the published directory.

@@ -14,7 +14,7 @@ import os
 import socket
 import time
 
-from common.run import file_writes
+from common.system import file_writes
 
 LOCK_FILE = 'run.lock'
 _held = {}  # realpath of a run directory -> the open lock file of this process

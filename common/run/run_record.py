@@ -9,7 +9,7 @@ import os
 import subprocess
 import uuid
 
-from common.run import machine_load
+from common.system import machine_load
 
 SESSIONS = 'sessions'
 # In a session's record: the carried run it started from (common/run/carry.py's session_note).

@@ -20,10 +20,10 @@ A unit's hooks, all but advance() optional:
 import abc
 import contextlib
 
-from common.run import errors
 from common.run import operative_config
-from common.run import processes
 from common.run import superseded
+from common.system import errors
+from common.system import processes
 
 __all__ = ('Unit', 'train')
 

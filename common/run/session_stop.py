@@ -8,7 +8,7 @@ from typing import Optional
 
 from absl import flags
 
-from common.run import errors
+from common.system import errors
 
 __all__ = ('SessionStop', 'define_flags', 'from_flags')
 

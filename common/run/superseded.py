@@ -8,7 +8,7 @@ import io
 import math
 import os
 
-from common.run import file_writes
+from common.system import file_writes
 
 # The run format's step-indexed CSV files.
 STEP_FILES = ('metrics.csv', 'episodes.csv', 'eval.csv')

@@ -15,13 +15,13 @@ import time
 import tensorflow as tf
 
 from common.run import checkpoint as checkpoint_lib
-from common.run import errors
-from common.run import machine_load
 from common.run import metrics
 from common.run import run_record
 from common.run import scalars
 from common.run import session_stop as session_stop_lib
 from common.run import superseded
+from common.system import errors
+from common.system import machine_load
 
 __all__ = ('DIVERGENCE_STATS', 'DivergedError', 'finite_weights', 'RunTracker', 'SESSION_START',
            'frames_per_step', 'tracker_for')

@@ -7,7 +7,7 @@ import socket
 
 from absl import flags
 
-from common.run import errors
+from common.system import errors
 
 TF_CONFIG = 'TF_CONFIG'
 # How a run spreads over devices and machines (common/scale/distribute.py builds each).
@@ -21,51 +21,53 @@ def define_flags():
         return
     flags.DEFINE_list('cluster', None,
                       "Several machines (DistributeConfig.strategy = 'multi_worker'): every "
-                      "worker's host:port, the chief (which writes the run directory) first, the "
+                      "machine's host:port, the chief (which writes the run directory) first, the "
                       'same list on every machine. Sets TF_CONFIG; without it, TF_CONFIG as set '
                       'is used.')
     flags.DEFINE_integer('task_index', None, "This machine's place in --cluster (0: the chief).")
 
 
-def set_cluster(workers, task_index):
-    """Sets TF_CONFIG for worker task_index of the cluster workers ('host:port' each); worker 0
-    is the chief. ValueError naming a bad worker or index."""
-    _check(workers, task_index)
-    os.environ[TF_CONFIG] = json.dumps({'cluster': {'worker': list(workers)},
+def set_cluster(machines, task_index):
+    """Sets TF_CONFIG for machine task_index of the cluster's machines ('host:port' each, the
+    tasks of its 'worker' job); machine 0 is the chief. ValueError naming a bad address or
+    index."""
+    _check(machines, task_index)
+    os.environ[TF_CONFIG] = json.dumps({'cluster': {'worker': list(machines)},
                                         'task': {'type': 'worker', 'index': task_index}})
 
 
-def _check(workers, task_index):
-    if not workers:
-        raise ValueError('cluster: give at least one worker as host:port')
-    for worker in workers:
-        host, _, port = worker.rpartition(':')
+def _check(machines, task_index):
+    if not machines:
+        raise ValueError('cluster: give at least one machine as host:port')
+    for machine in machines:
+        host, _, port = machine.rpartition(':')
         if not host or not port.isdigit():
-            raise ValueError(f'cluster worker {worker!r} is not host:port')
-    if not 0 <= task_index < len(workers):
-        raise ValueError(f'task_index={task_index}; allowed: 0 to {len(workers) - 1} for '
-                         f'{len(workers)} workers')
+            raise ValueError(f'cluster machine {machine!r} is not host:port')
+    if not 0 <= task_index < len(machines):
+        raise ValueError(f'task_index={task_index}; allowed: 0 to {len(machines) - 1} for '
+                         f'{len(machines)} machines')
 
 
 def from_environment():
-    """(workers, task_index) of TF_CONFIG, None where it is not set; ValueError naming what is
-    wrong with it (not JSON, no workers, a chief or parameter servers, a bad index)."""
+    """(machines, task_index) of TF_CONFIG (its 'worker' job's addresses), None where it is not
+    set; ValueError naming what is wrong with it (not JSON, no worker job, a chief or parameter
+    servers, a bad index)."""
     text = os.environ.get(TF_CONFIG)
     if not text:
         return None
     try:
         spec = json.loads(text)
         cluster, task = spec['cluster'], spec['task']
-        workers, task_type, task_index = cluster['worker'], task['type'], int(task['index'])
+        machines, task_type, task_index = cluster['worker'], task['type'], int(task['index'])
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f'TF_CONFIG={text!r} is not {{"cluster": {{"worker": [...]}}, "task": '
                          f'{{"type": "worker", "index": i}}}} ({type(error).__name__}: {error})')
     others = sorted(set(cluster) - {'worker'})
     if others or task_type != 'worker':
-        raise ValueError(f'TF_CONFIG: only workers are supported (worker 0 is the chief), got '
-                         f'task type {task_type!r} and jobs {sorted(cluster)}')
-    _check(workers, task_index)  # left as the user wrote it (other keys, e.g. rpc_layer, stay)
-    return list(workers), task_index
+        raise ValueError(f"TF_CONFIG: only a 'worker' job is supported (its task 0 is the "
+                         f'chief), got task type {task_type!r} and jobs {sorted(cluster)}')
+    _check(machines, task_index)  # left as the user wrote it (other keys, e.g. rpc_layer, stay)
+    return list(machines), task_index
 
 
 def resolve(strategy, addresses=None, task_index=None):
@@ -80,13 +82,13 @@ def resolve(strategy, addresses=None, task_index=None):
         return None
     if addresses or task_index is not None:
         if not addresses or task_index is None:
-            raise ValueError('give both --cluster (every worker as host:port, the chief first) '
-                             'and --task_index (this worker\'s place in it)')
+            raise ValueError('give both --cluster (every machine as host:port, the chief first) '
+                             'and --task_index (this machine\'s place in it)')
         set_cluster(addresses, task_index)
     found = from_environment()
     if found is None:
         raise ValueError("DistributeConfig.strategy = 'multi_worker' needs --cluster and "
-                         '--task_index (or TF_CONFIG) naming the workers')
+                         '--task_index (or TF_CONFIG) naming the machines')
     return found
 
 
@@ -104,7 +106,7 @@ def configure(config, addresses=None, task_index=None):
 
 
 def free_ports(count):
-    """count localhost ports free now (bound, read, released), for workers started next."""
+    """count localhost ports free now (bound, read, released), for machines started next."""
     sockets = []
     try:
         for _ in range(count):

@@ -19,10 +19,10 @@ import os
 
 import tensorflow as tf
 
-from common.run import devices as devices_lib
-from common.run import errors
 from common.scale import cluster as cluster_lib
 from common.scale.cluster import STRATEGIES
+from common.system import devices as devices_lib
+from common.system import errors
 
 # What the collectives of a multi-worker run raise once a peer machine is gone (its heartbeats
 # stopped, its channel closed, the group aborted).
@@ -47,7 +47,7 @@ def make_strategy(kind, num_replicas):
     num_replicas of the GPUs this process sees (the others hidden from it, if TensorFlow has not
     made its devices yet), or where it sees none, over num_replicas logical CPU devices (made
     here likewise). More replicas than its GPUs (at least one) is refused: a ConfigError naming
-    both (common/run/devices.py, mirrored_problem)."""
+    both (common/system/devices.py, mirrored_problem)."""
     if kind not in STRATEGIES:
         raise ValueError(f'strategy={kind!r}; allowed: {", ".join(STRATEGIES)}')
     if kind == 'none':
@@ -82,7 +82,7 @@ def strategy_of(distribute_config):
     strategy = make_strategy(distribute_config.strategy, distribute_config.num_replicas)
     devices = ', '.join(strategy.extended.worker_devices)
     if distribute_config.strategy == 'multi_worker':
-        num_machines, index = worker_count_and_index(strategy)
+        num_machines, index = machine_count_and_index(strategy)
         print(f'multi_worker: machine {index} of {num_machines}, replicas on {devices}',
               flush=True)
     else:
@@ -113,9 +113,9 @@ def _multi_worker_strategy():
             implementation=implementation))
 
 
-def worker_count_and_index(strategy):
-    """(workers in the cluster, this worker's index) of a multi-worker strategy; (1, 0) for any
-    other (one process)."""
+def machine_count_and_index(strategy):
+    """(machines in the cluster, this machine's index: the tasks of TF_CONFIG's 'worker' job) of
+    a multi-worker strategy; (1, 0) for any other (one process)."""
     resolver = getattr(strategy, 'cluster_resolver', None)
     if resolver is None or not resolver.cluster_spec().as_dict():
         return 1, 0
@@ -258,7 +258,7 @@ def acting(strategy, act_fn, input_signature):
     local copy."""
     on_one_copy = tf.function(act_fn, input_signature=input_signature)
     if (strategy is None or strategy.num_replicas_in_sync == 1
-            or worker_count_and_index(strategy)[0] > 1):
+            or machine_count_and_index(strategy)[0] > 1):
         return on_one_copy
     num_replicas = strategy.num_replicas_in_sync
     on_every_replica = replicated(strategy, act_fn, (0,), input_signature, gather=True)

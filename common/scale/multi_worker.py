@@ -13,10 +13,10 @@ import dataclasses
 import re
 import tempfile
 
-from common.run import devices
-from common.run import errors
-from common.run import processes
 from common.scale import distribute
+from common.system import devices
+from common.system import errors
+from common.system import processes
 
 # Apart from any stream a run uses, so that machine i's actions are not machine 0's draws.
 _MACHINE_SEED_STRIDE = 1_000_003
@@ -31,7 +31,7 @@ class MachineShare:
 
     @classmethod
     def of(cls, strategy):
-        num_machines, task_index = distribute.worker_count_and_index(strategy)
+        num_machines, task_index = distribute.machine_count_and_index(strategy)
         return cls(num_machines, task_index)
 
     @property

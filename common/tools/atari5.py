@@ -48,7 +48,7 @@ import functools
 import math
 import os
 
-from common.run import errors
+from common.system import errors
 
 __all__ = ('SCORES_FILE', 'AGENT57', 'ATARI5', 'SUBSETS', 'Subset', 'games', 'random_and_human',
            'human_normalized', 'subset_estimate', 'atari5_estimate', 'atari3_estimate',

@@ -11,8 +11,8 @@ import sys
 
 from common.launch import app
 from common.launch import registry
-from common.run import errors
-from common.run import file_writes
+from common.system import errors
+from common.system import file_writes
 
 __all__ = ('checkpoint_steps', 'open_record', 'train', 'train_in_turn')
 

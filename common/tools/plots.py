@@ -34,7 +34,11 @@ FIGURES = (
     ('steps_per_sec.png', 'hours', 'steps_per_sec',
      "training hours (the run's own clock)", 'environment steps per second'),
 )
-X_SCALE = {'frames': 1e-6, 'hours': 1.0}
+X_SCALE = {'frames': 1e-6, 'hours': 1.0, 'env_steps': 1e-6}
+# Drawn where a run has the column (metrics.csv's rss_mb, since 2026-12-06): memory over a run,
+# where a leak shows (common.compare --plot).
+MEMORY_FIGURE = ('rss_mb.png', 'env_steps', 'rss_mb', 'environment steps (millions)',
+                 "resident memory of the run's process tree (MB)")
 
 
 # metrics.csv's last column: on each session's first row 'new', 'resumed' or 'carried' (resumed
@@ -55,7 +59,7 @@ def load_run(run_dir, label):
     """
     rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')))
     columns = {name: [run_files.number(row.get(name)) for row in rows]
-               for name in ('env_steps', 'frames', 'score_mean_100', 'steps_per_sec')}
+               for name in ('env_steps', 'frames', 'score_mean_100', 'steps_per_sec', 'rss_mb')}
     evals = run_files.read_csv(os.path.join(run_dir, 'eval.csv'))
     columns['hours'] = run_clock.own_hours(rows, run_clock.read_cores(run_dir), evals)
     frames_per_step = 1.0
@@ -237,6 +241,23 @@ def plot_runs(runs, out_dir, title=None, suffix=''):
     """Writes the FIGURES for runs (from load_run, all of one game) into out_dir, each file name
     with suffix before its .png; returns the paths."""
     return _write_figures(out_dir, suffix, lambda *figure: draw(runs, *figure, title))
+
+
+def plot_memory(runs, out_dir, title=None, suffix=''):
+    """Writes MEMORY_FIGURE for the runs (from load_run) that recorded rss_mb into out_dir;
+    returns its path, None when no run has the column."""
+    recorded = [run for run in runs
+                if any(not math.isnan(value) for value in run['metrics']['rss_mb'])]
+    if not recorded:
+        return None
+    file_name, *figure = MEMORY_FIGURE
+    drawn = draw(recorded, *figure, title)
+    stem, extension = os.path.splitext(file_name)
+    path = os.path.join(out_dir, stem + suffix + extension)
+    os.makedirs(out_dir, exist_ok=True)
+    drawn.savefig(path)
+    plt.close(drawn)
+    return path
 
 
 def plot_by_paper(runs_by_paper, out_dir, title=None, suffix=''):

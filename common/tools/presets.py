@@ -12,8 +12,8 @@ import gin
 from common.envs import atari
 from common.launch import app
 from common.launch import registry
-from common.run import checks
-from common.run import errors
+from common.system import checks
+from common.system import errors
 
 __all__ = ('game_binding', 'paper_of', 'configure_game')
 

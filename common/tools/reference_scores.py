@@ -18,7 +18,7 @@ import math
 import os
 
 from common.launch import app
-from common.run import errors
+from common.system import errors
 from common.tools import atari5
 
 # The scores whose time to reach is tabulated (common.results, common.sweep), per game; any other

@@ -10,8 +10,8 @@ import gin
 
 from common.launch import app
 from common.launch import registry
-from common.run import errors
-from common.run import gin_text
+from common.system import errors
+from common.system import gin_text
 
 # A published run's record of the repository preset that reproduces it with today's code:
 # {"gin_files": [...under gin/], "gin_bindings": [the game, the seed], "started_as": the command}.

@@ -6,9 +6,9 @@ import os
 import re
 
 from common.launch import app
-from common.run import errors
-from common.run import machine_load
 from common.run import run_record
+from common.system import errors
+from common.system import machine_load
 
 # The environment a run trained on, as its operative_config.gin records it.
 _ENV_PATTERN = re.compile(r"^(?:AtariConfig\.game|GymConfig\.env_id) = '([^']+)'", re.MULTILINE)
@@ -55,7 +55,7 @@ def run_label(run_dir):
 
 def machines(run_dir):
     """The machines the run's sessions ran on (run.json), each described once in the order
-    first met (common.run.machine_load.describe); [] if unrecorded."""
+    first met (common.system.machine_load.describe); [] if unrecorded."""
     try:
         recorded = app.read_json(os.path.join(run_dir, app.RUN_FILE)) or {}
     except errors.ConfigError:

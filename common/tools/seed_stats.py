@@ -8,7 +8,7 @@ import re
 import numpy as np
 from scipy import stats
 
-from common.run import errors
+from common.system import errors
 from common.tools import reference_scores
 
 REPS = 50_000  # rliable's default number of bootstrap repetitions

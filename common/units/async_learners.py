@@ -21,12 +21,12 @@ import time
 import numpy as np
 import tensorflow as tf
 
-from common.run import devices
-from common.run import processes
 from common.run import runner
-from common.run import segments
 from common.run import tracker as tracker_lib
-from common.run.processes import ON_LEARNER_DEATH
+from common.system import devices
+from common.system import processes
+from common.system import segments
+from common.system.processes import ON_LEARNER_DEATH
 from common.units import parameter_store
 
 POLL_SECONDS = 0.5
@@ -78,7 +78,7 @@ def _learner_main(index, open_actor_learner, config, handle, seed, reports, stop
 
 
 class LearnerProcesses:
-    """num_learners processes running open_actor_learner's actor-learners on the store of
+    """num_actor_learners processes running open_actor_learner's actor-learners on the store of
     handle; close() (or leaving the with block) stops and ends them all. A learner that fails or
     dies ends the run (on_death 'stop'), or is left out with a message while others remain
     ('continue'; the store frees the locks it held: common/units/parameter_store.py). The
@@ -87,11 +87,11 @@ class LearnerProcesses:
     (section 4.3: a learner per device), else GPUs are shared, shared_gpu_memory_mb each
     (devices.learner_gpus); on the CPU on a machine without GPUs."""
 
-    def __init__(self, open_actor_learner, config, handle, num_learners, seed, on_death='stop',
+    def __init__(self, open_actor_learner, config, handle, num_actor_learners, seed, on_death='stop',
                  shared_gpu_memory_mb=devices.SHARED_GPU_MEMORY_MB):
         if on_death not in ON_LEARNER_DEATH:
             raise ValueError(f'on_death={on_death!r}; allowed: {", ".join(ON_LEARNER_DEATH)}')
-        gpus = devices.learner_gpus(num_learners, shared_gpu_memory_mb)
+        gpus = devices.learner_gpus(num_actor_learners, shared_gpu_memory_mb)
         context = multiprocessing.get_context('spawn')
         self.reports = context.Queue()
         self.stop_event = context.Event()
@@ -102,7 +102,7 @@ class LearnerProcesses:
         self._removed = set()  # lost learners whose segments are removed
         self._closed = False
         try:
-            for index in range(num_learners):
+            for index in range(num_actor_learners):
                 self._prefixes.append(segments.child_prefix())
                 # Not daemonic: each learner starts its own environment worker processes.
                 process = context.Process(
@@ -240,10 +240,10 @@ class _Session:
                 self.store.close()
 
 
-def train(config, run_dir, model, open_actor_learner, num_learners, num_chunks, slot_initial_values,
+def train(config, run_dir, model, open_actor_learner, num_actor_learners, num_chunks, slot_initial_values,
           stat_names, on_learner_death='stop',
           shared_gpu_memory_mb=devices.SHARED_GPU_MEMORY_MB):
-    """Runs num_learners actor-learners of open_actor_learner on a central store of model's
+    """Runs num_actor_learners actor-learners of open_actor_learner on a central store of model's
     parameters (and the slots of slot_initial_values) until config.total_steps (RunConfig
     fields), logging the mean of each of stat_names over the actor-learners' reports, resuming
     from run_dir's checkpoint.
@@ -259,7 +259,7 @@ def train(config, run_dir, model, open_actor_learner, num_learners, num_chunks, 
         store = create_store(variables, state, num_chunks)
         try:
             # A resumed run continues with fresh environments, seeded apart from the first.
-            learners = LearnerProcesses(open_actor_learner, config, store.handle, num_learners,
+            learners = LearnerProcesses(open_actor_learner, config, store.handle, num_actor_learners,
                                         seed=config.seed + tracker.env_steps,
                                         on_death=on_learner_death,
                                         shared_gpu_memory_mb=shared_gpu_memory_mb)

@@ -18,8 +18,8 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from common.run import processes
-from common.run import segments
+from common.system import processes
+from common.system import segments
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,7 @@ from accel_tf import kinds
 from accel_tf import main as accel_main
 from common.launch import app
 from common.launch import config as common_config
-from common.run import errors
+from common.system import errors
 
 ROOT = app.PROJECT_ROOT
 # The sections each kind's code reads from the config, besides AccelConfig.

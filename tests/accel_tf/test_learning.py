@@ -45,14 +45,14 @@ PPO = dict(algorithm='ppo', envs_per_worker=16, horizon=16, total_steps=100_000,
 # Two learner processes, each with its own worker process (process pools: the actor-learners'
 # pools are opened in the learner processes); A3C's actor-learners of 16 environments as the
 # paper's.
-A3C = dict(algorithm='a3c', num_learners=2, envs_per_worker=16, horizon=5, total_steps=250_000,
+A3C = dict(algorithm='a3c', num_actor_learners=2, envs_per_worker=16, horizon=5, total_steps=250_000,
            optimizer='rmsprop', learning_rate=2e-3, rmsprop_epsilon=1e-3,
            rmsprop_epsilon_inside_sqrt=False, rmsprop_initial_mean_square=0.0,
            checkpoint_every_steps=50_000, seed=0,
            actor_critic=sections.ActorCriticConfig(entropy_coef=0.01, value_loss_coef=0.25,
                                                    clip_norm=1.0),
            async_learners=sections.AsyncLearnersConfig())
-APPO = dict(algorithm='appo', num_learners=2, envs_per_worker=8, horizon=32,
+APPO = dict(algorithm='appo', num_actor_learners=2, envs_per_worker=8, horizon=32,
             total_steps=250_000, optimizer='adam', learning_rate=1e-3,
             checkpoint_every_steps=50_000, seed=0,
             actor_critic=sections.ActorCriticConfig(gae_lambda=0.95, entropy_coef=0.01,
@@ -89,5 +89,5 @@ def test_learns_cartpole(tmp_path, settings, kept_checkpoint_scores):
     scores = kept_checkpoint_scores(kinds.build_learner(config), config.env_config,
                                     tmp_path)
     print(f"{settings['algorithm']} CartPole: mean over 20 episodes by checkpoint step {scores}")
-    assert len(scores) == (3 if 'num_learners' in settings else 1), scores
+    assert len(scores) == (3 if 'num_actor_learners' in settings else 1), scores
     assert max(scores.values()) >= 400, scores

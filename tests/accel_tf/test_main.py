@@ -11,7 +11,7 @@ from accel_tf import kinds
 from accel_tf import main as accel_main
 from common.launch import app
 from common.learners import optim
-from common.run import errors
+from common.system import errors
 from common.tools import run_files
 
 CARTPOLE_BINDINGS = [
@@ -96,9 +96,9 @@ APPO = ["AccelConfig.algorithm = 'appo'", 'AccelConfig.anneal_learning_rate = Fa
     (['PPOConfig.ratio_clip = 1.5'], 'PPOConfig.ratio_clip'),
     (['RMSProp.epsilon = 0.5'], 'bind AccelConfig.rmsprop_epsilon instead'),
     (APPO + ['AsyncLearnersConfig.num_chunks = 0'], 'AsyncLearnersConfig.num_chunks'),
-    (['AccelConfig.num_learners = 0'], 'AccelConfig.num_learners'),
+    (['AccelConfig.num_actor_learners = 0'], 'AccelConfig.num_actor_learners'),
     # One learner but for the asynchronous algorithms: a second would be ignored.
-    (['AccelConfig.num_learners = 2'], "AccelConfig.num_learners=2; algorithm='ppo' trains one "
+    (['AccelConfig.num_actor_learners = 2'], "AccelConfig.num_actor_learners=2; algorithm='ppo' trains one "
                                        'learner'),
     (A3C_ON_A2C + ["AccelConfig.optimizer = 'adam'"],
      "algorithm='a3c' updates the central store with 'rmsprop' only"),
@@ -363,7 +363,7 @@ def test_async_bench_rows_count_both_learners_steps(process_tree):
         result = row(settings)
         assert result['steps_per_sec'] > 0, name
         assert result['min'] <= result['median'] <= result['max']
-        assert gin.query_parameter('AccelConfig.num_learners') == 2
+        assert gin.query_parameter('AccelConfig.num_actor_learners') == 2
         assert gin.query_parameter('AccelConfig.envs_per_worker') == 2  # 8 over 2 x 2 workers
     assert not process_tree.leaked_shm(shm_before)
 
@@ -383,3 +383,15 @@ def test_the_mirrored_bench_row_runs_on_cpu_devices_unless_each_replica_has_a_gp
     assert calls[-1] == ('a2c_pong', ("DistributeConfig.strategy = 'mirrored'",
                                       'DistributeConfig.num_replicas = 2'))
     assert ('hidden' in calls) == hidden
+
+
+def test_num_learners_is_read_as_num_actor_learners_with_a_notice(capsys):
+    """A learner is the object that updates; each asynchronous process iterates an
+    actor-learner (docs/code_map.md, Words): the old name still works, said in one line."""
+    capsys.readouterr()
+    preset = os.path.join(app.PROJECT_ROOT, 'gin', 'accel', 'a3c_pong.gin')
+    config = accel_main.configure([preset], ['AccelConfig.num_learners = 3'])
+    assert config.num_actor_learners == 3
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: AccelConfig.num_learners (--gin_bindings='AccelConfig.num_learners = 3') is "
+        'read as AccelConfig.num_actor_learners, its name now']

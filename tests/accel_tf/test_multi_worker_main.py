@@ -12,8 +12,8 @@ import pytest
 
 from accel_tf import main as accel_main
 from common.launch import app
-from common.run import errors
 from common.scale import cluster
+from common.system import errors
 
 BINDINGS = [
     'AccelConfig.env_config = @GymConfig()',
@@ -184,7 +184,7 @@ def test_cluster_flags_are_checked_before_anything_starts(monkeypatch):
     with pytest.raises(errors.ConfigError, match="'multi_worker' needs --cluster and --task_index"):
         cluster.configure(config)
     with pytest.raises(errors.ConfigError, match='num_workers=2 does not split evenly over the 3 '
-                                              'workers'):
+                                              'machines'):
         cluster.configure(config, ['a:1', 'b:2', 'c:3'], 0)
     assert cluster.configure(config, ['a:1', 'b:2'], 1) == (['a:1', 'b:2'], 1)
     config = accel_main.configure([PRESET], BINDINGS[:-1])
@@ -192,7 +192,7 @@ def test_cluster_flags_are_checked_before_anything_starts(monkeypatch):
         cluster.configure(config, ['a:1', 'b:2'], 1)
 
 
-def test_a_session_stop_is_refused_over_several_workers_before_anything_starts(tmp_path, errors_in):
+def test_a_session_stop_is_refused_over_several_machines_before_anything_starts(tmp_path, errors_in):
     """Each worker would stop on its own count and episodes; the collectives need one step."""
     result = subprocess.run(
         [sys.executable, '-m', 'accel_tf.main', f'--gin_file={PRESET}', '--run_dir=run',
@@ -203,5 +203,5 @@ def test_a_session_stop_is_refused_over_several_workers_before_anything_starts(t
     error_lines = errors_in(result.stderr)
     assert result.returncode == 2 and len(error_lines) == 1, result.stderr[-2000:]
     assert '--stop_at_steps/--stop_at_score' in error_lines[0]
-    assert 'several workers' in error_lines[0]
+    assert 'several machines' in error_lines[0]
     assert not (tmp_path / 'run').exists()

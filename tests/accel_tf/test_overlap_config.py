@@ -5,7 +5,7 @@ import pytest
 from accel_tf import config as config_lib
 from accel_tf import sections
 from common.envs import gym as gym_envs
-from common.run import errors
+from common.system import errors
 
 
 def _config(**fields):
@@ -17,7 +17,7 @@ def test_a2c_takes_overlap_learning_and_a3c_is_refused():
     _config(algorithm='a2c', actor_critic=sections.ActorCriticConfig()).validate()
     with pytest.raises(errors.ConfigError, match=r"overlap_learning=True; algorithm='a3c' does "
                                                  r"not sample then learn \(allowed for: a2c, ppo\)"):
-        _config(algorithm='a3c', num_learners=2, actor_critic=sections.ActorCriticConfig(),
+        _config(algorithm='a3c', num_actor_learners=2, actor_critic=sections.ActorCriticConfig(),
                 async_learners=sections.AsyncLearnersConfig()).validate()
 
 

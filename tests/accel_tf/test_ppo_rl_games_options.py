@@ -20,7 +20,7 @@ from accel_tf import sections
 from common.envs import gym as gym_envs
 from common.launch import app
 from common.learners import optim
-from common.run import errors
+from common.system import errors
 from common.units import on_policy
 
 HORIZON, NUM_ENVS = 6, 4

@@ -21,7 +21,7 @@ from common.envs import pools
 from common.launch import app
 from common.learners import optim
 from common.replay import prioritized_replay
-from common.run import errors
+from common.system import errors
 from common.tools import run_files
 from common.units import off_policy
 from common.units import samplers

@@ -52,7 +52,7 @@ def pong_run(tmp_path_factory):
 def fake_driver(tmp_path, monkeypatch):
     """fake(version_line): an NVIDIA driver on this machine, its /proc file faked to hold
     version_line, nvidia-smi not on PATH; returns the file's path."""
-    from common.run import devices  # pylint: disable=import-outside-toplevel
+    from common.system import devices  # pylint: disable=import-outside-toplevel
 
     def fake(version_line):
         version = tmp_path / 'version'

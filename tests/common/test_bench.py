@@ -155,7 +155,7 @@ def _check_every_row_accepts(workers):
                                num_threads=workers)
     rows = [accel_rows.configure_row(settings, 'a2c_pong', 'alternating'),
             accel_rows.configure_row(dict(settings, num_envs=16), 'a3c_pong', 'synchronized',
-                                     ['AccelConfig.num_learners = 2']),
+                                     ['AccelConfig.num_actor_learners = 2']),
             accel_rows.configure_row(settings, 'a2c_pong', 'synchronized', [
                 "DistributeConfig.strategy = 'mirrored'", 'DistributeConfig.num_replicas = 2'])]
     assert [config.num_envs for config in rows] == [32, 16, 32]
@@ -168,7 +168,7 @@ def test_the_default_worker_count_is_one_every_row_accepts(monkeypatch, cpu_coun
     the pools (a divisor), the alternating sampler (even), the asynchronous rows (a divisor of
     the 16 per learner); on one core it is 2, not the 1 the alternating sampler refuses. The
     CPU count itself, the old default, is refused on all but 2, 4 and 16 cores."""
-    from common.run import errors
+    from common.system import errors
     monkeypatch.setattr(bench.os, 'cpu_count', lambda: cpu_count)
     monkeypatch.setattr(bench.os, 'sched_getaffinity', lambda pid: set(range(cpu_count)),
                         raising=False)

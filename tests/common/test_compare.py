@@ -10,7 +10,7 @@ import pytest
 
 from common import compare
 from common.launch import app
-from common.run import errors
+from common.system import errors
 from common.tools import run_files
 
 
@@ -108,6 +108,25 @@ def test_plot_draws_one_line_per_run_and_the_evaluation_points(tmp_path):
     assert figure.get_size_inches()[0] * figure.dpi == 800 + 320  # the legend beside
     rates = plots.draw(runs, 'hours', 'steps_per_sec', 'hours', 'steps/s')
     assert len(rates.axes[0].lines) == 2  # no evaluation markers on the throughput figure
+
+
+def test_the_memory_figure_draws_the_runs_that_recorded_it(tmp_path):
+    """rss_mb against env steps, a line per run that has the column; no figure without one."""
+    from common.tools import plots
+    _write_run(str(tmp_path / 'old'), 'paac', [(60, 100, 400, 1, 0, -20.5, 50)])
+    run_dir = str(tmp_path / 'new')
+    _write_run(run_dir, 'paac', [])
+    with open(os.path.join(run_dir, 'metrics.csv'), 'w') as f:
+        f.write('wall_time,env_steps,frames,updates,episodes,score_mean_100,steps_per_sec,rss_mb\n'
+                '60,1000000,4000000,1,0,-20.5,50,1500.5\n120,2000000,8000000,2,1,-20.0,60,1510\n')
+    runs = [plots.load_run(str(tmp_path / name), name) for name in ('old', 'new')]
+    assert plots.plot_memory(runs[:1], str(tmp_path / 'plots')) is None
+    path = plots.plot_memory(runs, str(tmp_path / 'plots'), suffix='-pong')
+    assert path == str(tmp_path / 'plots' / 'rss_mb-pong.png') and os.path.isfile(path)
+    figure = plots.draw(runs[1:], *plots.MEMORY_FIGURE[1:])
+    (line,) = figure.axes[0].lines
+    np.testing.assert_allclose(line.get_xdata(), [1.0, 2.0])  # millions of steps
+    np.testing.assert_allclose(line.get_ydata(), [1500.5, 1510.0])
 
 
 def test_cli_plot_writes_three_pngs_and_names_a_bad_directory_among_good_ones(tmp_path, errors_in):

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from common import doctor
 from common.launch import app
-from common.run import devices
+from common.system import devices
 
 SMI_HEADER = ['| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4     |']
 SMI_GPUS = ['0, GPU-aaaa, NVIDIA H100 80GB HBM3, 81559, 70001, 550.54.15',

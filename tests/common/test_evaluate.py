@@ -16,7 +16,7 @@ from common.envs import atari
 from common.envs import eval_protocols
 from common.envs import gym as gym_envs
 from common.launch import app
-from common.run import errors
+from common.system import errors
 from common.tools import run_files
 
 PROTOCOLS = eval_protocols.PROTOCOLS

@@ -13,7 +13,7 @@ from common import evaluate
 from common import export
 from common.launch import app
 from common.run import checkpoint as checkpoint_lib
-from common.run import errors
+from common.system import errors
 
 # Loads each SavedModel with TensorFlow alone (no project path, no legacy-Keras switch) and runs
 # it on the saved inputs; fails if anything of the project was imported.

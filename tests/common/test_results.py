@@ -13,7 +13,7 @@ from common import results
 from common import watch
 from common.launch import app
 from common.run import checkpoint as checkpoint_lib
-from common.run import errors
+from common.system import errors
 from common.tools import plots
 from common.tools import run_files
 

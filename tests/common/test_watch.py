@@ -17,7 +17,7 @@ from common.envs import atari
 from common.envs import gym as gym_envs
 from common.launch import app
 from common.run import checkpoint as checkpoint_lib
-from common.run import errors
+from common.system import errors
 
 CARTPOLE_SCREEN = (400, 600)  # gymnasium's CartPole rgb_array render, (height, width)
 

@@ -18,14 +18,14 @@ from tf_agents.utils import common as tfa_common
 
 from common import evaluate
 from common.envs import gym as gym_envs
-from common.run import errors
+from common.system import errors
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
 from dqn_tf import trainer as trainer_lib
 
 
 def _cartpole_config(**overrides):
-    values = dict(env_config=gym_envs.GymConfig('CartPole-v1'), num_samplers=2, total_steps=2000,
+    values = dict(env_config=gym_envs.GymConfig('CartPole-v1'), num_actors=2, total_steps=2000,
                   batch_size=32, replay_capacity=10_000, target_period=200, train_period=4,
                   prepopulate_steps=200, network='mlp', epsilon_decay_steps=1000,
                   eval_every_steps=0, seed=3)
@@ -149,7 +149,7 @@ def test_epsilon_schedule_is_linear_then_flat():
                                                       (False, True), (True, True)])
 def test_modes_train_c_over_f_minibatches_per_period_and_act_with_the_right_network(
         concurrent, synchronized):
-    config = _cartpole_config(concurrent=concurrent, synchronized=synchronized, num_samplers=4,
+    config = _cartpole_config(concurrent=concurrent, synchronized=synchronized, num_actors=4,
                               target_period=200)
     learner = dqn.build_learner(config)
     with dqn.FastDQN(config, learner, seed=0) as fast_dqn:
@@ -195,7 +195,7 @@ def test_replayed_transitions_follow_cartpole_dynamics(concurrent, synchronized)
 
 
 def _weights_after_training(concurrent, synchronized, seed):
-    config = _cartpole_config(concurrent=concurrent, synchronized=synchronized, num_samplers=4,
+    config = _cartpole_config(concurrent=concurrent, synchronized=synchronized, num_actors=4,
                               seed=seed, total_steps=3000, target_period=400)
     learner = dqn.build_learner(config)
     with dqn.FastDQN(config, learner, seed=seed) as fast_dqn:
@@ -243,7 +243,7 @@ class _FailingEnv:
 
 
 def test_a_failing_actor_stops_the_run_and_every_thread(monkeypatch):
-    config = _cartpole_config(concurrent=True, synchronized=True, num_samplers=2)
+    config = _cartpole_config(concurrent=True, synchronized=True, num_actors=2)
     monkeypatch.setattr(gym_envs.GymConfig, 'make', lambda self, seed: _FailingEnv(150))
     learner = dqn.build_learner(config)
     with pytest.raises(RuntimeError, match='failed') as raised:
@@ -255,8 +255,8 @@ def test_a_failing_actor_stops_the_run_and_every_thread(monkeypatch):
 
 
 def test_invalid_values_are_named():
-    with pytest.raises(errors.ConfigError, match='target_period=1000 .* num_samplers=3'):
-        _cartpole_config(target_period=1000, num_samplers=3, total_steps=3000)
+    with pytest.raises(errors.ConfigError, match='target_period=1000 .* num_actors=3'):
+        _cartpole_config(target_period=1000, num_actors=3, total_steps=3000)
     with pytest.raises(errors.ConfigError, match='train_period'):
         _cartpole_config(target_period=200, train_period=3)
     with pytest.raises(errors.ConfigError, match='batch_size'):
@@ -311,7 +311,7 @@ def test_dqn_learns_cartpole():
     0-9 under the default kernels, ONEDNN_MAX_CPU_ISA=AVX2 and TF_ENABLE_ONEDNN_OPTS=0: all 30
     reached 400 by step 10,000, and 30 runs with unseeded weights all by step 9,000."""
     config = _cartpole_config(
-        num_samplers=2, concurrent=True, synchronized=True, total_steps=50_000,
+        num_actors=2, concurrent=True, synchronized=True, total_steps=50_000,
         batch_size=64, replay_capacity=50_000, target_period=500, train_period=1,
         prepopulate_steps=1000, learning_rate=5e-4, huber_delta=10.0,
         epsilon_decay_steps=10_000, final_epsilon=0.02, double_dqn=True, seed=2,

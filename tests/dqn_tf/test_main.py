@@ -26,7 +26,7 @@ CARTPOLE_BINDINGS = [
     'DQNConfig.env_config = @GymConfig()',
     "GymConfig.env_id = 'CartPole-v1'",
     "DQNConfig.network = 'mlp'",
-    'DQNConfig.num_samplers = 2',
+    'DQNConfig.num_actors = 2',
     'DQNConfig.total_steps = 400',
     'DQNConfig.target_period = 100',
     'DQNConfig.replay_capacity = 1000',
@@ -67,18 +67,18 @@ def test_presets_hold_the_papers_values():
     protocol = config.evaluation_protocol()  # section 5.2; the cap the authors' code's
     assert (config.eval_every_steps, config.eval_protocol, protocol.episodes, protocol.epsilon,
             protocol.noop_max, protocol.max_frames) == (250_000, 'fast_dqn', 30, 0.05, 30, 108_000)
-    assert (config.mode, config.num_samplers, config.network) == ('both', 8, 'nature')
+    assert (config.mode, config.num_actors, config.network) == ('both', 8, 'nature')
     env = config.env_config
     assert (env.game, env.noop_max, env.episodic_life, env.clip_rewards,
             env.max_episode_steps) == ('pong', 30, True, True, 27_000)
     assert env.resize == 'linear'  # the authors' run_dqn.py --interp default
     standard = dqn_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/dqn/pong.gin'),
                                    os.path.join(app.PROJECT_ROOT, 'gin/dqn/standard.gin')], [])
-    assert (standard.mode, standard.num_samplers) == ('standard', 1)
+    assert (standard.mode, standard.num_actors) == ('standard', 1)
 
 
 @pytest.mark.parametrize('binding, named', [
-    ('DQNConfig.num_samplers = 3', 'num_samplers=3'),
+    ('DQNConfig.num_actors = 3', 'num_actors=3'),
     ('DQNConfig.batch_size = 0', 'batch_size'),
     ("AtariConfig.game = 'pongg'", 'pongg'),
     ('DQNConfig.num_workerz = 3', 'num_workerz'),
@@ -160,12 +160,12 @@ def test_pong_runs_with_eight_actor_threads_and_exits_cleanly(tmp_path):
 
 def test_speedtest_writes_the_ratio_table(tmp_path):
     path = tmp_path / 'speed.json'
-    result = _run('dqn_tf.speedtest', ['--steps=16', '--modes=standard,both', '--samplers=1',
+    result = _run('dqn_tf.speedtest', ['--steps=16', '--modes=standard,both', '--actors=1',
                                        '--prepopulate=64', '--repeats=3', f'--json={path}'],
                   cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = json.loads(path.read_text())['rows']
-    assert [(row['mode'], row['samplers']) for row in rows] == [
+    assert [(row['mode'], row['actors']) for row in rows] == [
         ('standard', 1), ('both', 1), ('learner-only', 0)]
     assert rows[0]['speedup'] == 1.0
     learner_rounds = rows[-1]['round_seconds']
@@ -178,26 +178,26 @@ def test_speedtest_writes_the_ratio_table(tmp_path):
     assert rows[-1]['vs_learner'] == 1.0
     assert all(row['seconds'] > 0 and row['speedup'] > 0 for row in rows)
     assert 'speedup' in result.stdout and 'learner-only' in result.stdout
-    bad = _run('dqn_tf.speedtest', ['--steps=10', '--samplers=4'], cwd=tmp_path)
+    bad = _run('dqn_tf.speedtest', ['--steps=10', '--actors=4'], cwd=tmp_path)
     assert bad.returncode == 2 and 'steps=10' in bad.stderr
 
 
 def test_speedtest_times_the_sampler_rounds_alone_in_threads_and_processes(tmp_path):
     path = tmp_path / 'samplers.json'
-    result = _run('dqn_tf.speedtest', ['--sampler_only', '--samplers=1,2', '--steps=8',
-                                       '--prepopulate=32', '--sampler_envs=thread,process',
+    result = _run('dqn_tf.speedtest', ['--actors_only', '--actors=1,2', '--steps=8',
+                                       '--prepopulate=32', '--actor_envs=thread,process',
                                        f'--json={path}'], cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     rows = json.loads(path.read_text())['rows']
-    assert [(row['mode'], row['samplers'], row['sampler_envs']) for row in rows] == [
-        ('sampler-only', 1, 'thread'), ('sampler-only', 1, 'process'),
-        ('sampler-only', 2, 'thread'), ('sampler-only', 2, 'process')]
+    assert [(row['mode'], row['actors'], row['actor_envs']) for row in rows] == [
+        ('actors-only', 1, 'thread'), ('actors-only', 1, 'process'),
+        ('actors-only', 2, 'thread'), ('actors-only', 2, 'process')]
     assert rows[0]['speedup'] == 1.0 and not any('vs_learner' in row for row in rows)
     for row in rows:
         assert row['speedup'] == pytest.approx(rows[0]['seconds'] / row['seconds'])
     assert 'random steps of the samplers alone' in result.stdout
-    bad = _run('dqn_tf.speedtest', ['--sampler_envs=thread,gpu'], cwd=tmp_path)
-    assert bad.returncode == 2 and '--sampler_envs=thread,gpu; allowed: thread,process,vector' in \
+    bad = _run('dqn_tf.speedtest', ['--actor_envs=thread,gpu'], cwd=tmp_path)
+    assert bad.returncode == 2 and '--actor_envs=thread,gpu; allowed: thread,process,vector' in \
         bad.stderr
 
 
@@ -205,7 +205,7 @@ def test_bench_rows_measure_whole_periods(monkeypatch):
     monkeypatch.setattr(bench_rows, 'BENCH_PERIOD', 40)
     monkeypatch.setattr(bench_rows, 'BENCH_PERIODS', 2)
     settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 32, 'game': 'pong',
-                'num_samplers': 2}
+                'num_actors': 2}
     timed = ('dqn/standard', 'dqn/both', 'dqn/standard/xla')  # the bfloat16 rows: their options
     assert set(bench_rows.ROWS) == set(timed) | {'dqn/standard/bfloat16', 'dqn/both/bfloat16'}
     for name in timed:  # (tests/test_lever_bench_rows.py), the same measurement
@@ -233,3 +233,21 @@ def test_a_diverging_run_stops_with_one_line_and_keeps_its_finite_checkpoints(
     error, _ = diverged_run(result, tmp_path / 'run')
     assert finite_checkpoints(tmp_path / 'run') == {100: True, 200: True}
     assert 'ckpt-200, stays' in error
+
+
+def test_the_old_names_of_the_actors_are_read_as_their_names_now_with_a_notice(capsys):
+    """The paper's "sampler threads" are actors here (docs/code_map.md, Words): a preset or
+    binding with DQNConfig.num_samplers, sampler_envs or the older num_workers still works, each
+    read as its name now with one line saying so."""
+    preset = os.path.join(app.PROJECT_ROOT, 'gin', 'dqn', 'pong.gin')
+    capsys.readouterr()
+    config = dqn_main.configure([preset], ['DQNConfig.num_samplers = 2',
+                                           "DQNConfig.sampler_envs = 'process'"])
+    assert (config.num_actors, config.actor_envs) == (2, 'process')
+    notices = capsys.readouterr().err.splitlines()
+    assert notices == [
+        "warning: DQNConfig.num_samplers (--gin_bindings='DQNConfig.num_samplers = 2') is read "
+        'as DQNConfig.num_actors, its name now',
+        "warning: DQNConfig.sampler_envs (--gin_bindings=\"DQNConfig.sampler_envs = 'process'\") "
+        'is read as DQNConfig.actor_envs, its name now']
+    assert dqn_main.configure([preset], ['DQNConfig.num_workers = 4']).num_actors == 4

@@ -12,7 +12,7 @@ from common.tools import run_files
 # tests/dqn_tf/test_main.py's CartPole run, shorter: W = 2, C = 100, 100 steps prepopulated.
 BINDINGS = [
     'DQNConfig.env_config = @GymConfig()', "GymConfig.env_id = 'CartPole-v1'",
-    "DQNConfig.network = 'mlp'", 'DQNConfig.num_samplers = 2', 'DQNConfig.target_period = 100',
+    "DQNConfig.network = 'mlp'", 'DQNConfig.num_actors = 2', 'DQNConfig.target_period = 100',
     'DQNConfig.replay_capacity = 1000', 'DQNConfig.prepopulate_steps = 100',
     'DQNConfig.eval_every_steps = 0', 'DQNConfig.checkpoint_every_steps = 100',
     'DQNConfig.log_every_seconds = 0.01']

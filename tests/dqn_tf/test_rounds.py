@@ -6,7 +6,7 @@ import pytest
 from dqn_tf import rounds
 
 
-def _start_actors(gate, num_samplers, step):
+def _start_actors(gate, num_actors, step):
     """Threads running the actor loop of dqn.Actor.run around step(index)."""
 
     def loop(index):
@@ -20,7 +20,7 @@ def _start_actors(gate, num_samplers, step):
             gate.finish(index)
 
     errors = []
-    threads = [threading.Thread(target=loop, args=(index,)) for index in range(num_samplers)]
+    threads = [threading.Thread(target=loop, args=(index,)) for index in range(num_actors)]
     for thread in threads:
         thread.start()
     return threads, errors

@@ -11,7 +11,7 @@ import common  # noqa: F401
 
 from common.envs import gym as gym_envs
 from common.learners import losses
-from common.run import errors
+from common.system import errors
 from ga3c_tf import buckets
 from ga3c_tf import config as config_lib
 from ga3c_tf import learner as learner_lib

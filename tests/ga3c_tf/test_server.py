@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from common.envs import gym as gym_envs
 from common.learners import losses
-from common.run import errors
+from common.system import errors
 from ga3c_tf import agent
 from ga3c_tf import config as config_lib
 from ga3c_tf import learner as learner_lib

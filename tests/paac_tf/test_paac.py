@@ -13,7 +13,7 @@ from common.envs import pools
 from common.launch import app
 from common.launch import config as config_lib
 from common.learners import actor_critic
-from common.run import errors
+from common.system import errors
 from common.units import on_policy
 from common.units import samplers
 from paac_tf import paac

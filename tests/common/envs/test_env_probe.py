@@ -5,11 +5,11 @@ import gin
 import pytest
 
 from common.envs import atari
+from common.envs import env_probe
 from common.envs import gym as gym_envs
 from common.launch import app
-from common.envs import env_probe
-from common.run import errors
-from common.run import machine_load
+from common.system import errors
+from common.system import machine_load
 
 PONG = atari.AtariConfig(game='pong')
 

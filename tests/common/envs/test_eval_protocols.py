@@ -10,7 +10,7 @@ from common.envs import atari
 from common.envs import eval_protocols
 from common.launch import app
 from common.launch import registry
-from common.run import errors
+from common.system import errors
 
 PROTOCOLS = eval_protocols.PROTOCOLS
 

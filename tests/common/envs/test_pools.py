@@ -18,7 +18,7 @@ from common.envs.atari import AtariConfig
 from common.envs.gym import GymConfig, GymEnv
 from common.envs.pools import (POOL_KINDS, AleVectorPool, ProcessPool, SerialPool, ThreadPool,
                                make_pool, validate_pool_config)
-from common.run import processes
+from common.system import processes
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 SMALL_PONG = AtariConfig(game='pong', stack=2, max_episode_steps=100)
@@ -298,7 +298,7 @@ def test_gym_envs_in_a_process_pool():
 def test_an_orphaned_child_exits_even_while_blocked():
     """exit_when_orphaned ends a child stuck in a call that never returns once its parent is
     killed (SIGKILL: the parent runs no clean-up)."""
-    child_code = ('import sys, threading; from common.run import processes; '
+    child_code = ('import sys, threading; from common.system import processes; '
                   'processes.exit_when_orphaned(int(sys.argv[1]), 0.05); '
                   'threading.Event().wait()')  # blocked for good
     parent_code = textwrap.dedent(f'''

@@ -11,9 +11,9 @@ import pytest
 
 
 from common.launch import app
-from common.run import errors
-from common.run import gin_text
 from common.run import operative_config
+from common.system import errors
+from common.system import gin_text
 
 
 @gin.configurable

@@ -8,7 +8,7 @@ import pytest
 from common.envs import gym as gym_envs
 from common.launch import config as config_lib
 from common.learners import optim
-from common.run import errors
+from common.system import errors
 
 
 @dataclasses.dataclass

@@ -9,7 +9,7 @@ import pytest
 
 from common.launch import app
 from common.launch import memory_check
-from common.run import errors
+from common.system import errors
 from paac_tf import main as paac_main
 
 GIB = 1 << 30

@@ -4,9 +4,9 @@ import os
 import subprocess
 import sys
 
-from common.launch import process_setup
 from common.launch import app
-from common.run import quiet_import
+from common.launch import process_setup
+from common.system import quiet_import
 
 _SET_BY_SETUP = ('TF_USE_LEGACY_KERAS', 'TF_ENABLE_ONEDNN_OPTS', 'TF_CPP_MIN_LOG_LEVEL',
                  quiet_import.QUIET_ENV)

@@ -5,10 +5,10 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
+from common.envs import gym as gym_envs
 from common.launch import config as config_lib
 from common.learners import networks
-from common.run import errors
-from common.envs import gym as gym_envs
+from common.system import errors
 
 SHAPE = (84, 84, 4)
 

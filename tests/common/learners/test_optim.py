@@ -13,7 +13,7 @@ import tensorflow as tf
 from common.launch import app
 from common.launch import config as config_lib
 from common.learners import optim
-from common.run import errors
+from common.system import errors
 
 
 def _two_steps(**kwargs):

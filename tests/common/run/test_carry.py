@@ -17,10 +17,10 @@ import tensorflow as tf
 from common.launch import app
 from common.run import carry
 from common.run import checkpoint as checkpoint_lib
-from common.run import errors
 from common.run import run_lock
 from common.run import run_record
 from common.run import tracker as tracker_lib
+from common.system import errors
 from common.tools import run_files
 
 IDENTITY = {'paper': 'test', 'env': 'CartPole-v1', 'observation_shape': [4], 'num_actions': 2,

@@ -10,10 +10,10 @@ import pytest
 import tensorflow as tf
 
 from common.launch import app
-from common.run import errors
 from common.run import runner
 from common.run import session_stop
 from common.run import tracker as tracker_lib
+from common.system import errors
 from common.tools import run_files
 
 

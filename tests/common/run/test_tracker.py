@@ -6,11 +6,11 @@ import common  # noqa: F401
 import pytest
 import tensorflow as tf
 
-from common.run import errors
 from common.run import metrics
-from common.run import processes
 from common.run import session_stop
 from common.run import tracker as tracker_lib
+from common.system import errors
+from common.system import processes
 from common.tools import run_files
 
 

@@ -81,9 +81,9 @@ def test_a_dead_worker_makes_the_other_fail_within_bounded_time(tmp_path):
 
 
 def test_bad_clusters_are_named():
-    with pytest.raises(ValueError, match="cluster worker 'localhost' is not host:port"):
+    with pytest.raises(ValueError, match="cluster machine 'localhost' is not host:port"):
         cluster.set_cluster(['localhost'], 0)
-    with pytest.raises(ValueError, match='task_index=2; allowed: 0 to 1 for 2 workers'):
+    with pytest.raises(ValueError, match='task_index=2; allowed: 0 to 1 for 2 machines'):
         cluster.set_cluster(['a:1', 'b:2'], 2)
 
 
@@ -99,7 +99,7 @@ def test_tf_config_is_read_and_checked(monkeypatch):
     assert os.environ['TF_CONFIG'] == own  # read, not rewritten
     monkeypatch.setenv('TF_CONFIG', '{"cluster": {"worker": ["a:1"], "ps": ["b:2"]}, '
                                     '"task": {"type": "worker", "index": 0}}')
-    with pytest.raises(ValueError, match="only workers are supported"):
+    with pytest.raises(ValueError, match="only a 'worker' job is supported"):
         cluster.from_environment()
     monkeypatch.setenv('TF_CONFIG', 'workers a and b')
     with pytest.raises(ValueError, match="TF_CONFIG='workers a and b' is not"):

@@ -7,7 +7,7 @@ import pytest
 
 from common.envs import atari
 from common.launch import app
-from common.run import errors
+from common.system import errors
 from common.tools import atari5
 from common.tools import presets
 

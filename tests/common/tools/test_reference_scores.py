@@ -8,7 +8,7 @@ import ale_py.roms
 import pytest
 
 from common.launch import app
-from common.run import errors
+from common.system import errors
 from common.tools import reference_scores
 
 PAPERS = ('paac', 'ga3c', 'dqn')

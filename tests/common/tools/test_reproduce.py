@@ -4,7 +4,7 @@ import json
 import gin
 
 from common.launch import app
-from common.run import gin_text
+from common.system import gin_text
 from common.tools import reproduce
 from paac_tf import main as paac_main
 

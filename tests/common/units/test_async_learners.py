@@ -69,7 +69,7 @@ SLOW_LEARNER_SCRIPT = textwrap.dedent('''
     store = parameter_store.ParameterStore.create(4)
     try:
         learners = async_learners.LearnerProcesses(open_slow_actor_learner, None, store.handle,
-                                                   num_learners=1, seed=0)
+                                                   num_actor_learners=1, seed=0)
         reports = []
         while not reports:
             reports = learners.take_reports(wait_seconds=1.0)
@@ -132,14 +132,14 @@ DYING_LEARNER_SCRIPT = textwrap.dedent('''
     import sys
     import time
 
+    from common.system import processes
     from common.units import async_learners
     from common.units import parameter_store
-    from common.run import processes
     from dying_actor_learner import open_actor_learner
 
     store = parameter_store.ParameterStore.create(4)
     try:
-        with async_learners.LearnerProcesses(open_actor_learner, None, store.handle, num_learners=2,
+        with async_learners.LearnerProcesses(open_actor_learner, None, store.handle, num_actor_learners=2,
                                              seed=0, on_death=sys.argv[1]) as learners:
             after_loss = 0  # learner 0's reports once learner 1 is left out
             deadline = time.monotonic() + 150  # the learners' start-up (TensorFlow's import)
@@ -227,7 +227,7 @@ KILLED_LEARNER_SCRIPT = textwrap.dedent('''
 
     store = parameter_store.ParameterStore.create(4)
     try:
-        with async_learners.LearnerProcesses(open_actor_learner, None, store.handle, num_learners=2,
+        with async_learners.LearnerProcesses(open_actor_learner, None, store.handle, num_actor_learners=2,
                                              seed=0, on_death='continue') as learners:
             after_loss = 0  # learner 0's reports once learner 1 is left out
             deadline = time.monotonic() + 60

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from common.run import processes
+from common.system import processes
 from common.units import parameter_store
 from common.units.parameter_store import ParameterStore
 

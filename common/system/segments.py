@@ -14,7 +14,7 @@ import os
 import secrets
 from multiprocessing import shared_memory
 
-from common.run import processes
+from common.system import processes
 
 PREFIX_VARIABLE = 'FAST_RL_SHM_PREFIX'
 SHM_DIRECTORY = '/dev/shm'

@@ -9,7 +9,7 @@ import re
 
 import gin
 
-from common.run import errors
+from common.system import errors
 
 _BINDING = re.compile(r'^([A-Za-z_][\w.]*/?[\w.]*)\s*=\s*(.*)$')
 

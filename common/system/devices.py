@@ -24,8 +24,8 @@ import threading
 
 from absl import logging
 
-from common.run import errors
-from common.run import machine_load
+from common.system import errors
+from common.system import machine_load
 
 VISIBLE_ENV = 'CUDA_VISIBLE_DEVICES'
 GROWTH_ENV = 'TF_FORCE_GPU_ALLOW_GROWTH'
@@ -98,17 +98,17 @@ class LearnerGPU:
     memory_limit_mb: int | None
 
 
-def learner_gpus(num_learners, shared_memory_mb=SHARED_GPU_MEMORY_MB, ids=None):
+def learner_gpus(num_actor_learners, shared_memory_mb=SHARED_GPU_MEMORY_MB, ids=None):
     """Each learner's GPU: learner i on GPU i where there are as many GPUs as learners, else
     learner i on GPU i modulo the GPUs, with shared_memory_mb each where several share one.
     ids: the GPUs' CUDA ids (default: gpu_ids())."""
     ids = gpu_ids() if ids is None else list(ids)
     if not ids:
-        return [LearnerGPU(None, None) for _ in range(num_learners)]
-    sharing = collections.Counter(index % len(ids) for index in range(num_learners))
+        return [LearnerGPU(None, None) for _ in range(num_actor_learners)]
+    sharing = collections.Counter(index % len(ids) for index in range(num_actor_learners))
     return [LearnerGPU(ids[index % len(ids)],
                        shared_memory_mb if sharing[index % len(ids)] > 1 else None)
-            for index in range(num_learners)]
+            for index in range(num_actor_learners)]
 
 
 def limit_gpu_memory(memory_limit_mb):

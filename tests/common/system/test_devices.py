@@ -1,4 +1,4 @@
-"""Which devices a run's processes compute on (common/run/devices.py), on this CPU machine with
+"""Which devices a run's processes compute on (common/system/devices.py), on this CPU machine with
 TensorFlow's device functions faked where a GPU is needed: memory growth and the GPUs each kind
 of child process starts with, the learners' GPUs, the compute line, the driver warning, the
 refused mirrored config and the multi-worker collectives."""
@@ -11,9 +11,9 @@ import tensorflow as tf
 
 from common.launch import process_setup
 from common.launch.config import DistributeConfig
-from common.run import devices
-from common.run import errors
-from common.run import processes
+from common.system import devices
+from common.system import errors
+from common.system import processes
 
 H100 = 'NVIDIA H100 80GB HBM3'
 
@@ -139,7 +139,7 @@ def test_learner_processes_start_each_learner_with_its_gpu(gpu_count, expected, 
     started = []
     monkeypatch.setattr(processes, 'start_process',
                         lambda process, gpus=None: started.append((gpus, process._args[-1])))
-    learners = async_learners.LearnerProcesses(None, None, None, num_learners=2, seed=0)
+    learners = async_learners.LearnerProcesses(None, None, None, num_actor_learners=2, seed=0)
     learners.close()
     assert started == expected
 
@@ -355,7 +355,7 @@ def test_the_papers_say_which_processes_compute():
     a3c = accel_main.configure(['gin/accel/a3c_pong.gin'],
                                ['AsyncLearnersConfig.shared_gpu_memory_mb = 1000'])
     assert accel_main.PAPER.compute(a3c) == devices.Placement(
-        learners=a3c.num_learners, shared_gpu_memory_mb=1000)
+        learners=a3c.num_actor_learners, shared_gpu_memory_mb=1000)
     a2c = accel_main.configure(['gin/accel/a2c_pong.gin'], [])
     assert accel_main.PAPER.compute(a2c) == devices.Placement()
     with pytest.raises(errors.ConfigError,

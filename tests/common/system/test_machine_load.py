@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from common.run import machine_load
+from common.system import machine_load
 
 _BURN = 'import time\nend = time.process_time() + {seconds}\nwhile time.process_time() < end: pass'
 

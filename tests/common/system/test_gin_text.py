@@ -1,11 +1,11 @@
-"""common/run/gin_text.py: bindings under moved names read as their names today, in text and in
+"""common/system/gin_text.py: bindings under moved names read as their names today, in text and in
 every file gin reads (included ones too), and gin's file readers put back afterwards."""
 import tokenize
 
 import gin
 import pytest
 
-from common.run import gin_text
+from common.system import gin_text
 
 
 @gin.configurable

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from common.run import processes
+from common.system import processes
 
 pytestmark = pytest.mark.skipif(not hasattr(os, 'sched_setaffinity'), reason='Linux only')
 

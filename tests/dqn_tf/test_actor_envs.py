@@ -1,4 +1,4 @@
-"""DQNConfig.sampler_envs: the samplers' environments in worker processes give the same
+"""DQNConfig.actor_envs: the samplers' environments in worker processes give the same
 transitions and weights as in-thread ones, every worker ends with the run; 'vector' stages the
 steps of ale_py's vector env in each lane's own replay stream."""
 import os
@@ -13,14 +13,14 @@ import tensorflow as tf
 from common.envs import ale_vector
 from common.envs import atari
 from common.envs import gym as gym_envs
-from common.run import errors
-from common.run import processes
+from common.system import errors
+from common.system import processes
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
 
 
 def _config(**overrides):
-    values = dict(env_config=gym_envs.GymConfig('CartPole-v1'), num_samplers=4, total_steps=1200,
+    values = dict(env_config=gym_envs.GymConfig('CartPole-v1'), num_actors=4, total_steps=1200,
                   batch_size=32, replay_capacity=10_000, target_period=400, train_period=4,
                   prepopulate_steps=200, network='mlp', epsilon_decay_steps=1000,
                   eval_every_steps=0, seed=5)
@@ -54,14 +54,14 @@ def test_process_envs_give_the_thread_envs_transitions_and_weights(mode):
     concurrent, synchronized = config_lib.MODE_SWITCHES[mode]
     in_thread = _train(_config(concurrent=concurrent, synchronized=synchronized))
     in_process = _train(_config(concurrent=concurrent, synchronized=synchronized,
-                                sampler_envs='process'))
+                                actor_envs='process'))
     for ours, theirs in zip(in_thread[0] + in_thread[1], in_process[0] + in_process[1]):
         np.testing.assert_array_equal(ours, theirs)
     assert in_thread[2] == in_process[2] and len(in_thread[2]) > 10  # (score, length) pairs
 
 
 def test_closing_ends_every_worker_process_and_its_shared_memory():
-    config = _config(sampler_envs='process')
+    config = _config(actor_envs='process')
     with dqn.FastDQN(config, dqn.build_learner(config), seed=0) as fast_dqn:
         fast_dqn.prepopulate(40)
         pids, segment = fast_dqn.pool.pids, fast_dqn.pool.shm_name
@@ -72,7 +72,7 @@ def test_closing_ends_every_worker_process_and_its_shared_memory():
 
 
 def test_a_killed_worker_process_ends_the_round_naming_it():
-    config = _config(sampler_envs='process')
+    config = _config(actor_envs='process')
     with pytest.raises(processes.WorkerDiedError, match=r'worker 2 \(pid \d+\) was killed by '
                                                         'signal SIGKILL') as raised:
         with dqn.FastDQN(config, dqn.build_learner(config), seed=0) as fast_dqn:
@@ -88,7 +88,7 @@ def test_a_killed_worker_process_ends_the_round_naming_it():
 @pytest.mark.skipif(not sys.platform.startswith('linux'), reason='niceness is Linux here')
 @pytest.mark.parametrize('concurrent', [False, True])
 def test_worker_processes_act_at_the_actor_threads_priority(concurrent):
-    config = _config(sampler_envs='process', concurrent=concurrent, acting_nice=5)
+    config = _config(actor_envs='process', concurrent=concurrent, acting_nice=5)
     own = os.getpriority(os.PRIO_PROCESS, 0)
     with dqn.FastDQN(config, dqn.build_learner(config), seed=0) as fast_dqn:
         workers = {os.getpriority(os.PRIO_PROCESS, pid) for pid in fast_dqn.pool.pids}
@@ -97,12 +97,12 @@ def test_worker_processes_act_at_the_actor_threads_priority(concurrent):
 
 def test_an_unknown_place_for_the_environments_is_named():
     with pytest.raises(errors.ConfigError,
-                       match=r"DQNConfig.sampler_envs='gpu'; allowed: "
+                       match=r"DQNConfig.actor_envs='gpu'; allowed: "
                              r"\('thread', 'process', 'vector'\)"):
-        _config(sampler_envs='gpu')
-    with pytest.raises(errors.ConfigError, match=r"DQNConfig.sampler_envs='vector' cannot run "
+        _config(actor_envs='gpu')
+    with pytest.raises(errors.ConfigError, match=r"DQNConfig.actor_envs='vector' cannot run "
                                                  r'this env_config: .*AtariConfig only'):
-        _config(sampler_envs='vector')
+        _config(actor_envs='vector')
 
 
 SMALL_PONG = atari.AtariConfig(game='pong', screen_size=(42, 42), resize='linear', stack=2,
@@ -110,7 +110,7 @@ SMALL_PONG = atari.AtariConfig(game='pong', screen_size=(42, 42), resize='linear
 
 
 def _vector_config(**overrides):
-    return _config(env_config=SMALL_PONG, sampler_envs='vector', network='nature',
+    return _config(env_config=SMALL_PONG, actor_envs='vector', network='nature',
                    replay_capacity=4_000, total_steps=400, target_period=40,
                    prepopulate_steps=32, **overrides)
 

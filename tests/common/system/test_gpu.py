@@ -18,12 +18,12 @@ import pytest
 import tensorflow as tf
 
 from common.launch import app
-from common.run import devices
-from common.run import errors
-from common.run import processes
 from common.scale import cluster
 from common.scale import distribute
 from common.scale import multi_worker
+from common.system import devices
+from common.system import errors
+from common.system import processes
 from common.tools import run_files
 
 pytestmark = pytest.mark.gpu
@@ -61,7 +61,7 @@ def test_an_entry_points_process_computes_on_the_gpu_with_memory_growth():
         "first = (os.environ.get('CUDA_VISIBLE_DEVICES') or '0').split(',')[0]\n"
         'before, total = used()\n'
         'import tensorflow as tf\n'
-        'from common.run import devices\n'
+        'from common.system import devices\n'
         'y = tf.matmul(tf.ones((512, 512)), tf.ones((512, 512)))\n'
         'after, _ = used()\n'
         "print(json.dumps({'line': devices.compute_line(), 'device': y.device, "
@@ -93,7 +93,7 @@ def test_a_child_sees_no_gpu_or_the_one_its_parent_gives_it(own):
 def test_a_learner_sharing_its_gpu_cannot_take_more_than_its_limit():
     found = _python(
         'import json\n'
-        'from common.run import devices\n'
+        'from common.system import devices\n'
         'devices.limit_gpu_memory(256)\n'
         'import tensorflow as tf\n'
         "small = tf.zeros((16, 1024, 1024)).device\n"  # 64 MB
@@ -110,7 +110,7 @@ def test_a_learner_sharing_its_gpu_cannot_take_more_than_its_limit():
 A3C_CARTPOLE = [
     'AccelConfig.env_config = @GymConfig()', "GymConfig.env_id = 'CartPole-v1'",
     "AccelConfig.network = 'mlp'", 'AccelConfig.num_workers = 1',
-    'AccelConfig.envs_per_worker = 2', 'AccelConfig.horizon = 8', 'AccelConfig.num_learners = 2',
+    'AccelConfig.envs_per_worker = 2', 'AccelConfig.horizon = 8', 'AccelConfig.num_actor_learners = 2',
     'AccelConfig.checkpoint_every_steps = 1000000', 'AccelConfig.log_every_seconds = 0.5',
     'AccelConfig.total_steps = 600', 'AsyncLearnersConfig.shared_gpu_memory_mb = 1024']
 

@@ -15,7 +15,7 @@ import threading
 import time
 import types
 
-from common.run import devices
+from common.system import devices
 
 # What an asynchronous run does when one of its learner processes dies
 # (common/units/async_learners.py): end the run, or go on with the others.
@@ -112,7 +112,7 @@ def exit_when_orphaned(parent_pid: int, poll_seconds: float) -> threading.Thread
 
 def _child_main():
     module = types.ModuleType('__main__')
-    module.__spec__ = importlib.util.find_spec('common.run.child_setup')
+    module.__spec__ = importlib.util.find_spec('common.system.child_setup')
     return module
 
 
@@ -123,7 +123,7 @@ def quiet_resource_tracker() -> None:
     """Starts multiprocessing's resource tracker, once per process, with its stderr on /dev/null.
     It outlives a main process that is SIGKILLed, removes the segments the run left, and would
     then print a 'leaked shared_memory objects' warning for each kill onto the user's terminal:
-    a run's own endings remove its segments (common/run/segments.py), so what it would report
+    a run's own endings remove its segments (common/system/segments.py), so what it would report
     is only what a kill leaves, which it cleans up anyway."""
     from multiprocessing import resource_tracker  # pylint: disable=import-outside-toplevel
     tracker = resource_tracker._resource_tracker  # pylint: disable=protected-access

@@ -5,8 +5,8 @@ import signal
 
 import pytest
 
-from common.run import processes
-from common.run import segments
+from common.system import processes
+from common.system import segments
 
 
 def test_a_scope_names_what_is_created_in_it_and_removes_what_is_left():

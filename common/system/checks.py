@@ -1,7 +1,7 @@
 """One-line checks of config values, run before anything starts: each raises errors.ConfigError
 naming the value and what is allowed."""
-from common.run import errors
-from common.run import field_types
+from common.system import errors
+from common.system import field_types
 
 __all__ = ('require', 'require_field_types', 'require_positive_ints', 'require_fractions')
 

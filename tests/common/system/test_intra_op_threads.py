@@ -9,7 +9,7 @@ ROOT = app.PROJECT_ROOT
 
 
 def test_set_intra_op_threads_before_tensorflow_starts():
-    code = ('import common; from common.run import devices; import tensorflow as tf; '
+    code = ('import common; from common.system import devices; import tensorflow as tf; '
             'devices.set_intra_op_threads(1); tf.constant(1.0) + 1.0; '
             'print(tf.config.threading.get_intra_op_parallelism_threads())')
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 from common.launch import app
-from common.run import quiet_import
+from common.system import quiet_import
 
 _IMPORT = ('from common.launch import process_setup; process_setup.configure(); '
            'import tensorflow as tf, sys; tf.constant(1.0) + 1; '
@@ -38,7 +38,7 @@ def test_verbose_or_a_log_level_brings_the_start_up_lines_back():
 
 
 def test_stderr_silenced_restores_file_descriptor_2():
-    code = ('import os; from common.run import quiet_import\n'
+    code = ('import os; from common.system import quiet_import\n'
             'with quiet_import.stderr_silenced():\n'
             '    os.write(2, b"hidden\\n")\n'
             'os.write(2, b"shown\\n")')
@@ -56,7 +56,7 @@ def test_wanted_unless_log_level_0_or_verbose():
 def test_processes_spawned_by_a_quiet_one_are_quiet_and_a_verbose_ones_log(tmp_path):
     """The A3C-CPU agents import TensorFlow in spawned processes: they follow the parent."""
     code = ('import multiprocessing, sys\n'
-            'from common.launch import process_setup\nfrom common.run import processes\n'
+            'from common.launch import process_setup\nfrom common.system import processes\n'
             'process_setup.configure()\n'
             'if __name__ == "__main__":\n'
             '    from common.learners import losses  # imports TensorFlow when unpickled\n'
