@@ -149,11 +149,7 @@ class AccelConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_
         if q_values is not None and q_values.replay_input != 'direct':
             return (f'QValueConfig.replay_input={q_values.replay_input!r} draws minibatches on a '
                     "prefetching thread ('direct' draws them in turn)")
-        if self.overlap_learning:
-            return 'overlap_learning=True trains on a thread while the next rollout samples'
-        if getattr(self.distribute, 'strategy', 'none') == 'multi_worker':
-            return "DistributeConfig.strategy='multi_worker' runs over several processes"
-        return None
+        return self.overlap_seed_exact_refusal()
 
     def validate(self):
         """Raises ConfigError naming the first value of the wrong type or out of range."""

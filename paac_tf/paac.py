@@ -83,11 +83,7 @@ class PAACConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_l
         return changes
 
     def seed_exact_refusal(self):
-        if self.overlap_learning:
-            return 'overlap_learning=True trains on a thread while the next rollout samples'
-        if getattr(self.distribute, 'strategy', 'none') == 'multi_worker':
-            return "DistributeConfig.strategy='multi_worker' runs over several processes"
-        return None
+        return self.overlap_seed_exact_refusal()
 
     def validate(self):
         """Raises ConfigError naming the first value of the wrong type or out of range."""

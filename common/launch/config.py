@@ -151,6 +151,15 @@ class OverlapConfig:
                        f'{type(self).__name__}.overlap_learning=True needs one device; got '
                        f'DistributeConfig.strategy={strategy!r} (allowed with it: \'none\')')
 
+    def overlap_seed_exact_refusal(self):
+        """Why a sampled run with this config cannot be seed-exact (RunConfig.seed_exact): its
+        update on a thread beside the sampling, or its machines; None otherwise."""
+        if self.overlap_learning:
+            return 'overlap_learning=True trains on a thread while the next rollout samples'
+        if getattr(getattr(self, 'distribute', None), 'strategy', 'none') == 'multi_worker':
+            return "DistributeConfig.strategy='multi_worker' runs over several processes"
+        return None
+
 
 # The torso activations whose backward pass common/learners/activation_reuse.py holds.
 REUSABLE_ACTIVATIONS = ('relu', 'tanh', 'linear')

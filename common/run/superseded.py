@@ -30,13 +30,7 @@ def set_aside_rows_after(run_dir, env_steps, names=STEP_FILES):
     the files that had any. The superseded rows are written before the file is replaced, which
     is atomic: an interruption leaves them in one place or both, never in neither."""
     moved = {}
-    for name in names:
-        path = os.path.join(run_dir, name)
-        if not os.path.exists(path):
-            continue
-        with file_writes.naming(path):
-            with open(path, newline='') as f:
-                rows = list(csv.reader(f))
+    for name, path, rows in _step_files(run_dir, names):
         if not rows or 'env_steps' not in rows[0]:
             continue
         header, column = rows[0], rows[0].index('env_steps')
@@ -57,17 +51,13 @@ def progress_without_checkpoint(run_dir, checkpoint_every_steps=None):
     a row past the first checkpoint due (checkpoint_every_steps); None when its rows are those of
     sessions killed before their first checkpoint, which a new session sets aside and redoes."""
     furthest, started = 0, set()
-    for name in STEP_FILES:
-        path = os.path.join(run_dir, name)
-        if not os.path.isfile(path):
-            continue
-        with file_writes.naming(path):
-            with open(path, newline='') as f:
-                for row in csv.DictReader(f):
-                    steps = _number(row.get('env_steps'))
-                    if math.isfinite(steps):
-                        furthest = max(furthest, int(steps))
-                    started.add((row.get(SESSION_START) or '').strip())
+    for _, _, rows in _step_files(run_dir, STEP_FILES):
+        for row in rows[1:]:
+            row = dict(zip(rows[0], row))
+            steps = _number(row.get('env_steps'))
+            if math.isfinite(steps):
+                furthest = max(furthest, int(steps))
+            started.add((row.get(SESSION_START) or '').strip())
     resumed = sorted(started & RESUMED_STARTS)
     if resumed:
         return f'a session {resumed[0]} from a checkpoint, rows to step {furthest:,}'
@@ -89,6 +79,17 @@ def resumed_history(rows, column='env_steps'):
             history.pop()
         history.append(row)
     return history
+
+
+def _step_files(run_dir, names):
+    """(name, path, rows: header first) of each of run_dir's files named in names that exists."""
+    for name in names:
+        path = os.path.join(run_dir, name)
+        if not os.path.isfile(path):
+            continue
+        with file_writes.naming(path):
+            with open(path, newline='') as f:
+                yield name, path, list(csv.reader(f))
 
 
 def _steps(row, column):
