@@ -107,7 +107,7 @@ class APPOActorLearner:
         self.learner.assign_parameters(self.adam.parameters)
 
     def iterate(self):
-        config, phase = self.config, self.config.ppo
+        config, ppo_config = self.config, self.config.ppo
         pull_every_steps = config.appo.pull_every_steps
         local_steps_per_sync = config.appo.local_steps_per_sync
         step = 0
@@ -129,13 +129,13 @@ class APPOActorLearner:
             rollout.observations, rollout.actions, rollout.rewards, rollout.terminals,
             self.sampled_log_probs)
         batch = rollout.actions.size
-        minibatch = batch // phase.minibatches
+        minibatch = batch // ppo_config.minibatches
         sums, lags, updates = dict.fromkeys(APPO_STATS, 0.0), [], 0
         summed = [(index, name) for index, name in enumerate(ppo.MINIBATCH_STATS)
                   if name in sums]
-        for _ in range(phase.epochs):
+        for _ in range(ppo_config.epochs):
             order = self.generator.permutation(batch).astype(np.int32)
-            for index in range(phase.minibatches):
+            for index in range(ppo_config.minibatches):
                 picked = order[index * minibatch:(index + 1) * minibatch]
                 flat = self.learner.flat_minibatch_gradients(*data, picked).numpy()
                 gradient, stats = np.split(flat, [flat.size - len(ppo.MINIBATCH_STATS)])
@@ -148,7 +148,7 @@ class APPOActorLearner:
                     self.synced_at = count
                     updates += 1
                     self.learner.assign_parameters(self.adam.parameters)
-        steps = phase.gradient_steps
+        steps = ppo_config.gradient_steps
         stats = {name: total / steps for name, total in sums.items()}
         stats.update(updates=updates, policy_lag=float(np.mean(lags)),
                      learning_rate=self.adam.learning_rate)

@@ -77,7 +77,7 @@ def configure_row(settings, preset, sampler, extra=()):
 
 def sampling_rate(settings, sampler):
     """Environment steps per second of one sampler with the A3C-Net choosing every action, and
-    where each time step's wall time went (phase_ms): waiting on the simulators ('env'), in the
+    where each time step's wall time went (part_ms): waiting on the simulators ('env'), in the
     policy ('act'), the rest ('other': copies into the rollout, episode bookkeeping)."""
     config = configure_row(settings, 'a2c_pong', sampler)
     learner = kinds.build_learner(config)
@@ -89,12 +89,12 @@ def sampling_rate(settings, sampler):
 
         result = timing.rate(collect, config.steps_per_update, settings['seconds'],
                              settings['warmup_seconds'],
-                             on_start=sampler_object.take_phase_seconds)
-        phases = sampler_object.take_phase_seconds()
+                             on_start=sampler_object.take_part_seconds)
+        parts = sampler_object.take_part_seconds()
     time_steps = result['seconds'] * result['steps_per_sec'] / config.num_envs
-    phase_ms = {name: 1e3 * seconds / time_steps for name, seconds in phases.items()}
-    phase_ms['other'] = 1e3 * result['seconds'] / time_steps - sum(phase_ms.values())
-    return dict(result, phase_ms=phase_ms)
+    part_ms = {name: 1e3 * seconds / time_steps for name, seconds in parts.items()}
+    part_ms['other'] = 1e3 * result['seconds'] / time_steps - sum(part_ms.values())
+    return dict(result, part_ms=part_ms)
 
 
 def training_rate(settings, preset, extra=()):

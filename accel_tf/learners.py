@@ -66,14 +66,14 @@ def build_actor_critic_learner(config):
 
 def build_ppo_learner(config):
     """A PPOLearner (PPO, APPO): epochs x minibatches clipped-objective steps per batch."""
-    loss, phase = config.actor_critic, config.ppo
+    loss, ppo_config = config.actor_critic, config.ppo
     settings = ppo.PPOSettings(
-        gamma=config.gamma, gae_lambda=loss.gae_lambda, ratio_clip=phase.ratio_clip,
+        gamma=config.gamma, gae_lambda=loss.gae_lambda, ratio_clip=ppo_config.ratio_clip,
         entropy_coef=loss.entropy_coef, value_loss_coef=loss.value_loss_coef,
-        epochs=phase.epochs, minibatches=phase.minibatches, clip_norm=loss.clip_norm,
-        normalize_advantages=phase.normalize_advantages,
-        anneal_steps=config.total_steps if phase.anneal_ratio_clip else None,
-        kl_target=phase.kl_target, normalize_values=phase.normalize_values)
+        epochs=ppo_config.epochs, minibatches=ppo_config.minibatches, clip_norm=loss.clip_norm,
+        normalize_advantages=ppo_config.normalize_advantages,
+        anneal_steps=config.total_steps if ppo_config.anneal_ratio_clip else None,
+        kl_target=ppo_config.kl_target, normalize_values=ppo_config.normalize_values)
     return ppo.PPOLearner(_model(config), make_optimizer(config), settings,
                           actor_critic.observation_spec(config.env_config), config.horizon,
                           seed=config.seed, jit_compile=config.jit_compile,

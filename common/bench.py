@@ -277,9 +277,9 @@ def run_rows(names, settings):
         rows.append(dict(result, name=name, num_envs=settings['num_envs'], status='ok'))
         print(f"  {result['steps_per_sec']:,.0f} steps/s (windows: min {result['min']:,.0f}, "
               f"median {result['median']:,.0f}, max {result['max']:,.0f})", flush=True)
-        if 'phase_ms' in result:
+        if 'part_ms' in result:
             print('  per time step: ' + ', '.join(
-                f'{phase} {ms:.2f} ms' for phase, ms in result['phase_ms'].items()), flush=True)
+                f'{part} {ms:.2f} ms' for part, ms in result['part_ms'].items()), flush=True)
     return rows
 
 

@@ -41,10 +41,10 @@ def paac_rate(settings, sampler='synchronized', extra=(), kind='process'):
                                settings['warmup_seconds'])
         finally:
             unit.finish()
-        phases = unit.take_phase_seconds()
-    total = sum(phases.values())
-    print('  paac time shares (overlapped phases with the alternating sampler): ' + ', '.join(
-        f'{name} {seconds / total:.0%}' for name, seconds in phases.items()))
+        parts = unit.take_part_seconds()
+    total = sum(parts.values())
+    print('  paac time shares (the parts overlap with the alternating sampler): ' + ', '.join(
+        f'{name} {seconds / total:.0%}' for name, seconds in parts.items()))
     return rate
 
 

@@ -5,7 +5,7 @@ written to docs/reproductions/paac.md with a figure.
 Each cell is gin/paac/pong.gin (nw = 8 worker processes) with its ne and network, iterated
 --seconds after --warmup_iterations untimed ones, --trials times round-robin over the cells: its
 training steps per second and where the time went (env: the workers stepping, act: action
-selection, learn: the update), the shares of OnPolicyUnit's phases. A cell that fails is
+selection, learn: the update), the shares of OnPolicyUnit's time parts. A cell that fails is
 reported in its row; the rest go on.
 """
 from common.launch import process_setup  # first: the process set-up before TensorFlow loads
@@ -28,7 +28,7 @@ from paac_tf import paac
 
 NETWORKS = ('nips', 'nature')
 NUM_ENVS = (16, 32, 64, 128, 256)
-PHASES = ('env', 'act', 'learn')
+PARTS = ('env', 'act', 'learn')
 # What section 5.2 prints of Figure 2 (the rest is only drawn): archnips at ne = 32 spends about
 # 50% of the time in the environments and 37% learning and selecting actions; archnature runs
 # 22% fewer timesteps per second than archnips at ne = 32 on the GPU, 41% fewer on the CPU.
@@ -37,7 +37,7 @@ PAPER_NATURE_DROP = 'GPU -22%, CPU -41% (ne = 32)'
 
 
 def measure_cell(network, num_envs, seconds, warmup_iterations, game):
-    """(steps per second, {phase: share of the timed seconds}) of one cell."""
+    """(steps per second, {part: share of the timed seconds}) of one cell."""
     config = paac_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/paac/pong.gin')], [
         f"AtariConfig.game = '{game}'", f'PAACConfig.num_envs = {num_envs}',
         f"PAACConfig.network = '{network}'"])
@@ -49,29 +49,29 @@ def measure_cell(network, num_envs, seconds, warmup_iterations, game):
                                       learner)
         for _ in range(warmup_iterations):
             unit.iterate()
-        unit.take_phase_seconds()
+        unit.take_part_seconds()
         start, steps = time.perf_counter(), 0
         while time.perf_counter() - start < seconds:
             unit.iterate()
             steps += unit.steps_per_update
         elapsed = time.perf_counter() - start
-        phases = unit.take_phase_seconds()
-    return steps / elapsed, {name: phases.get(name, 0.0) / elapsed for name in PHASES}
+        parts = unit.take_part_seconds()
+    return steps / elapsed, {name: parts.get(name, 0.0) / elapsed for name in PARTS}
 
 
 def measure(seconds, trials, warmup_iterations, game, stream):
-    """{(network, ne): Cell of steps/s} and {(network, ne, phase): Cell of its share}."""
+    """{(network, ne): Cell of steps/s} and {(network, ne, part): Cell of its share}."""
     rates = {(network, count): speed_report.Cell(f'arch{network} ne={count}')
              for network in NETWORKS for count in NUM_ENVS}
-    shares = {key + (phase,): speed_report.Cell(f'{key} {phase}') for key in rates
-              for phase in PHASES}
+    shares = {key + (part,): speed_report.Cell(f'{key} {part}') for key in rates
+              for part in PARTS}
 
     def trial(key):
         rate, cell_shares = measure_cell(*key, seconds, warmup_iterations, game)
-        for phase, share in cell_shares.items():
-            shares[key + (phase,)].values.append(share)
+        for part, share in cell_shares.items():
+            shares[key + (part,)].values.append(share)
         print(f'{rates[key].label}: {rate:,.0f} steps/s, ' + ', '.join(
-            f'{phase} {share:.0%}' for phase, share in cell_shares.items()), file=stream,
+            f'{part} {share:.0%}' for part, share in cell_shares.items()), file=stream,
             flush=True)
         return rate
 
@@ -96,14 +96,14 @@ def figure_experiment(rates, shares, seconds, trials, figure):
         drop = (f'{100 * (cell.mean / nips.mean - 1):+.0f}%'
                 if network == 'nature' and nips.measured else '')
         rows.append([f'arch{network}', count, f'{cell.mean:,.0f} +- {cell.std:,.0f}'] +
-                    [f'{100 * shares[(network, count, phase)].mean:.0f}%' for phase in PHASES] +
+                    [f'{100 * shares[(network, count, part)].mean:.0f}%' for part in PARTS] +
                     [drop, paper])
     table = speed_report.markdown_table(
         ['network', 'ne', 'steps/s (ours)', 'env', 'act', 'learn', 'archnature vs archnips',
          'paper (section 5.2)'], rows)
     labels = [f'{network} ne={count}' for network, count in rates]
     speed_report.stacked_bars(figure, labels, [
-        (phase, [shares[key + (phase,)].mean for key in rates]) for phase in PHASES],
+        (part, [shares[key + (part,)].mean for key in rates]) for part in PARTS],
         'share of the timed seconds', 'PAAC, Figure 2: where the time goes (Pong)')
     return speed_report.Experiment(
         'Figure 2: time usage for different ne, archnips and archnature',
@@ -111,7 +111,7 @@ def figure_experiment(rates, shares, seconds, trials, figure):
         'cores run the 8 workers, the action selection and the learner (the paper: a GPU for '
         'the network, a GTX 980 Ti, and a 4-core i7-4790K), so env and learn share the cores.',
         table, os.path.basename(figure),
-        'Shares are of the timed seconds; the phases do not overlap with the synchronized '
+        'Shares are of the timed seconds; the parts do not overlap with the synchronized '
         "sampler (the preset's), so they sum to about 100%.")
 
 

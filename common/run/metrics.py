@@ -43,16 +43,17 @@ class EpisodeStats:
 
 
 class StopWatch:
-    """Accumulates wall time per named phase (e.g. env / act / learn) between two reads."""
+    """Accumulates wall time per named part of a time step (env / act / learn) between two
+    reads."""
 
     def __init__(self):
         self.totals = collections.defaultdict(float)
 
-    def add(self, phase, seconds):
-        self.totals[phase] += seconds
+    def add(self, part, seconds):
+        self.totals[part] += seconds
 
     def take(self):
-        """Returns the accumulated seconds per phase and starts a new interval."""
+        """Returns the accumulated seconds per part and starts a new interval."""
         totals, self.totals = dict(self.totals), collections.defaultdict(float)
         return totals
 

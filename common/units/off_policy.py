@@ -172,11 +172,11 @@ class OffPolicyPhases:
         self.trained = self.sampled = 0
         return ratio
 
-    def take_phase_seconds(self):
+    def take_part_seconds(self):
         """Seconds stepping ('env'), selecting actions ('act') and learning since the last call."""
-        phases = self.sampler.take_phase_seconds()
-        phases['learn'], self.learn_seconds = self.learn_seconds, 0.0
-        return phases
+        parts = self.sampler.take_part_seconds()
+        parts['learn'], self.learn_seconds = self.learn_seconds, 0.0
+        return parts
 
 
 class OffPolicyUnit(runner.Unit):
@@ -206,7 +206,7 @@ class OffPolicyUnit(runner.Unit):
 
     def row(self, seconds):
         extra = {f'{name}_share': value / seconds
-                 for name, value in self.off_policy.take_phase_seconds().items()}
+                 for name, value in self.off_policy.take_part_seconds().items()}
         extra.update(epsilon=self.off_policy.epsilon, replay_size=len(self.off_policy.memory),
                      replay_ratio=self.off_policy.take_replay_ratio(),
                      **self.learner.update_means.take())

@@ -123,12 +123,12 @@ class OnPolicyUnit(runner.Unit):
             finally:
                 self.updating.shutdown(wait=True)
 
-    def take_phase_seconds(self):
+    def take_part_seconds(self):
         """Seconds stepping ('env'), selecting actions ('act') and learning since the last
         call: the time breakdown of PAAC's Figure 2."""
-        phases = self.sampler.take_phase_seconds()
-        phases['learn'], self.learn_seconds = self.learn_seconds, 0.0
-        return phases
+        parts = self.sampler.take_part_seconds()
+        parts['learn'], self.learn_seconds = self.learn_seconds, 0.0
+        return parts
 
     def advance(self, env_steps):
         if self.overlap:  # set once the update in flight, which reads the schedules, is done
@@ -143,7 +143,7 @@ class OnPolicyUnit(runner.Unit):
     def row(self, seconds):
         self.settle()  # the update statistics of a whole update, not one being written
         extra = {f'{name}_share': value / seconds
-                 for name, value in self.take_phase_seconds().items()}
+                 for name, value in self.take_part_seconds().items()}
         extra.update(self.learner.update_means.take())
         return extra
 

@@ -55,7 +55,7 @@ class SynchronizedSampler:
                                pool.observation_dtype)
         self.rollout.observations[0] = pool.reset()
         self._collected = False
-        self.phase_seconds = {'env': 0.0, 'act': 0.0}
+        self.part_seconds = {'env': 0.0, 'act': 0.0}
 
     def collect(self, policy):
         """Fills self.rollout with horizon steps of every environment; policy(observations) ->
@@ -73,13 +73,13 @@ class SynchronizedSampler:
             self._act(policy, step, slice(None))
             start = time.perf_counter()
             result = self.pool.step(self.rollout.actions[step])
-            self.phase_seconds['env'] += time.perf_counter() - start
+            self.part_seconds['env'] += time.perf_counter() - start
             self._store(step, slice(None), result, episodes)
 
     def _act(self, policy, step, envs):
         start = time.perf_counter()
         self.rollout.actions[step, envs] = policy(self.rollout.observations[step, envs])
-        self.phase_seconds['act'] += time.perf_counter() - start
+        self.part_seconds['act'] += time.perf_counter() - start
 
     def _store(self, step, envs, result, episodes):
         rollout = self.rollout
@@ -92,17 +92,18 @@ class SynchronizedSampler:
                 episodes.append((float(result.episode_returns[index]),
                                  int(result.episode_lengths[index])))
 
-    def take_phase_seconds(self):
-        """Seconds spent stepping ('env') and in the policy ('act') since the last call."""
-        phases = self.phase_seconds
-        self.phase_seconds = {name: 0.0 for name in phases}
-        return phases
+    def take_part_seconds(self):
+        """The parts of the time steps' wall time since the last call: seconds spent stepping
+        ('env') and in the policy ('act')."""
+        parts = self.part_seconds
+        self.part_seconds = {name: 0.0 for name in parts}
+        return parts
 
 
 class AlternatingSampler(SynchronizedSampler):
-    """Two phases of the groups of a pool alternate between stepping and acting: the
-    even groups and the odd ones (with several replicas, group 2r + p is replica r's group of
-    phase p, so each phase holds every replica's share in replica order)."""
+    """Two halves of the groups of a pool alternate between stepping and acting: the even
+    groups and the odd ones (with several replicas, group 2r + h is replica r's group of half h,
+    so each half holds every replica's share in replica order)."""
 
     def __init__(self, pool, horizon):
         groups = getattr(pool, 'num_groups', 1)
@@ -114,12 +115,12 @@ class AlternatingSampler(SynchronizedSampler):
         envs_per_group = pool.num_envs // groups
         self._group_envs = [slice(group * envs_per_group, (group + 1) * envs_per_group)
                             for group in range(groups)]
-        self._phase_groups = (range(0, groups, 2), range(1, groups, 2))
-        # One group per phase: a slice, no copy; else the phase's groups in order.
-        self._phase_envs = tuple(
-            self._group_envs[phase[0]] if len(phase) == 1 else
-            np.concatenate([np.arange(pool.num_envs)[self._group_envs[group]] for group in phase])
-            for phase in self._phase_groups)
+        self._half_groups = (range(0, groups, 2), range(1, groups, 2))
+        # One group per half: a slice, no copy; else the half's groups in order.
+        self._half_envs = tuple(
+            self._group_envs[half[0]] if len(half) == 1 else
+            np.concatenate([np.arange(pool.num_envs)[self._group_envs[group]] for group in half])
+            for half in self._half_groups)
 
     def _fill(self, policy, episodes):
         horizon = self.rollout.horizon
@@ -131,16 +132,16 @@ class AlternatingSampler(SynchronizedSampler):
                 self._act_and_send(policy, step + 1, 0)
             self._receive(step, 1, episodes)
 
-    def _act_and_send(self, policy, step, phase):
-        self._act(policy, step, self._phase_envs[phase])
-        for group in self._phase_groups[phase]:
+    def _act_and_send(self, policy, step, half):
+        self._act(policy, step, self._half_envs[half])
+        for group in self._half_groups[half]:
             self.pool.step_async(self.rollout.actions[step, self._group_envs[group]], group)
 
-    def _receive(self, step, phase, episodes):
-        for group in self._phase_groups[phase]:
+    def _receive(self, step, half, episodes):
+        for group in self._half_groups[half]:
             start = time.perf_counter()
             result = self.pool.step_wait(group)
-            self.phase_seconds['env'] += time.perf_counter() - start
+            self.part_seconds['env'] += time.perf_counter() - start
             self._store(step, self._group_envs[group], result, episodes)
 
 

@@ -273,11 +273,11 @@ def test_bench_rows_sample_with_inference_through_both_samplers():
         if name.startswith('accel/sample/'):
             # The wall time of one time step of the 4 simulators, split: it adds up, and the
             # simulators and the policy each take some of it.
-            phase_ms = result['phase_ms']
-            assert set(phase_ms) == {'env', 'act', 'other'}
-            assert phase_ms['env'] > 0 and phase_ms['act'] > 0 and phase_ms['other'] >= 0
+            part_ms = result['part_ms']
+            assert set(part_ms) == {'env', 'act', 'other'}
+            assert part_ms['env'] > 0 and part_ms['act'] > 0 and part_ms['other'] >= 0
             step_ms = 1e3 * 4 / result['steps_per_sec']
-            assert sum(phase_ms.values()) == pytest.approx(step_ms)
+            assert sum(part_ms.values()) == pytest.approx(step_ms)
     assert gin.query_parameter('AccelConfig.envs_per_worker') == 2  # 4 environments over 2
 
 

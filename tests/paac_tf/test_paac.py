@@ -170,8 +170,8 @@ def test_iterate_collects_a_rollout_updates_once_and_carries_the_last_observatio
         assert set(np.unique(rollout.actions)) <= {0, 1}
         np.testing.assert_array_equal(rollout.rewards, 1.0)
         assert int(learner.optimizer.iterations.numpy()) == 1
-        phases = runner.take_phase_seconds()
-        assert set(phases) == {'env', 'act', 'learn'} and all(v > 0 for v in phases.values())
+        parts = runner.take_part_seconds()
+        assert set(parts) == {'env', 'act', 'learn'} and all(v > 0 for v in parts.values())
         runner.iterate()  # the last observation was the first of the next rollout
         np.testing.assert_array_equal(runner.sampler.rollout.observations[0], last)
 

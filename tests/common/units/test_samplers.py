@@ -86,11 +86,11 @@ def test_finished_episodes_are_returned_once_with_their_scores():
     with pools.SerialPool(config, 2, seed=0) as pool:
         sampler = samplers.make_sampler('synchronized', pool, 50)
         episodes = sampler.collect(lambda observations: np.zeros(len(observations), np.int32))
-        phases = sampler.take_phase_seconds()
+        parts = sampler.take_part_seconds()
     # Always pushing left ends CartPole within about 10 steps: several episodes per env.
     assert len(episodes) >= 4
     assert all(score == length and 5 <= length <= 30 for score, length in episodes)
-    assert set(phases) == {'env', 'act'} and phases['env'] > 0
+    assert set(parts) == {'env', 'act'} and parts['env'] > 0
 
 
 def test_the_alternating_sampler_needs_two_pool_groups():
