@@ -257,12 +257,18 @@ def test_the_readme_names_the_machine_of_every_time_it_quotes():
 
 
 def test_the_carried_run_s_numbers_are_its_carried_data():
-    """README's and docs/results.md's '-13.9 at 1.32M' of the DQN-at-512 run carried in carried/."""
+    """README's and docs/results.md's '-9.9 at 2.00M' of the DQN-at-512 run carried in carried/,
+    and its evaluation at 2M."""
     carried = os.path.join(app.PROJECT_ROOT, 'carried', 'accel-dqn-512-pong')
     rows = superseded.resumed_history(run_files.read_csv(os.path.join(carried, 'metrics.csv')))
     last = rows[-1]
     claim = '{0:.1f} at {1:.2f}M'.format(float(last['score_mean_100']),
                                          int(last['env_steps']) / 1e6)
-    assert claim == '-13.9 at 1.32M'
-    assert '-13.9 at 1.32M of 3M' in _text('README.md')
-    assert '**-13.9 at 1.32M**' in _text('docs/results.md')
+    assert claim == '-9.9 at 2.00M'
+    assert '-9.9 at 2.00M of 3M' in _text('README.md')
+    assert '**-9.9 at 2.00M**' in _text('docs/results.md')
+    evaluation = run_files.read_csv(os.path.join(carried, 'eval.csv'))[-1]
+    assert (int(evaluation['env_steps']), round(float(evaluation['score_mean']), 1),
+            int(evaluation['episodes'])) == (2_000_000, -1.9, 24)
+    assert 'the evaluation at 2M (the `stooke` protocol) -1.9 over 24 episodes' in _text(
+        'docs/results.md')
