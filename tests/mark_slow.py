@@ -7,12 +7,15 @@ Run it after tests/record_durations.py; tests/test_tiers.py fails until every su
 """
 import ast
 import os
+import re
 import sys
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
 sys.path.insert(0, TESTS)
 import test_tiers  # noqa: E402  pylint: disable=wrong-import-position
+
+FIRST_PARTY = re.compile(r'^(from|import) (common|accel_tf|dqn_tf|paac_tf|ga3c_tf)\b')
 
 
 def _insert_marks(path, names):
@@ -32,12 +35,28 @@ def _insert_marks(path, names):
         marked.append(node.name)
     if marked and not any(isinstance(node, ast.Import) and any(
             alias.name == 'pytest' for alias in node.names) for node in tree.body):
-        last_import = max(node.end_lineno for node in tree.body
-                          if isinstance(node, (ast.Import, ast.ImportFrom)))
-        lines.insert(last_import, 'import pytest')
+        _insert_pytest_import(lines)
     with open(path, 'w') as f:
         f.write('\n'.join(lines))
     return marked
+
+
+def _insert_pytest_import(lines):
+    """`import pytest` among the third-party imports (sorted), or as their group of one before
+    the project's own imports."""
+    first_party = next(index for index, line in enumerate(lines)
+                       if FIRST_PARTY.match(line))
+    end = first_party - 1  # the blank line before the project's imports
+    start = end
+    while start > 0 and lines[start - 1].startswith(('import ', 'from ')):
+        start -= 1
+    group = lines[start:end]
+    if group and not all(line.split()[1].split('.')[0] in sys.stdlib_module_names
+                         for line in group):
+        lines[start:end] = sorted(group + ['import pytest'],
+                                  key=lambda line: line.split()[1].lower())
+    else:
+        lines[first_party:first_party] = ['import pytest', '']
 
 
 def main():

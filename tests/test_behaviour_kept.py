@@ -320,6 +320,7 @@ def check_update(name, reference_path):
     assert_same_weights(after, want_after, f'{name}: weights after one update')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', sorted(UPDATES))
 def test_one_update_on_a_fixed_batch_gives_the_reference_weights(name):
     reference = FIXTURES / 'updates' / f'{name}.npz'
@@ -353,6 +354,7 @@ def _checkpoint_fixtures():
 CHECKPOINTS = _checkpoint_fixtures()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', sorted(CHECKPOINTS))
 def test_checkpoint_of_the_pre_redesign_code_resumes(tmp_path, name):
     fixture = CHECKPOINTS[name]

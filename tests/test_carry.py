@@ -56,6 +56,7 @@ def _assert_equal(first, second, skip=()):
             assert np.array_equal(first[key], second[key]), key
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('paper', PAPERS)
 def test_a_carried_run_goes_on_as_a_resume_in_place(paper, tmp_path, cartpole_command):
     started = _run(_command(cartpole_command, paper, 'source', STEPS), tmp_path)

@@ -121,6 +121,7 @@ def _one_error_line(result):
     return lines[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('paper', PAPERS)
 def test_entry_points_name_a_string_where_a_number_belongs_and_a_file_as_run_dir(
         paper, tmp_path, entry_point):
@@ -166,6 +167,7 @@ BAD_COMMAND_CASES = [
     for gin_file, checks in BAD_COMMANDS.items() for bindings, named in checks.items()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('gin_file, bindings, named', BAD_COMMAND_CASES, ids=[
     f"{gin_file.split('/')[1]}:{'; '.join(bindings)}"
     for gin_file, bindings, _ in BAD_COMMAND_CASES])
@@ -178,12 +180,14 @@ def test_a_bad_binding_stops_the_command_in_one_line_before_anything_starts(
     assert not (tmp_path / 'run').exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('paper', PAPERS)
 def test_a_missing_gin_file_is_named(paper, tmp_path, entry_point):
     result = entry_point(f'{paper}_tf.main').run([f'--gin_file=gin/{paper}/nope.gin'], tmp_path)
     assert 'nope.gin' in _one_error_line(result)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('module, args, named', [
     ('common.evaluate', ['--run_dir=.', '--num_episodes=x'], '--num_episodes=x'),
     ('common.evaluate', ['--run_dir=.', '--num_episodes=0'], '--num_episodes must be > 0'),
@@ -235,6 +239,7 @@ def _files(folder):
             for path in sorted(folder.rglob('*')) if path.is_file()}
 
 
+@pytest.mark.slow
 def test_training_into_a_published_run_is_refused_and_writes_nothing(tmp_path, entry_point):
     """The command a user types to go on training a published agent: before, it started over
     from step 0 in the published folder and set its 7,287 episodes aside."""

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from common.launch import app
 from common.tools import run_files
 
@@ -23,6 +25,7 @@ def _command(paper, bindings, *extra):
             [f'--gin_bindings={binding}' for binding in bindings] + list(extra))
 
 
+@pytest.mark.slow
 def test_a_binding_holding_python_code_runs_nothing(tmp_path):
     code = "__import__('os').system('touch pwned')"
     result = subprocess.run(_command('paac', [f'PAACConfig.num_envs = {code}'], '--run_dir=run'),
@@ -33,6 +36,7 @@ def test_a_binding_holding_python_code_runs_nothing(tmp_path):
     assert not (tmp_path / 'pwned').exists() and not (tmp_path / 'run').exists()
 
 
+@pytest.mark.slow
 def test_a_run_directory_with_non_ascii_characters_trains_and_resumes(tmp_path):
     run_dir = 'runs/pong-é-ρ-日本'
     for total in (40, 80):
@@ -47,6 +51,7 @@ def test_a_run_directory_with_non_ascii_characters_trains_and_resumes(tmp_path):
     assert steps[-1] == 80 and steps == sorted(steps)
 
 
+@pytest.mark.slow
 def test_sigterm_of_ga3c_saves_a_checkpoint_and_leaves_no_process(tmp_path, process_tree):
     bindings = ['GA3CConfig.env_config = @GymConfig()', "GymConfig.env_id = 'CartPole-v1'",
                 "GA3CConfig.network = 'mlp'", 'GA3CConfig.num_agents = 2',

@@ -36,6 +36,7 @@ def _learner(preset, field, value):
     return kinds.build_learner(main.configure([gin_file], bindings))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('preset', sorted(PRESETS))
 def test_jit_compile_reaches_every_papers_learner(preset, xla_compiled_calls):
     for jit_compile in (False, True):

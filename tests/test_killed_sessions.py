@@ -27,6 +27,7 @@ def _data_rows(path):
     return len(run_files.read_csv(path)) if os.path.exists(path) else 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('paper', PAPERS)
 def test_sessions_killed_before_their_first_checkpoint_are_set_aside(paper, tmp_path,
                                                                       process_tree,
@@ -74,6 +75,7 @@ def test_sessions_killed_before_their_first_checkpoint_are_set_aside(paper, tmp_
     assert len(superseded) == killed_rows  # the killed sessions' rows, kept aside
 
 
+@pytest.mark.slow
 def test_a_run_whose_checkpoints_are_gone_is_refused_not_started_over(tmp_path,
                                                                       cartpole_command):
     """A run that saved checkpoints and lost them (deleted, not copied with the run) shows

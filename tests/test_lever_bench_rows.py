@@ -32,6 +32,7 @@ def _remember_learners(monkeypatch, module, built):
     monkeypatch.setattr(module, 'build_learner', remember)
 
 
+@pytest.mark.slow
 def test_accel_and_paac_bfloat16_rows_train_bfloat16_torsos(monkeypatch):
     built = []
     _remember_learners(monkeypatch, accel_rows.kinds, built)
@@ -48,6 +49,7 @@ def test_accel_and_paac_bfloat16_rows_train_bfloat16_torsos(monkeypatch):
     assert [_torso_dtypes(learner.model) for learner in built] == [{'bfloat16'}] * len(names)
 
 
+@pytest.mark.slow
 def test_the_fast_preset_rows_train_in_the_dtype_they_name(monkeypatch):
     """accel/fast is the preset as it is: its compute_dtype 'auto' becomes the machine's native
     dtype (faked here as bfloat16); the /float32 and /bfloat16 rows fix it."""
@@ -70,6 +72,7 @@ def test_the_speed_test_configures_the_compute_dtype():
     assert speedtest.speedtest_config('both', 8).compute_dtype == 'float32'
 
 
+@pytest.mark.slow
 def test_the_overlap_rows_train_on_a_thread_and_leave_none(monkeypatch):
     built = []
     _remember_learners(monkeypatch, accel_rows.kinds, built)
@@ -80,6 +83,7 @@ def test_the_overlap_rows_train_on_a_thread_and_leave_none(monkeypatch):
     assert not any(thread.name.startswith('update') for thread in threading.enumerate())
 
 
+@pytest.mark.slow
 def test_the_paac_ale_vector_row_steps_ale_pys_vector_env(monkeypatch):
     steps = []
     real_step = ale_vector.AleVectorPool.step
@@ -94,6 +98,7 @@ def test_the_paac_ale_vector_row_steps_ale_pys_vector_env(monkeypatch):
     assert steps and set(steps) == {SETTINGS['num_envs']}
 
 
+@pytest.mark.slow
 def test_the_paac_ale_vector_alternating_row_steps_two_groups_in_turn(monkeypatch):
     groups = []
     real_step_async = ale_vector.AleVectorPool.step_async
@@ -109,6 +114,7 @@ def test_the_paac_ale_vector_alternating_row_steps_two_groups_in_turn(monkeypatc
     assert groups[:4] == [(0, half), (1, half), (0, half), (1, half)]
 
 
+@pytest.mark.slow
 def test_the_paac_network_row_steps_no_environment_while_timed(monkeypatch):
     steps, updates = [], []
     real_step = ale_vector.AleVectorPool.step
@@ -131,6 +137,7 @@ def test_the_paac_network_row_steps_no_environment_while_timed(monkeypatch):
         5 * SETTINGS['num_envs'] * len(updates) / result['seconds'], rel=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('rows, name', [(paac_rows.ROWS, 'paac/network/reuse'),
                                         (accel_rows.ROWS, 'accel/a2c/reuse'),
                                         (paac_rows.ROWS, 'paac/ale_vector/reuse'),

@@ -73,6 +73,7 @@ def _as_trained(published):
     return eval_protocols.Choice(epsilon=final[0] if final else None, sample=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('name', PUBLISHED)
 def test_a_published_run_carries_its_final_policy_which_plays_better_than_random(name):
     """Its weights are the last checkpoint's; its policy (acting as in training) acts in its own

@@ -50,6 +50,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('case', sorted(CASES))
 def test_two_runs_of_a_seed_write_the_same_steps_episodes_scores_and_losses(
         case, tmp_path, cartpole_command):
@@ -71,6 +72,7 @@ def test_two_runs_of_a_seed_write_the_same_steps_episodes_scores_and_losses(
     assert second == first
 
 
+@pytest.mark.slow
 def test_twenty_thousand_pong_steps_of_paac_are_the_same_twice(tmp_path):
     command = [sys.executable, '-m', 'paac_tf.main',
                f'--gin_file={os.path.join(app.PROJECT_ROOT, "gin", "paac", "pong.gin")}',

@@ -43,6 +43,7 @@ def _flags(cli, algorithm, bindings):
     return cli.flags(CARTPOLE_BINDINGS + bindings, PRESETS[algorithm])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('algorithm', ['a3c', 'appo'])
 def test_run_logs_policy_lag_resumes_and_evaluates(tmp_path, algorithm, process_tree, cli,
                                                    entry_point):
@@ -80,6 +81,7 @@ def _started_learning(run_dir):
     return path.exists() and any(int(row['env_steps']) > 0 for row in run_files.read_csv(path))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('stop', ['ctrl_c', 'dead_learner'])
 def test_ctrl_c_or_a_dead_learner_ends_the_run_with_a_checkpoint(tmp_path, stop, process_tree,
                                                                  errors_in, cli):
@@ -158,6 +160,7 @@ def test_a3c_actor_learner_applies_rmsprop_with_the_central_mean_squares():
         store.close()
 
 
+@pytest.mark.slow
 def test_appo_actor_learner_keeps_its_batch_on_the_device_and_copies_one_vector_per_minibatch(
         monkeypatch):
     """APPO's actor-learner hands the batch sampled_rollout_targets made (device tensors) to

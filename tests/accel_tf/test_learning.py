@@ -75,6 +75,7 @@ PPO_RL_GAMES = dict(PPO, seed=0, ppo=sections.PPOConfig(
     normalize_observations=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('settings', [A2C, PPO, A3C, APPO, A2C_BFLOAT16, PPO_OVERLAP,
                                       PPO_RL_GAMES],
                          ids=['a2c', 'ppo', 'a3c', 'appo', 'a2c_bfloat16', 'ppo_overlap',

@@ -175,6 +175,7 @@ def test_an_old_binding_in_an_included_file_says_what_to_bind_instead(tmp_path):
         'PPOConfig.minibatches instead (read by algorithm ppo, appo)')
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('gin_file, extra', [
     ('gin/accel/a2c_pong.gin', []), ('gin/accel/ppo_pong.gin', []),
     # Section 4.2 on 2 logical CPU devices, 2 of the 4 simulators each.
@@ -211,6 +212,7 @@ def test_run_writes_the_run_directory_resumes_and_evaluates(tmp_path, gin_file, 
     assert int(row['episodes']) == 2 and int(row['env_steps']) == 640
 
 
+@pytest.mark.slow
 def test_a_run_dir_of_another_algorithm_is_refused(tmp_path, errors_in, cli):
     first = cli.run(cli.flags(CARTPOLE_BINDINGS) + ['--run_dir=run'], cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -221,6 +223,7 @@ def test_a_run_dir_of_another_algorithm_is_refused(tmp_path, errors_in, cli):
     assert len(error_lines) == 1 and "algorithm: 'ppo' there, 'a2c' here" in error_lines[0]
 
 
+@pytest.mark.slow
 def test_a_run_dir_of_another_model_shape_is_refused_and_an_older_record_is_not(tmp_path,
                                                                                 errors_in, cli):
     """run.json records the torso (and the Q-value family's dueling and atoms); a run.json
@@ -247,6 +250,7 @@ def test_a_run_dir_of_another_model_shape_is_refused_and_an_older_record_is_not(
     assert 'resuming from' in longer.stdout and 'at step 160' in longer.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('sampler', ['synchronized', 'alternating'])
 def test_pong_runs_through_each_sampler_and_leaves_nothing_behind(tmp_path, sampler, process_tree,
                                                                   cli):
@@ -261,6 +265,7 @@ def test_pong_runs_through_each_sampler_and_leaves_nothing_behind(tmp_path, samp
     assert not process_tree.leaked_shm(shm_before)
 
 
+@pytest.mark.slow
 def test_bench_rows_sample_with_inference_through_both_samplers():
     from accel_tf import bench_rows
     settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 4, 'game': 'pong',
@@ -318,6 +323,7 @@ def test_learning_only_row_times_updates_on_one_collected_rollout(monkeypatch):
     assert int(learner['object'].optimizer.iterations.numpy()) == len(calls)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('row, owed', [('accel/rainbow_512', 0), ('accel/dqn_512/async', 1)])
 def test_q_bench_rows_hold_training_intensity_8_once_replay_can_train(monkeypatch, row, owed):
     from accel_tf import bench_rows
@@ -348,6 +354,7 @@ def test_q_bench_rows_hold_training_intensity_8_once_replay_can_train(monkeypatc
     assert len(calls) + 1 - owed <= updates <= len(calls) + 1
 
 
+@pytest.mark.slow
 def test_async_bench_rows_count_both_learners_steps(process_tree):
     from accel_tf import bench_rows
     settings = {'seconds': 1.0, 'warmup_seconds': 0.0, 'num_envs': 8, 'game': 'pong',

@@ -103,6 +103,7 @@ def _metrics(tmp_path):
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow
 def test_two_workers_write_one_run_directory_and_resume_from_the_chief(tmp_path):
     workers = _start_workers(tmp_path, 320)
     outputs = _finish(workers)
@@ -133,6 +134,7 @@ def test_two_workers_write_one_run_directory_and_resume_from_the_chief(tmp_path)
     assert os.listdir(tmp_path / 'scratch') == []
 
 
+@pytest.mark.slow
 def test_rainbow_on_two_workers_fills_one_replay_each_and_trains_in_step(tmp_path):
     """The Q-value family on several machines: each worker stores its own 2 simulators' steps
     in its own prioritized replay and trains on 32 of every 64-transition minibatch; the run
@@ -155,6 +157,7 @@ def test_rainbow_on_two_workers_fills_one_replay_each_and_trains_in_step(tmp_pat
     assert os.listdir(tmp_path / 'scratch') == []
 
 
+@pytest.mark.slow
 def test_a_killed_worker_ends_the_chiefs_run_with_a_checkpoint_and_one_line(tmp_path,
                                                                            process_tree, errors_in):
     """PAAC here: the same runner as A2C's, through its own entry point."""
@@ -192,6 +195,7 @@ def test_cluster_flags_are_checked_before_anything_starts(monkeypatch):
         cluster.configure(config, ['a:1', 'b:2'], 1)
 
 
+@pytest.mark.slow
 def test_a_session_stop_is_refused_over_several_machines_before_anything_starts(tmp_path, errors_in):
     """Each worker would stop on its own count and episodes; the collectives need one step."""
     result = subprocess.run(

@@ -37,6 +37,7 @@ def test_pool_environment_steps_the_pool_with_tf_agents_step_types():
         assert seen_last  # alternating pushes end CartPole episodes well within 60 steps
 
 
+@pytest.mark.slow
 def test_tf_agents_ppo_trains_on_our_pool():
     config = atari.AtariConfig(game='pong', variant='stooke', decorrelation_steps=0)
     with pools.SerialPool(config, 2, seed=0) as pool:

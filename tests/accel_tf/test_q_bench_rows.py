@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('row, categorical', [('accel/dqn_32', False),
                                               ('accel/cat_dqn_32', True)])
 def test_batch_32_rows_train_stacks_of_32_at_intensity_8(monkeypatch, row, categorical):

@@ -169,6 +169,7 @@ def _run(module, args, cwd):
                           capture_output=True, text=True, timeout=240)
 
 
+@pytest.mark.slow
 def test_rainbow_runs_resumes_and_evaluates_through_the_entry_point(tmp_path):
     bindings = CARTPOLE_BINDINGS + ['AccelConfig.total_steps = 1600',
                                     'QValueConfig.min_replay_steps = 512',
@@ -207,6 +208,7 @@ def test_rainbow_runs_resumes_and_evaluates_through_the_entry_point(tmp_path):
     assert [int(row['env_steps']) for row in run_files.read_csv(run_dir / 'eval.csv')] == [800, 1600, 1920]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('devices', [
     [], ["DistributeConfig.strategy = 'mirrored'", 'DistributeConfig.num_replicas = 2',
          'AccelConfig.log_every_seconds = 2.0']],  # slower here: intervals of >= 10 phases
@@ -255,6 +257,7 @@ def test_asynchronous_dqn_holds_its_replay_ratio_through_the_entry_point(tmp_pat
                for trained, steps, intervals in steady), steady
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_asynchronous_dqn_with_a_checkpoint_and_nothing_left(tmp_path,
                                                                           process_tree):
     """Ctrl-C while the trainer thread trains and the sampler samples: exit 130 with a
@@ -294,6 +297,7 @@ def test_ctrl_c_stops_asynchronous_dqn_with_a_checkpoint_and_nothing_left(tmp_pa
     assert not process_tree.leaked_shm(shm_before)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('preset, bindings, budget', [
     # Categorical DQN at its preset's rate; CartPole's returns (up to ~100 discounted) need
     # atoms on [0, 200] rather than Atari's [-10, 10]. Swept: network seeds 0-2 reached 400

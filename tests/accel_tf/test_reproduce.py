@@ -9,6 +9,7 @@ from accel_tf import reproduce
 from common.units import samplers
 
 
+@pytest.mark.slow
 def test_tiny_figure_1b_and_table_3_fill_the_paper_columns_and_report_a_failed_cell(
         tmp_path, monkeypatch, fail_cell):
     monkeypatch.setattr(reproduce, 'SIMULATORS_PER_CORE', (2,))
@@ -48,6 +49,7 @@ class _FailingSampler:
         return self.real.collect(policy)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('synchronized', [True, False])
 def test_a_failing_paired_sampler_ends_both_threads_and_raises(monkeypatch, synchronized):
     real_make = samplers.make_sampler

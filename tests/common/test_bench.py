@@ -9,6 +9,7 @@ SETTINGS = {'seconds': 0.3, 'warmup_seconds': 0.1, 'num_envs': 2, 'game': 'pong'
             'num_workers': 1}
 
 
+@pytest.mark.slow
 def test_a_row_returns_its_rate_from_its_own_process():
     result = bench.measure_row('env/serial', SETTINGS)
     assert result['steps_per_sec'] > 0 and result['windows'] >= 1
@@ -45,6 +46,7 @@ def test_the_uniform_replay_row_draws_from_a_full_replay_of_pong_stacks(monkeypa
     assert draws[0].observations.shape == draws[0].next_observations.shape == (512, 104, 80, 4)
 
 
+@pytest.mark.slow
 def test_a_failing_row_raises_with_its_traceback_and_leaves_no_process():
     with pytest.raises(bench.RowFailed, match='(?s)row env/serial failed:.*Traceback'):
         bench.measure_row('env/serial', dict(SETTINGS, game='no_such_game'))
@@ -107,6 +109,7 @@ def test_table_and_plot_show_every_row_against_the_best_env_rate(tmp_path):
         assert f.read(8) == b'\x89PNG\r\n\x1a\n'
 
 
+@pytest.mark.slow
 def test_a_failing_row_is_reported_in_the_table_and_the_next_rows_still_run(monkeypatch,
                                                                             capsys):
     """The first row fails for real (its process raises: no such game); the rows after it still

@@ -20,6 +20,7 @@ SMI_GPUS = ['0, GPU-aaaa, NVIDIA H100 80GB HBM3, 81559, 70001, 550.54.15',
 SMI_APPS = ['GPU-aaaa, 4242, python, 70000']
 
 
+@pytest.mark.slow
 def test_doctor_runs_here_in_under_a_minute_and_prints_its_sections():
     start = time.monotonic()
     result = subprocess.run([sys.executable, '-m', 'common.doctor'], cwd=app.PROJECT_ROOT,

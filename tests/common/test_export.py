@@ -60,6 +60,7 @@ def _in_package(run_dir, observations):
     return {'action': policy(observations), 'q_values': outputs.numpy()}
 
 
+@pytest.mark.slow
 def test_a_fresh_tensorflow_process_acts_as_the_package(cartpole_run, pong_run, q_run,
                                                         tmp_path):
     rng = np.random.default_rng(0)

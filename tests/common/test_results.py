@@ -32,6 +32,7 @@ def _write_run(run_dir, paper, game=None, scores=(-20.5, -19.0)):
         f.write('not copied')
 
 
+@pytest.mark.slow
 def test_publishing_copies_the_run_files_and_draws_each_and_all(tmp_path):
     results_dir = str(tmp_path / 'results')
     for paper in ('paac', 'dqn'):
@@ -77,6 +78,7 @@ def test_publishing_copies_the_run_files_and_draws_each_and_all(tmp_path):
          'steps_per_sec-pong.png'])  # nothing left of the staging
 
 
+@pytest.mark.slow
 def test_publishing_runs_of_two_games_draws_and_tabulates_each_game_apart(tmp_path,
                                                                           monkeypatch):
     results_dir = tmp_path / 'results'
@@ -170,6 +172,7 @@ def test_a_run_without_metrics_is_refused(tmp_path):
         results.publish(str(tmp_path / 'run'), 'x', str(tmp_path / 'results'))
 
 
+@pytest.mark.slow
 def test_a_published_run_carries_its_policy_that_evaluate_and_watch_read(cartpole_run,
                                                                           tmp_path, monkeypatch):
     results_dir = str(tmp_path / 'results')

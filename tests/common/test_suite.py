@@ -65,6 +65,7 @@ def test_a_game_of_the_57_outside_mnih_2015s_49_is_accepted(tmp_path):
     assert not os.path.exists(tmp_path / 'suite')
 
 
+@pytest.mark.slow
 def test_a_preset_of_another_paper_is_refused_in_one_line(tmp_path):
     result = _suite(_preset_flags() + ['--paper=dqn', '--games=pong', '--steps=40',
                                        '--suite_dir=suite'], tmp_path)
@@ -72,6 +73,7 @@ def test_a_preset_of_another_paper_is_refused_in_one_line(tmp_path):
     assert not os.path.exists(tmp_path / 'suite')
 
 
+@pytest.mark.slow
 def test_three_games_skip_finished_resume_unfinished_and_table_arithmetic(tmp_path):
     flags = _preset_flags() + ['--steps=40', '--suite_dir=suite'] + EVAL
     first = _suite(flags + ['--games=pong,breakout'], tmp_path)
@@ -114,6 +116,7 @@ def test_three_games_skip_finished_resume_unfinished_and_table_arithmetic(tmp_pa
     assert 'over the 3 evaluated game(s)' in table
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_the_game_saved_and_the_suite_with_130(tmp_path, process_tree):
     process = subprocess.Popen(
         [sys.executable, '-m', 'common.suite'] + _preset_flags() + [

@@ -45,6 +45,7 @@ def test_grid_points_are_the_product_of_the_axes_named_by_parameter_and_value():
     assert named == [('ne16', ['PAACConfig.num_envs = 16']), ('ne64', ['PAACConfig.num_envs = 64'])]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('args, named', [
     (['--grid=PAACConfig.num_envs = 16', '--steps=100'], "--grid='PAACConfig.num_envs = 16'"),
     (['--grid=PAACConfig.num_envs = [16, x]', '--steps=100'], 'not a list of values'),
@@ -60,6 +61,7 @@ def test_bad_grids_are_refused_in_one_line_before_anything_starts(tmp_path, args
     assert not os.path.exists(tmp_path / 'sweep')
 
 
+@pytest.mark.slow
 def test_two_points_resume_skip_and_draw_the_views(tmp_path):
     args = _flags() + [GRID, '--steps=200', '--sweep_dir=sweep', '--thresholds=10,1000']
     # The second point begun outside the sweep and stopped at 80 steps: the sweep resumes it.

@@ -28,6 +28,7 @@ def _command(args, cwd):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_the_command_writes_a_gif_of_the_raw_cartpole_screens(cartpole_run, tmp_path):
     out = tmp_path / 'cartpole.gif'
     result = _command([f'--run_dir={cartpole_run}', f'--out={out}'], tmp_path)
@@ -43,6 +44,7 @@ def test_the_command_writes_a_gif_of_the_raw_cartpole_screens(cartpole_run, tmp_
     assert (first[-8:, :2] == 0).all() and (first[-12:, :80] == 255).any()
 
 
+@pytest.mark.slow
 def test_a_pong_episode_is_drawn_from_the_ale_screen_beside_the_network_input(pong_run,
                                                                               tmp_path):
     env_config, policy, _ = evaluate.load_policy(pong_run)
@@ -125,6 +127,7 @@ def test_a_gym_env_draws_only_if_made_to():
     assert env.rgb_frame().shape == CARTPOLE_SCREEN + (3,)
 
 
+@pytest.mark.slow
 def test_bad_input_is_refused_in_one_line(cartpole_run, tmp_path):
     with pytest.raises(errors.ConfigError, match=r"--out='x.avi'; allowed: .*\.gif"):
         watch.watch(cartpole_run, 'x.avi')

@@ -47,6 +47,7 @@ def _train(config):
     return [variable.numpy() for variable in learner.online.variables], stored, episodes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('mode', ['both', 'standard'])
 def test_process_envs_give_the_thread_envs_transitions_and_weights(mode):
     """Same seeds, same per-sampler random streams, same round order of replay writes: led
@@ -115,6 +116,7 @@ def _vector_config(**overrides):
                    prepopulate_steps=32, **overrides)
 
 
+@pytest.mark.slow
 def test_vector_envs_stage_each_environments_steps_in_its_own_stream():
     """Replay holds, per stream, what a separate pool of the same seed gives for the actions
     drawn from that lane's own random stream: newest frames, actions, clipped rewards, ends."""
@@ -144,6 +146,7 @@ def test_vector_envs_stage_each_environments_steps_in_its_own_stream():
     assert sorted(length for _, length in episodes) == [30] * 4
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith('linux'), reason='niceness is Linux here')
 def test_vector_envs_train_in_both_mode_and_their_threads_end_with_the_run():
     config = _vector_config(acting_nice=5)

@@ -6,6 +6,7 @@ float32 numbers of that spread, not in training."""
 import os
 
 import numpy as np
+import pytest
 
 from common.launch import app
 from common.run import carry
@@ -18,6 +19,7 @@ from dqn_tf import main as dqn_main
 LIMIT_BYTES = 25 * 10 ** 6
 
 
+@pytest.mark.slow
 def test_a_carry_of_the_nature_network_preset_is_at_most_25_mb(tmp_path):
     config = dqn_main.configure([os.path.join(app.PROJECT_ROOT, 'gin', 'dqn', 'pong.gin')], [])
     assert config.network == 'nature'

@@ -206,6 +206,7 @@ def _weights_after_training(concurrent, synchronized, seed):
     return [variable.numpy() for variable in learner.online.variables]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('concurrent', [False, True])
 def test_synchronized_modes_are_deterministic_for_a_fixed_seed_and_w(concurrent):
     """Section 4: minibatches come in a fully deterministic order, so weights match exactly."""
@@ -242,6 +243,7 @@ class _FailingEnv:
         pass
 
 
+@pytest.mark.slow
 def test_a_failing_actor_stops_the_run_and_every_thread(monkeypatch):
     config = _cartpole_config(concurrent=True, synchronized=True, num_actors=2)
     monkeypatch.setattr(gym_envs.GymConfig, 'make', lambda self, seed: _FailingEnv(150))
@@ -271,6 +273,7 @@ def test_invalid_values_are_named():
         _cartpole_config(acting_nice=20)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith('linux'), reason='per-thread niceness is Linux')
 @pytest.mark.parametrize('concurrent', [False, True])
 def test_actors_yield_the_cpu_to_the_learner_only_when_it_trains_concurrently(concurrent):
@@ -295,6 +298,7 @@ def test_learner_threads_leave_a_core_to_the_actors(monkeypatch):
     assert _cartpole_config().intra_op_threads() == 1
 
 
+@pytest.mark.slow
 def test_dqn_learns_cartpole():
     """Algorithm 1 (W=2): some evaluation of 20 greedy episodes on CartPole-v1 reaches a mean
     return >= 400 within a 50k-step budget (evaluations every 1,000 steps from 5,000).

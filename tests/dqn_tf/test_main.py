@@ -77,6 +77,7 @@ def test_presets_hold_the_papers_values():
     assert (standard.mode, standard.num_actors) == ('standard', 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('binding, named', [
     ('DQNConfig.num_actors = 3', 'num_actors=3'),
     ('DQNConfig.batch_size = 0', 'batch_size'),
@@ -92,6 +93,7 @@ def test_bad_config_stops_with_one_line_before_anything_starts(tmp_path, binding
     assert not (tmp_path / 'run').exists()
 
 
+@pytest.mark.slow
 def test_run_writes_the_run_directory_evaluates_and_rerun_resumes(tmp_path):
     first = _run('dqn_tf.main', _flags(CARTPOLE_BINDINGS), cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -123,6 +125,7 @@ def test_run_writes_the_run_directory_evaluates_and_rerun_resumes(tmp_path):
     assert int(run_files.read_csv(run_dir / 'eval.csv')[-1]['env_steps']) == 600
 
 
+@pytest.mark.slow
 def test_ctrl_c_saves_a_checkpoint_and_stops_every_thread(tmp_path, process_tree):
     """Ctrl-C (twice) once the loop has logged a row: exit 130 with a checkpoint. (metrics.csv
     exists before the loop starts, when a Ctrl-C saves nothing: the test waits for a row.)"""
@@ -148,6 +151,7 @@ def test_ctrl_c_saves_a_checkpoint_and_stops_every_thread(tmp_path, process_tree
     assert any(name.startswith('ckpt-') for name in os.listdir(tmp_path / 'run' / 'checkpoints'))
 
 
+@pytest.mark.slow
 def test_pong_runs_with_eight_actor_threads_and_exits_cleanly(tmp_path):
     result = _run('dqn_tf.main', _flags([
         'DQNConfig.total_steps = 64', 'DQNConfig.target_period = 32',
@@ -158,6 +162,7 @@ def test_pong_runs_with_eight_actor_threads_and_exits_cleanly(tmp_path):
     assert int(rows[-1]['env_steps']) == 64 and int(rows[-1]['updates']) == 16
 
 
+@pytest.mark.slow
 def test_speedtest_writes_the_ratio_table(tmp_path):
     path = tmp_path / 'speed.json'
     result = _run('dqn_tf.speedtest', ['--steps=16', '--modes=standard,both', '--actors=1',
@@ -182,8 +187,9 @@ def test_speedtest_writes_the_ratio_table(tmp_path):
     assert bad.returncode == 2 and 'steps=10' in bad.stderr
 
 
-def test_speedtest_times_the_sampler_rounds_alone_in_threads_and_processes(tmp_path):
-    path = tmp_path / 'samplers.json'
+@pytest.mark.slow
+def test_speedtest_times_the_actor_rounds_alone_in_threads_and_processes(tmp_path):
+    path = tmp_path / 'actors.json'
     result = _run('dqn_tf.speedtest', ['--actors_only', '--actors=1,2', '--steps=8',
                                        '--prepopulate=32', '--actor_envs=thread,process',
                                        f'--json={path}'], cwd=tmp_path)
@@ -195,12 +201,13 @@ def test_speedtest_times_the_sampler_rounds_alone_in_threads_and_processes(tmp_p
     assert rows[0]['speedup'] == 1.0 and not any('vs_learner' in row for row in rows)
     for row in rows:
         assert row['speedup'] == pytest.approx(rows[0]['seconds'] / row['seconds'])
-    assert 'random steps of the samplers alone' in result.stdout
+    assert 'random steps of the actors alone' in result.stdout
     bad = _run('dqn_tf.speedtest', ['--actor_envs=thread,gpu'], cwd=tmp_path)
     assert bad.returncode == 2 and '--actor_envs=thread,gpu; allowed: thread,process,vector' in \
         bad.stderr
 
 
+@pytest.mark.slow
 def test_bench_rows_measure_whole_periods(monkeypatch):
     monkeypatch.setattr(bench_rows, 'BENCH_PERIOD', 40)
     monkeypatch.setattr(bench_rows, 'BENCH_PERIODS', 2)
@@ -216,6 +223,7 @@ def test_bench_rows_measure_whole_periods(monkeypatch):
     assert not [thread for thread in threading.enumerate() if thread.name.startswith('dqn-')]
 
 
+@pytest.mark.slow
 def test_a_diverging_run_stops_with_one_line_and_keeps_its_finite_checkpoints(
         tmp_path, finite_checkpoints, diverged_run):
     """200 steps at the preset's learning rate (checkpoints at 100 and 200), then the run

@@ -6,6 +6,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from common.launch import app
 from common.tools import run_files
 
@@ -30,6 +32,7 @@ def _session(run_dir, total_steps):
     return result.stdout
 
 
+@pytest.mark.slow
 def test_a_resumed_run_restores_the_replay_saved_at_the_end_of_the_last_session(tmp_path):
     run_dir = tmp_path / 'run'
     replay_dir = run_dir / 'replay'

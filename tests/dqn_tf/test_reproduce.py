@@ -2,10 +2,13 @@
 is reported in its row and the others are measured."""
 import io
 
+import pytest
+
 from dqn_tf import reproduce
 from dqn_tf import speedtest
 
 
+@pytest.mark.slow
 def test_tiny_reproduction_writes_both_experiments_and_reports_a_failed_cell(tmp_path,
                                                                               monkeypatch):
     monkeypatch.setattr(reproduce, 'CELLS', (('standard', 1), ('both', 2)))
@@ -36,10 +39,10 @@ def test_tiny_reproduction_writes_both_experiments_and_reports_a_failed_cell(tmp
                                        'bfloat16')
     assert bf16.title.endswith('(bfloat16)') and 'compute in bfloat16' in bf16.differs
     assert bf16.figure == 'b.png' and (tmp_path / 'b.png').exists()
-    samplers = reproduce.measure_samplers(16, 2, 'pong', 32, stream)
-    assert set(samplers) == {(count, where) for count in (1, 2)
+    actors = reproduce.measure_actors(16, 2, 'pong', 32, stream)
+    assert set(actors) == {(count, where) for count in (1, 2)
                              for where in ('thread', 'process', 'vector')}
-    assert all(len(cell.values) == 2 and min(cell.values) > 0 for cell in samplers.values())
+    assert all(len(cell.values) == 2 and min(cell.values) > 0 for cell in actors.values())
     tables = reproduce.tables_experiment(cells, learner, 16, 2, str(tmp_path / 't.png'))
     rows = tables.table.splitlines()
     assert rows[2].startswith('| standard | 1 |') and '| 25.08 +- 0.52 |' in rows[2]
@@ -47,10 +50,10 @@ def test_tiny_reproduction_writes_both_experiments_and_reports_a_failed_cell(tmp
     assert rows[3].startswith('| both | 2 | failed: RuntimeError: device lost |')
     assert '14.72' in rows[3] and '1.70x' in rows[3]  # the paper's column stays filled
     assert 'Learner-only bound' in tables.notes
-    sampler_rows = reproduce.samplers_experiment(samplers, 16, str(tmp_path / 's.png'))
-    by_place = {tuple(row.split(' | ')[:2]): row for row in sampler_rows.table.splitlines()[2:]}
+    actor_rows = reproduce.actors_experiment(actors, 16, str(tmp_path / 's.png'))
+    by_place = {tuple(row.split(' | ')[:2]): row for row in actor_rows.table.splitlines()[2:]}
     for where in ('thread', 'process', 'vector'):  # each W against the W=1 of its own place
         assert by_place[('| 1', where)].endswith('| 1.00x |')
-        ratio = samplers[(2, where)].mean / samplers[(1, where)].mean
+        ratio = actors[(2, where)].mean / actors[(1, where)].mean
         assert by_place[('| 2', where)].endswith(f'| {ratio:.2f}x |')
     assert (tmp_path / 't.png').exists() and (tmp_path / 's.png').exists()

@@ -51,6 +51,7 @@ def _check_run_files(run_dir, steps, episodes, score, updates):
     assert glob.glob(os.path.join(run_dir, 'checkpoints', 'ckpt-*.index'))
 
 
+@pytest.mark.slow
 def test_a2c_example_trains_on_worker_processes_and_resumes(tmp_path):
     flags = ['--num_envs=4', '--pool=process', f'--out_dir={tmp_path}']
     first = _run('a2c_cartpole.py', '--steps=400', *flags)
@@ -63,6 +64,7 @@ def test_a2c_example_trains_on_worker_processes_and_resumes(tmp_path):
     _check_run_files(tmp_path, 600, episodes, score, updates=600 // (4 * 5))
 
 
+@pytest.mark.slow
 def test_dqn_example_trains_from_replay(tmp_path):
     result = _run('dqn_cartpole.py', '--steps=320', '--min_replay_steps=128',
                   f'--out_dir={tmp_path}')
@@ -73,6 +75,7 @@ def test_dqn_example_trains_from_replay(tmp_path):
     assert int(run_files.read_csv(tmp_path / 'metrics.csv')[-1]['replay_size']) == 320
 
 
+@pytest.mark.slow
 def test_a_bad_flag_is_named_in_one_line(tmp_path):
     result = _run('a2c_cartpole.py', '--num_envs=5', f'--out_dir={tmp_path}')
     assert result.returncode != 0
@@ -117,6 +120,7 @@ def _random_episodes(steps, seed):
     return episodes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('script', sorted(CLAIMS))
 def test_a_random_policy_fails_each_claim(script):
     steps, claim = CLAIMS[script]
@@ -126,6 +130,7 @@ def test_a_random_policy_fails_each_claim(script):
         assert not claim(episodes)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('seed', SEEDS)
 @pytest.mark.parametrize('script', sorted(CLAIMS))
 def test_each_example_learns_what_its_docstring_claims(script, seed, tmp_path):

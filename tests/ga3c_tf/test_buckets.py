@@ -71,6 +71,7 @@ def test_a_padded_batch_holds_the_real_rows_then_one_step_sequences():
     np.testing.assert_array_equal(returns[10:], 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('reduction', ['sum', 'mean'])
 def test_an_update_on_a_padded_batch_is_the_update_on_its_real_rows(reduction):
     """Padding rows weigh 0: the weights after one update on the batch padded from 10 to 16
@@ -149,6 +150,7 @@ def test_predictions_are_made_on_bucket_shapes_and_handed_back_without_the_paddi
             server._gather(keys * 2 + keys[:1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('trainer_input', ['direct', 'tf_data'])
 def test_a_padded_server_trains_on_bucket_shapes(monkeypatch, trainer_input, process_tree):
     """An agent's experience through the padding batcher and the padded update: every update

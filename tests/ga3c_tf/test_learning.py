@@ -1,5 +1,6 @@
 """GA3C learns CartPole: mean return >= 400 over 20 episodes within a fixed step budget."""
 import gin
+import pytest
 
 import common  # noqa: F401
 from common.envs import gym as gym_envs
@@ -8,6 +9,7 @@ from ga3c_tf import learner as learner_lib
 from ga3c_tf import loop
 
 
+@pytest.mark.slow
 def test_ga3c_learns_cartpole(tmp_path, kept_checkpoint_scores):
     # Asynchronous, so no two runs are alike. At learning rate 0.006 over 120k steps one CI run
     # in a few collapsed to ~100. With RMSProp's mean squares starting at ones (TF1's), 0.003

@@ -77,6 +77,7 @@ def test_presets_hold_the_original_code_and_paper_values():
     assert large.model_kwargs()['torso_kwargs'] == {'first_stride': 4, 'padding': 'same'}
 
 
+@pytest.mark.slow
 def test_run_writes_the_run_format_resumes_and_plays(tmp_path, cli, entry_point):
     first = cli.run(cli.flags(CARTPOLE_BINDINGS), cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -123,6 +124,7 @@ def test_run_writes_the_run_format_resumes_and_plays(tmp_path, cli, entry_point)
     assert int(row['episodes']) == 3 and int(row['env_steps']) >= 1200
 
 
+@pytest.mark.slow
 def test_a_diverging_run_stops_with_one_line_and_keeps_its_finite_checkpoints(
         tmp_path, finite_checkpoints, errors_in, cli):
     """At a learning rate of 1e30 the trainer threads' updates go to NaN within a few: the run
@@ -147,6 +149,7 @@ def test_a_diverging_run_stops_with_one_line_and_keeps_its_finite_checkpoints(
     assert kept and max(kept) < steps and all(kept.values()), kept
 
 
+@pytest.mark.slow
 def test_a3c_cpu_baseline_runs_from_the_same_config(tmp_path, cli):
     result = cli.run(cli.flags(CARTPOLE_BINDINGS + ["GA3CConfig.algorithm = 'a3c_cpu'"]) +
                      ['--run_dir=run'], cwd=tmp_path)
@@ -163,6 +166,7 @@ def _model_weights(run_dir):
             if key.startswith('model/')}
 
 
+@pytest.mark.slow
 def test_a3c_cpu_resumes_with_its_schedule_updates_and_rmsprop_statistics(tmp_path, cli):
     # The learning rate anneals to 0 over the first run's 600 steps: a resumed run that took
     # up the schedule where it ended cannot change the weights any more.
@@ -198,6 +202,7 @@ def test_a3c_cpu_resumes_with_its_schedule_updates_and_rmsprop_statistics(tmp_pa
     assert [int(row['updates']) for row in rows] == sorted(int(row['updates']) for row in rows)
 
 
+@pytest.mark.slow
 def test_pong_ctrl_c_ends_cleanly_and_leaves_nothing_behind(tmp_path, process_tree, cli):
     shm_before = process_tree.shm_entries()
     process = cli.start(cli.flags(['GA3CConfig.num_agents = 3',
@@ -232,6 +237,7 @@ def _poll(predicate, seconds, interval):
 
 # Seconds from the run's last metrics row to its Ctrl-C: the close of the server takes from
 # about 0.2 s (an idle machine) to over 0.8 s (a busy one), then come the last save and the exit.
+@pytest.mark.slow
 @pytest.mark.parametrize('delay', [0.05, 0.1, 0.15, 0.25, 0.4, 0.6])
 def test_a_ctrl_c_as_the_run_ends_leaves_no_segment(tmp_path, delay, process_tree, cli):
     """A Ctrl-C landing while a finished run closes its server used to cut the close short:
@@ -267,6 +273,7 @@ def test_a_ctrl_c_as_the_run_ends_leaves_no_segment(tmp_path, delay, process_tre
     assert not process_tree.leaked_shm(shm_before)
 
 
+@pytest.mark.slow
 def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path, process_tree, errors_in, cli):
     process = cli.start(cli.flags(CARTPOLE_BINDINGS[:-3] + [
         'GA3CConfig.total_steps = 100000000']) + ['--run_dir=run'], tmp_path)
@@ -284,6 +291,7 @@ def test_a_killed_agent_is_reported_and_the_run_ends(tmp_path, process_tree, err
     assert process_tree.wait_for(lambda: not process_tree.alive(agents), 15)
 
 
+@pytest.mark.slow
 def test_agents_exit_by_themselves_when_the_main_process_is_killed(tmp_path, process_tree, cli):
     shm_before = process_tree.shm_entries()
     process = cli.start(cli.flags(

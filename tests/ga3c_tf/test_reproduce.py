@@ -2,11 +2,14 @@
 rows with the paper's columns, a failing cell reported."""
 import io
 
+import pytest
+
 from common.tools import speed_report
 from ga3c_tf import bench_rows
 from ga3c_tf import reproduce
 
 
+@pytest.mark.slow
 def test_the_annealer_moves_from_1_1_1_and_the_report_holds_its_profile(tmp_path):
     trajectory, row = reproduce.anneal(5.0, 2.0, 'pong', io.StringIO(), walk='one_knob')
     # Intervals of 2 s until 5 s have passed (starting agents can stretch one): 2 or 3.
@@ -23,6 +26,7 @@ def test_the_annealer_moves_from_1_1_1_and_the_report_holds_its_profile(tmp_path
     assert (tmp_path / 'a.png').exists()
 
 
+@pytest.mark.slow
 def test_figure_7_and_table_2_rows_keep_the_papers_columns_when_a_cell_fails(tmp_path,
                                                                             monkeypatch):
     tps, pps, lag = reproduce.min_batch_cell(5, 2.0, 'pong', num_agents=2)

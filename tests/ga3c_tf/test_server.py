@@ -53,6 +53,7 @@ def test_an_experience_item_marks_its_end_and_bootstrap_value():
     assert all(len(field) == 3 for field in item)
 
 
+@pytest.mark.slow
 def test_server_runs_changes_settings_live_and_leaves_nothing_behind(process_tree):
     shm_before = process_tree.shm_entries()
     config = _config()
@@ -112,6 +113,7 @@ def _is_zombie_free(pid):
         return 'State:\tZ' not in status.read()
 
 
+@pytest.mark.slow
 def test_a_dead_agent_stops_the_run_or_is_replaced():
     config = _config(num_agents=2)
     learner = learner_lib.build_learner(config)
@@ -140,6 +142,7 @@ def test_a_dead_agent_stops_the_run_or_is_replaced():
         assert _wait_for(lambda: server.counts()['predictions'] > before + 20)
 
 
+@pytest.mark.slow
 def test_replacing_a_dead_agent_recovers_from_a_queue_it_left_locked():
     """An agent SIGKILLed inside its queue feeder leaves the training queue's cross-process write
     lock held (simulated here by taking it): 'replace' must not carry on with that queue."""
@@ -161,6 +164,7 @@ def test_replacing_a_dead_agent_recovers_from_a_queue_it_left_locked():
         server.check_threads()
 
 
+@pytest.mark.slow
 def test_close_ends_a_trainer_stuck_on_a_half_written_batch():
     """What an agent killed mid-write leaves: the write lock held and a message header promising
     more bytes than follow. The trainer reading it must still end when the server closes."""

@@ -63,6 +63,7 @@ def test_the_papers_old_name_t_max_is_read_as_horizon():
     assert config.horizon == 7
 
 
+@pytest.mark.slow
 def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path, cli, entry_point):
     first = cli.run(cli.flags(CARTPOLE_BINDINGS), cwd=tmp_path)
     assert first.returncode == 0, first.stderr[-3000:]
@@ -114,6 +115,7 @@ def test_run_writes_the_run_directory_and_rerun_resumes(tmp_path, cli, entry_poi
     assert float(row['score_min']) <= float(row['score_mean']) <= float(row['score_max'])
 
 
+@pytest.mark.slow
 def test_a_run_its_ctrl_c_and_its_resume_print_no_warning(tmp_path, process_tree, cli):
     """What a user sees on stderr, from a shell that set nothing: start, log, checkpoint, Ctrl-C
     and resume print no library or deprecation warning (TensorFlow's update_checkpoint_state
@@ -146,6 +148,7 @@ def test_a_run_its_ctrl_c_and_its_resume_print_no_warning(tmp_path, process_tree
     assert f'at step {saved:,}' in resumed.stdout
 
 
+@pytest.mark.slow
 def test_pong_runs_through_worker_processes_and_leaves_nothing_behind(tmp_path, process_tree,
                                                                      cli):
     shm_before = process_tree.shm_entries()
@@ -168,6 +171,7 @@ def test_pong_runs_through_worker_processes_and_leaves_nothing_behind(tmp_path, 
     assert not process_tree.leaked_shm(shm_before)
 
 
+@pytest.mark.slow
 def test_a_killed_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path, process_tree,
                                                                     cli):
     shm_before = process_tree.shm_entries()
@@ -192,6 +196,7 @@ def test_a_killed_worker_ends_the_run_with_one_line_and_a_checkpoint(tmp_path, p
     assert not process_tree.leaked_shm(shm_before)
 
 
+@pytest.mark.slow
 def test_a_lost_checkpoint_index_resumes_from_the_newest_checkpoint_file(tmp_path, cli):
     """rm RUN/checkpoints/checkpoint used to restart the run from step 0 without a word."""
     first = cli.run(cli.flags(CARTPOLE_BINDINGS) + ['--run_dir=run'], cwd=tmp_path)
@@ -206,6 +211,7 @@ def test_a_lost_checkpoint_index_resumes_from_the_newest_checkpoint_file(tmp_pat
     assert steps == sorted(steps) and steps[-1] == 600
 
 
+@pytest.mark.slow
 def test_a_run_dir_of_another_game_is_refused_before_anything_is_written(tmp_path, errors_in,
                                                                          cli):
     first = cli.run(cli.flags(CARTPOLE_BINDINGS) + ['--run_dir=run'], cwd=tmp_path)
@@ -219,6 +225,7 @@ def test_a_run_dir_of_another_game_is_refused_before_anything_is_written(tmp_pat
     assert sorted(os.listdir(tmp_path / 'run')) == before  # no invocation.resume-*.json
 
 
+@pytest.mark.slow
 def test_bench_row_measures_the_pong_preset_with_its_own_worker_count():
     from paac_tf import bench_rows
     settings = {'seconds': 0.5, 'warmup_seconds': 0.0, 'num_envs': 8, 'game': 'pong',
@@ -233,6 +240,7 @@ def test_bench_row_measures_the_pong_preset_with_its_own_worker_count():
     assert result['min'] <= result['median'] <= result['max']
 
 
+@pytest.mark.slow
 def test_a_diverging_run_stops_with_one_line_and_keeps_the_checkpoint_before(
         tmp_path, finite_checkpoints, diverged_run, cli):
     """At a learning rate of 1e30 the first update leaves huge but finite weights (checkpointed
@@ -265,6 +273,7 @@ def _one_line_error(result):
     return lines[0]
 
 
+@pytest.mark.slow
 def test_a_full_or_read_only_disk_ends_the_run_in_one_line_and_keeps_what_it_wrote(small_disk,
                                                                                    cli):
     """A small file system, full when a finished run is extended, then read-only: each time one
@@ -294,6 +303,7 @@ def test_a_full_or_read_only_disk_ends_the_run_in_one_line_and_keeps_what_it_wro
     assert resumed.returncode == 0 and 'resuming from' in resumed.stdout, resumed.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_a_resume_with_another_batch_says_so_and_continues_the_schedule_by_env_steps(tmp_path,
                                                                                     cli):
     """The learning rate anneals over env steps: 0.01 -> 0 over 800. A first session of 200
@@ -322,6 +332,7 @@ def test_a_resume_with_another_batch_says_so_and_continues_the_schedule_by_env_s
     assert float(resumed[0]['learning_rate']) == pytest.approx(0.0075, rel=1e-4)
 
 
+@pytest.mark.slow
 def test_a_preset_changed_under_a_run_does_not_change_its_environment_on_resume(tmp_path,
                                                                                  cli):
     """The same command after its preset changed a GymConfig field: refused in one line, the

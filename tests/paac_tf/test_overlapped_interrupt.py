@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import tensorflow as tf
 
 from common.launch import app
@@ -34,6 +35,7 @@ def _updates_saved(run_dir):
     return int(reader.get_tensor('optimizer/iterations/.ATTRIBUTES/VARIABLE_VALUE'))
 
 
+@pytest.mark.slow
 def test_ctrl_c_saves_every_counted_update_and_leaves_nothing_behind(tmp_path, process_tree):
     shm_before = process_tree.shm_entries()
     env = dict(os.environ, PYTHONPATH=app.PROJECT_ROOT)

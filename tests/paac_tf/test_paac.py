@@ -187,6 +187,7 @@ def test_invalid_values_are_named():
         _cartpole_config(network='resnet')
 
 
+@pytest.mark.slow
 def test_paac_learns_cartpole(tmp_path):
     """Mean return >= 400 over 20 evaluation episodes within a fixed step budget."""
     config = _cartpole_config(num_envs=16, num_workers=1, horizon=5, total_steps=150_000,
@@ -244,6 +245,7 @@ def test_auto_workers_are_resolved_once_into_a_copy_that_records_what_was_asked(
     assert fixed.asked == {'distribute': None} and fixed.num_workers == 2
 
 
+@pytest.mark.slow
 def test_an_overlapped_run_saves_after_its_last_update_and_refuses_several_devices(tmp_path):
     """overlap_learning: the final checkpoint holds every update (none left in flight)."""
     config = _cartpole_config(total_steps=400, overlap_learning=True)
@@ -263,6 +265,7 @@ def test_an_overlapped_run_saves_after_its_last_update_and_refuses_several_devic
                                                                 num_replicas=2))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('compute_dtype', ['float32', 'bfloat16'])
 def test_reusing_the_acting_pass_trains_as_the_plain_unit(compute_dtype):
     """PAACConfig.reuse_activations: side by side with the plain unit from the same seeds (both

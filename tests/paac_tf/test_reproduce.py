@@ -1,9 +1,12 @@
 """paac_tf.reproduce at a tiny scale: Figure 2's table and shares, a failing cell reported."""
 import io
 
+import pytest
+
 from paac_tf import reproduce
 
 
+@pytest.mark.slow
 def test_tiny_figure_2_measures_shares_and_reports_a_failed_cell(tmp_path, monkeypatch,
                                                                  fail_cell):
     monkeypatch.setattr(reproduce, 'NUM_ENVS', (16, 32))

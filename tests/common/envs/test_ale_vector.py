@@ -10,6 +10,7 @@ def _random_actions(num_steps, num_envs, num_actions):
     return np.random.default_rng(0).integers(0, num_actions, (num_steps, num_envs))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('resize', RESIZES)
 def test_frames_match_atari_env_without_random_starts(resize):
     # No no-ops and no sticky actions: both pools play the same deterministic game, so every
@@ -32,6 +33,7 @@ def test_frames_match_atari_env_without_random_starts(resize):
         serial.close()
 
 
+@pytest.mark.slow
 def test_frames_resized_here_are_the_requested_shape():
     config = AtariConfig(game='breakout', resize='linear', screen_size=(64, 48), stack=2,
                          episodic_life=True)
@@ -47,6 +49,7 @@ def test_frames_resized_here_are_the_requested_shape():
         pool.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('resize', ['area', 'linear'])
 def test_groups_step_apart_and_match_a_serial_pool(resize, step_groups_apart):
     # 'area' stacks in C++, 'linear' here: both keep each group's envs and stacks apart.
@@ -80,6 +83,7 @@ def test_groups_step_apart_and_match_a_serial_pool(resize, step_groups_apart):
         serial.close()
 
 
+@pytest.mark.slow
 def test_group_misuse_raises():
     pool = AleVectorPool(AtariConfig(game='pong'), 4, num_threads=1, num_groups=2)
     try:

@@ -292,6 +292,7 @@ def test_a_game_with_no_near_match_offers_none():
     assert 'close ones' not in str(raised.value) and 'get_all_rom_ids' in str(raised.value)
 
 
+@pytest.mark.slow
 def test_decorrelated_start_states_differ_across_simulators_and_repeat_with_the_seed():
     """Stooke & Abbeel, section 4.1: every simulator starts after its own random number of
     uniform-random actions, so the envs of a pool start out of step; the seed fixes them."""

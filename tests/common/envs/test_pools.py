@@ -40,6 +40,7 @@ def _random_actions(num_steps: int, num_envs: int, num_actions: int) -> np.ndarr
     return np.random.default_rng(0).integers(0, num_actions, (num_steps, num_envs))
 
 
+@pytest.mark.slow
 def test_serial_thread_process_pools_agree():
     actions = _random_actions(300, 4, SMALL_PONG.num_actions())
     trajectories = {}
@@ -60,6 +61,7 @@ def test_serial_thread_process_pools_agree():
                 np.testing.assert_array_equal(actual[name][dones], expected[name][dones])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('kind', POOL_KINDS)
 def test_same_step_auto_reset_and_unclipped_episode_returns(kind):
     cap = 40
@@ -135,6 +137,7 @@ def test_worker_exception_is_reraised_with_its_traceback():
     assert all(_gone(pid) for pid in pids)
 
 
+@pytest.mark.slow
 def test_close_and_exception_in_with_leave_no_process_or_segment():
     pool = ProcessPool(SMALL_PONG, 2, num_workers=2)
     pool.reset()
@@ -181,6 +184,7 @@ def test_ctrl_c_in_parent_leaves_no_process_or_segment(tmp_path):
     assert not os.path.exists(f"/dev/shm/{started['shm']}")
 
 
+@pytest.mark.slow
 def test_workers_do_not_import_the_parents_main_module(tmp_path):
     completed = _run_script(tmp_path, """
         import tensorflow  # a training entry point's top-level import
@@ -202,6 +206,7 @@ def test_workers_do_not_import_the_parents_main_module(tmp_path):
     assert loaded == {'parent': True, 'workers': [False, False]}
 
 
+@pytest.mark.slow
 def test_alternating_groups_match_a_serial_pool(step_groups_apart):
     actions = _random_actions(60, 4, SMALL_PONG.num_actions())
     with ProcessPool(SMALL_PONG, 4, num_workers=2, num_groups=2) as pool, \
@@ -374,6 +379,7 @@ def test_pinned_workers_each_run_on_one_cpu():
     assert os.sched_getaffinity(0) == set(allowed)  # the parent stays unpinned
 
 
+@pytest.mark.slow
 def test_pinning_that_fails_warns_and_runs_unpinned(monkeypatch):
     def refuse(pid, cpus):
         raise PermissionError('not allowed')

@@ -58,6 +58,7 @@ def test_the_flag_skips_the_check(monkeypatch):
     memory_check.check_flags(needs)
 
 
+@pytest.mark.slow
 def test_an_entry_point_refuses_before_anything_starts(tmp_path):
     result = subprocess.run(
         [sys.executable, '-m', 'paac_tf.main',

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from common.launch import app
 from common.launch import process_setup
 from common.system import quiet_import
@@ -21,6 +23,7 @@ def _run(code):
     return json.loads(result.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_importing_the_shared_layer_and_building_a_model_changes_no_process_state():
     seen = _run(
         'import json, os, sys\n'
@@ -40,6 +43,7 @@ def test_importing_the_shared_layer_and_building_a_model_changes_no_process_stat
     assert seen == {'environ_changed': [], 'meta_path_same': True, 'shapes': [[3, 2], [3]]}
 
 
+@pytest.mark.slow
 def test_an_entry_point_sets_keras_onednn_and_the_quiet_import_before_tensorflow_loads():
     seen = _run(
         'import json, os, sys\n'

@@ -159,6 +159,7 @@ def _paac_like_learner(horizon, seed=5, gae_lambda=None, standardize_observation
                                            spec, seed=seed, horizon=horizon, **extra)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('compute_dtype', ['float32', 'bfloat16'])
 def test_a_rollout_acted_and_trained_with_kept_outputs_updates_as_the_plain_learner(
         compute_dtype):

@@ -64,6 +64,7 @@ def test_actor_critic_hot_paths_call_the_network_through_xla_only_when_asked(
         assert bool(compiled) == jit_compile, function
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('gae_lambda', [None, 0.95])  # n-step returns; GAE
 def test_actor_critic_acts_predicts_and_trains_as_without_xla(gae_lambda):
     plain, compiled = _actor_critic(False, gae_lambda), _actor_critic(True, gae_lambda)
@@ -109,6 +110,7 @@ def _minibatch(seed, batch=6, stack=None):
             (rng.random(lead) < 0.3).astype(np.float32))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('categorical', [False, True])
 def test_q_learner_acts_and_trains_as_without_xla(categorical, xla_compiled_calls):
     plain, compiled = _q_learner(False, categorical), _q_learner(True, categorical)

@@ -273,6 +273,7 @@ def test_a_carried_sessions_first_row_says_so(tmp_path):
     assert [int(row['env_steps']) for row in rows] == [100, 200, 300, 400, 500]
 
 
+@pytest.mark.slow
 def test_the_command_writes_a_carry_and_prints_how_to_resume_it(tmp_path):
     source = str(tmp_path / 'source')
     _make_run(source, target_equal=True)

@@ -61,6 +61,7 @@ def test_a_lock_left_by_a_killed_process_is_taken_over_with_a_line(tmp_path):
         run_lock.release(run_dir)
 
 
+@pytest.mark.slow
 def test_an_entry_point_on_a_run_dir_in_use_stops_in_one_line_and_writes_nothing(tmp_path):
     run_dir = tmp_path / 'run'
     holder = _start(str(run_dir), 60)

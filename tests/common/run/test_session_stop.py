@@ -115,6 +115,7 @@ def _paac(tmp_path, *flags):
                           env=dict(os.environ, PYTHONPATH=app.PROJECT_ROOT), timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('flag, named', [('--stop_at_steps=0', '--stop_at_steps=0'),
                                          ('--stop_at_score=nan', '--stop_at_score=nan')])
 def test_the_entry_point_refuses_a_bad_stop_before_anything_starts(tmp_path, flag, named,
@@ -126,6 +127,7 @@ def test_the_entry_point_refuses_a_bad_stop_before_anything_starts(tmp_path, fla
     assert not (tmp_path / 'run').exists()
 
 
+@pytest.mark.slow
 def test_the_entry_point_stops_at_the_step_then_at_the_score_and_resumes(tmp_path):
     by_steps = _paac(tmp_path, '--stop_at_steps=200')
     assert by_steps.returncode == 0, by_steps.stderr[-3000:]

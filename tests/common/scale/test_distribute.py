@@ -26,6 +26,7 @@ def _fresh_process_json(script):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_two_replicas_on_half_batches_update_as_one_device_on_the_whole_batch():
     """3 updates each (PPO: 2 epochs of 2 minibatches per update; DQN: 2 minibatches per call),
     gradients clipped by global norm after the all-reduce; a fresh process, as logical devices
@@ -43,6 +44,7 @@ def test_two_replicas_on_half_batches_update_as_one_device_on_the_whole_batch():
         assert measured['outputs'] < 1e-5, (algorithm, measured)  # TD errors, in batch order
 
 
+@pytest.mark.slow
 def test_each_replica_acts_for_its_own_sampler_groups():
     """Stooke & Abbeel's template repeated per replica: the pool holds the sampler's groups for
     each replica, and replica r's copy acts for the r-th block of simulators (its own groups),

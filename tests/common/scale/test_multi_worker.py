@@ -50,6 +50,7 @@ def _weights(path):
             int(saved['iterations'])
 
 
+@pytest.mark.slow
 def test_two_workers_on_half_batches_end_equal_to_one_process_on_the_whole(tmp_path):
     """3 updates of A2C (gradients clipped after the all-reduce); worker 1 starts from
     perturbed weights, which the chief's broadcast replaces."""
@@ -70,6 +71,7 @@ def test_two_workers_on_half_batches_end_equal_to_one_process_on_the_whole(tmp_p
     assert all(np.array_equal(a, b) for a, b in zip(first, second))  # identical copies
 
 
+@pytest.mark.slow
 def test_a_dead_worker_makes_the_other_fail_within_bounded_time(tmp_path):
     started = time.monotonic()
     workers = _start_workers(tmp_path, ['1'])  # worker 1 exits after one update

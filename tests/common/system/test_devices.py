@@ -74,6 +74,7 @@ def _report_environment(queue):
         devices.VISIBLE_ENV, devices.GROWTH_ENV, devices.CHILD_GPUS_ENV)})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('gpus, seen', [(devices.NO_GPU, ''), ('1', '1'), (None, 'inherited')])
 def test_a_spawned_child_sees_the_gpus_its_parent_gives_it(gpus, seen, monkeypatch):
     """The choice reaches that child alone, before anything it unpickles loads TensorFlow

@@ -3,11 +3,14 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from common.launch import app
 
 ROOT = app.PROJECT_ROOT
 
 
+@pytest.mark.slow
 def test_set_intra_op_threads_before_tensorflow_starts():
     code = ('import common; from common.system import devices; import tensorflow as tf; '
             'devices.set_intra_op_threads(1); tf.constant(1.0) + 1.0; '

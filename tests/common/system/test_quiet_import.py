@@ -3,6 +3,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from common.launch import app
 from common.system import quiet_import
 
@@ -26,10 +28,12 @@ def _stderr(code, *args, script=None, **environ):
     return result.stderr
 
 
+@pytest.mark.slow
 def test_tensorflow_imports_silently_and_later_errors_still_print():
     assert _stderr(_IMPORT) == 'after import\n'
 
 
+@pytest.mark.slow
 def test_verbose_or_a_log_level_brings_the_start_up_lines_back():
     for stderr in (_stderr(_IMPORT, quiet_import.VERBOSE_FLAG),
                    _stderr(_IMPORT, TF_CPP_MIN_LOG_LEVEL='0')):
@@ -53,6 +57,7 @@ def test_wanted_unless_log_level_0_or_verbose():
     assert not quiet_import.wanted(environ={}, argv=['main.py', '--verbose'])
 
 
+@pytest.mark.slow
 def test_processes_spawned_by_a_quiet_one_are_quiet_and_a_verbose_ones_log(tmp_path):
     """The A3C-CPU agents import TensorFlow in spawned processes: they follow the parent."""
     code = ('import multiprocessing, sys\n'
@@ -71,6 +76,7 @@ def test_processes_spawned_by_a_quiet_one_are_quiet_and_a_verbose_ones_log(tmp_p
     assert verbose.endswith('after child\n') and len(verbose.splitlines()) > 1, verbose
 
 
+@pytest.mark.slow
 def test_a_refused_command_prints_its_one_line_at_every_quiet_log_level(tmp_path):
     """TF_CPP_MIN_LOG_LEVEL 1-3 is how TensorFlow users quiet TensorFlow: the refusal of a gin
     include loop (after TensorFlow loaded) is the only line; a level of 0 or --verbose brings

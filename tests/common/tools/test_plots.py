@@ -192,6 +192,7 @@ def test_legends_take_columns_up_to_three_and_papers_keep_their_order():
         'paac', 'ga3c', 'dqn', 'accel', 'other']
 
 
+@pytest.mark.slow
 def test_the_per_paper_figures_are_written_with_the_suffix(tmp_path):
     (tmp_path / 'runs').mkdir()
     run_dirs = _fake_runs(tmp_path / 'runs')

@@ -29,6 +29,7 @@ def _path(preset):
     return os.path.join(app.PROJECT_ROOT, preset)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('preset, paper', PRESETS)
 def test_each_preset_names_its_paper_and_builds_every_suite_game(preset, paper):
     assert {'battle_zone', 'double_dunk', 'name_this_game', 'phoenix', 'qbert'} <= set(GAMES)

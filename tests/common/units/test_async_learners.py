@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from common.units import async_learners
@@ -82,6 +83,7 @@ SLOW_LEARNER_SCRIPT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_a_learner_slow_to_stop_is_ended_and_closes_its_actor_learner(tmp_path):
     (tmp_path / 'slow_actor_learner.py').write_text(SLOW_ACTOR_LEARNER_MODULE)
     script = tmp_path / 'slow_learner.py'
@@ -169,6 +171,7 @@ def _run_dying_learners(tmp_path, on_death):
     return result.stdout
 
 
+@pytest.mark.slow
 def test_a_dead_learner_stops_the_run_or_is_left_out_as_configured(tmp_path):
     stopped = _run_dying_learners(tmp_path, 'stop')
     assert 'stopped: learner 1 (pid' in stopped and 'died with exit code 9' in stopped, stopped
@@ -243,6 +246,7 @@ KILLED_LEARNER_SCRIPT = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow
 def test_a_killed_learners_segment_is_removed_while_the_others_go_on(tmp_path, process_tree):
     """A SIGKILLed learner cannot remove its pool's segment; multiprocessing's resource tracker
     would only at the end of the run, with a warning. With on_learner_death 'continue' that

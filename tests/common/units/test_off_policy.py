@@ -143,6 +143,7 @@ def test_epsilon_is_held_through_warm_up_then_decays_linearly_then_stays():
     assert off_policy.linear_epsilon(settings, 5000) == pytest.approx(0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('phases_class', [off_policy.OffPolicyPhases,
                                           concurrent_off_policy.ConcurrentOffPolicyPhases])
 def test_dqn_on_off_policy_phases_learns_cartpole(phases_class):

@@ -29,6 +29,7 @@ def _collect(sampler, policy, rollouts):
     return copies
 
 
+@pytest.mark.slow
 def test_synchronized_and_alternating_samplers_give_identical_trajectories():
     """Stooke & Abbeel's alternating schedule changes when actions are computed, not which."""
     policy = _deterministic_policy(SMALL_PONG.num_actions())
@@ -43,6 +44,7 @@ def test_synchronized_and_alternating_samplers_give_identical_trajectories():
     assert len({int(actions.sum()) for _, actions, *_ in synchronized}) > 1  # not all alike
 
 
+@pytest.mark.slow
 def test_alternating_over_ale_vector_groups_gives_the_synchronized_rollouts():
     """The same over ale_py's vector env: two AleVectorPool groups, env i still seeded seed + i
     (random no-op starts included)."""
