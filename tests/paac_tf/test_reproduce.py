@@ -15,8 +15,8 @@ def test_tiny_figure_2_measures_shares_and_reports_a_failed_cell(tmp_path, monke
     assert rates[('nature', 16)].error == 'RuntimeError: out of memory'
     for key in (('nips', 16), ('nips', 32), ('nature', 32)):
         assert len(rates[key].values) == 2 and min(rates[key].values) > 0
-        total = sum(shares[key + (phase,)].mean for phase in reproduce.PHASES)
-        assert 0.5 < total <= 1.01  # the synchronized sampler's phases do not overlap
+        total = sum(shares[key + (part,)].mean for part in reproduce.PARTS)
+        assert 0.5 < total <= 1.01  # the synchronized sampler's parts do not overlap
     experiment = reproduce.figure_experiment(rates, shares, 0.3, 2, str(tmp_path / 'f.png'))
     rows = experiment.table.splitlines()[2:]
     assert rows[0].startswith('| archnips | 16 |') and rows[0].endswith('| drawn only |')
