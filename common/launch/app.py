@@ -186,8 +186,9 @@ def check_run_dir(run_dir, identity, checkpoint_every_steps=None):
         prefix = checkpoint.first_readable(directory, quiet=True)
     except checkpoint.CheckpointError as error:
         raise errors.ConfigError(str(error))
-    progress = None if prefix else superseded.progress_without_checkpoint(
-        run_dir, checkpoint_every_steps) if os.path.isdir(run_dir) else None
+    progress = None
+    if prefix is None and os.path.isdir(run_dir):
+        progress = superseded.progress_without_checkpoint(run_dir, checkpoint_every_steps)
     if progress:
         raise errors.ConfigError(
             f'{run_dir} holds a run\'s progress ({progress}) but no checkpoint to go on from '
