@@ -1,5 +1,6 @@
-"""`python -m common.compare RUN_DIR [RUN_DIR ...] [--thresholds ...] [--csv PATH] [--plot DIR]`:
-one table (and with --plot, learning-curve and throughput figures) across runs, per game.
+"""`python -m common.compare RUN_DIR [RUN_DIR ...] [--thresholds ...] [--memory] [--csv PATH]
+[--plot DIR]`: one table (and with --plot, learning-curve and throughput figures) across runs,
+per game.
 
 Reads only the common run format (invocation.json, operative_config.gin, metrics.csv, eval.csv),
 so a run of any paper compares with a run of any other. Runs of different games are never in one
@@ -29,6 +30,7 @@ from common.run import metrics
 from common.run import superseded
 from common.system import checks
 from common.system import errors
+from common.tools import memory_report
 from common.tools import run_clock
 from common.tools import run_files
 from common.tools import seed_stats
@@ -139,6 +141,18 @@ def format_time_to_score(run_dirs, thresholds):
     return _aligned(time_to_score_rows(run_dirs, thresholds))
 
 
+def format_memory(run_dirs, warmup_minutes):
+    """The memory table (common/tools/memory_report.py): per run, its last session's rss_mb after
+    the warm-up, and whether it stayed flat."""
+    rows = [memory_report.report(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')),
+                                 os.path.basename(os.path.normpath(run_dir)), warmup_minutes)
+            for run_dir in run_dirs]
+    table = [memory_report.COLUMNS] + [
+        tuple(_cell(row[column]) for column in memory_report.COLUMNS) for row in rows]
+    return (f'memory of the last session after the warm-up ({warmup_minutes:g} min, and a replay '
+            f'full), flat within {100 * memory_report.FLAT_SHARE:g}%\n' + _aligned(table))
+
+
 def _operative_config(run_dir):
     try:
         with open(os.path.join(run_dir, app.OPERATIVE_CONFIG_FILE)) as f:
@@ -200,6 +214,8 @@ def main(run_dirs):
         if thresholds:
             print()
             print(format_time_to_score(game_dirs, thresholds))
+    if flags.FLAGS.memory:
+        print('\n' + format_memory(readable, flags.FLAGS.warmup_minutes))
     seeds = seed_rows([(summary_of[run_dir], run_dir) for run_dir in readable])
     if seeds:
         print('\nruns that differ only in seed (mean and percentile-bootstrap 95% interval)')
@@ -234,6 +250,12 @@ def define_flags():
                       'clock, and the own clock: held or starved time left out) at which the '
                       '100-episode mean first reached each of these scores, e.g. -15,0,18 (the '
                       'same scores for every game).')
+    flags.DEFINE_bool('memory', False, 'Also print, per run, how its memory (rss_mb: the '
+                      "process tree's resident memory) moved over its last session after the "
+                      'warm-up, and whether it stayed flat: a soak\'s check for a leak.')
+    flags.DEFINE_float('warmup_minutes', memory_report.WARMUP_MINUTES, 'With --memory: the '
+                       "minutes of a session's start left out (a replay's filling is left out "
+                       'too).', lower_bound=0)
 
 
 if __name__ == '__main__':
