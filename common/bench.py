@@ -13,8 +13,8 @@ as its entry point would run it: TensorFlow's thread settings and what one row l
                     paac/ale_vector: its environments in ale_py's vector env;
                     paac/ale_vector/alternating: in two groups, one acting while one steps;
                     paac/network: its act calls and updates alone, no environment;
-  dqn/standard      fast DQN, standard mode, 1 sampler thread (env steps/s while training);
-  dqn/both          fast DQN, concurrent + synchronized, 8 sampler threads;
+  dqn/standard      fast DQN, standard mode, 1 actor thread (env steps/s while training);
+  dqn/both          fast DQN, concurrent + synchronized, 8 actor threads;
   ga3c, a3c_cpu     GA3C and the CPU A3C baseline (PPS), small network; /large: GA3C's large
                     network, first stride 4 (Table 2's comparison); ga3c/tf_data: trainer input
                     through tf.data; a3c_cpu/onednn: the baseline's agents on oneDNN kernels;

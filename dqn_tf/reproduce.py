@@ -37,7 +37,7 @@ PAPER = {('standard', 1): (25.08, 0.52, 100.0, 1.00), ('concurrent', 1): (20.64,
          ('standard', 8): (16.92, 0.23, 67.5, 1.48), ('concurrent', 8): (11.68, 0.04, 46.6, 2.15),
          ('synchronized', 8): (14.60, 0.12, 58.2, 1.72), ('both', 8): (9.02, 0.16, 36.0, 2.78)}
 CELLS = tuple(sorted(PAPER, key=lambda key: (key[1], list(config_lib.MODE_SWITCHES).index(key[0]))))
-SAMPLER_COUNTS = (1, 2, 4, 8)
+ACTOR_COUNTS = (1, 2, 4, 8)
 PAPER_STEPS = 50_000_000  # Table 1's hours are for 50M steps (1M measured, x 50)
 
 
@@ -80,7 +80,7 @@ def _label(text, dtype):
 def measure_actors(steps, trials, game, prepopulate, stream):
     """{(W, where): Cell of the actors' random steps per second}."""
     cells = {(count, where): speed_report.Cell(f'W={count} in {where}')
-             for count in SAMPLER_COUNTS for where in config_lib.ACTOR_ENVS}
+             for count in ACTOR_COUNTS for where in config_lib.ACTOR_ENVS}
 
     def trial(count, where):
         config = speedtest.speedtest_config('both', count, game=game, prepopulate_steps=prepopulate,
@@ -149,11 +149,11 @@ def actors_experiment(cells, steps, figure):
         rows.append([count, where, f'{cell.mean:,.0f} +- {cell.std:,.0f}',
                      f'{100 * cell.spread:.1f}%', f'{cell.mean / base[where]:.2f}x'])
         series[where].append(cell.mean)
-    speed_report.grouped_bars(figure, [f'W={count}' for count in SAMPLER_COUNTS],
+    speed_report.grouped_bars(figure, [f'W={count}' for count in ACTOR_COUNTS],
                               [(f'envs in {where}', values) for where, values in series.items()],
                               'random steps per second', 'Fast DQN actors alone')
     return speed_report.Experiment(
-        "Sampler rounds alone: the W environments in threads, processes or ale_py's vector env",
+        "Actor rounds alone: the W environments in threads, processes or ale_py's vector env",
         f"not in the paper, whose W threads emulate side by side through atari-py's ctypes "
         f"calls; ale_py holds the GIL, so in-thread actors emulate one at a time here, "
         f"processes pay a pipe round trip per step, and the vector env steps all W in C++ "
@@ -194,7 +194,7 @@ def main():
             f'fast_dqn_tables_{dtype}.png'), dtype)
         for dtype, (cells, learner) in tables.items()]
     experiments.append(actors_experiment(actors, flags_.actor_steps,
-                                           os.path.join(directory, 'fast_dqn_samplers.png')))
+                                           os.path.join(directory, 'fast_dqn_actors.png')))
     speed_report.write_command_report(out, 'Fast DQN (Daley & Amato 2021)', 'dqn_tf.reproduce',
                                       experiments, start)
 

@@ -99,18 +99,18 @@ def _ga3c():
 def _fast_dqn():
     tables = _tables('fast_dqn')
     cells = {(row['mode'], int(row['W'])): row for row in
-             tables['Tables 1-3: runtime by mode and sampler threads']}
+             tables['Tables 1-3: runtime by mode and actor threads']}
     fastest = min(cells, key=lambda key: _number(cells[key]['hours / 50M (ours)']))
     assert fastest == ('both', 8), f'{fastest} is now the fastest cell'
     both8 = cells[('both', 8)]
     spread = max(_number(row['spread']) for row in cells.values())
     samplers = {(int(row['W']), row['environments in']): row for row in tables[
-        "Sampler rounds alone: the W environments in threads, processes or ale_py's vector env"]}
+        "Actor rounds alone: the W environments in threads, processes or ale_py's vector env"]}
     with open(_report('fast_dqn')) as f:
         learner_hours = [float(hours) for hours in re.findall(
             r'Learner-only bound \(the steps/F minibatches alone\): ([\d.]+) \+-', f.read())]
     bf16 = {(row['mode'], int(row['W'])): row for row in
-            tables['Tables 1-3: runtime by mode and sampler threads (bfloat16)']}
+            tables['Tables 1-3: runtime by mode and actor threads (bfloat16)']}
     both8_gain = (_number(both8['hours / 50M (ours)'])
                   / _number(bf16[('both', 8)]['hours / 50M (ours)']))
     in_process, in_vector = (_number(samplers[(1, where)]['steps/s'])

@@ -12,7 +12,7 @@ from dqn_tf import speedtest
 def test_tiny_reproduction_writes_both_experiments_and_reports_a_failed_cell(tmp_path,
                                                                               monkeypatch):
     monkeypatch.setattr(reproduce, 'CELLS', (('standard', 1), ('both', 2)))
-    monkeypatch.setattr(reproduce, 'SAMPLER_COUNTS', (1, 2))
+    monkeypatch.setattr(reproduce, 'ACTOR_COUNTS', (1, 2))
     real_session = speedtest.Session
     dtypes = []
 
