@@ -1,63 +1,18 @@
 """Which devices a run's processes compute on (common/system/devices.py), on this CPU machine with
-TensorFlow's device functions faked where a GPU is needed: memory growth and the GPUs each kind
-of child process starts with, the learners' GPUs, the compute line, the driver warning, the
-refused mirrored config and the multi-worker collectives."""
+TensorFlow's device functions faked where a GPU is needed (conftest.py): memory growth and the
+GPUs each kind of child process starts with, the learners' GPUs, and which processes of each
+paper and bench row compute."""
 import multiprocessing
 import os
 import types
 
 import pytest
-import tensorflow as tf
 
 from common.launch import process_setup
 from common.launch.config import DistributeConfig
 from common.system import devices
 from common.system import errors
 from common.system import processes
-
-H100 = 'NVIDIA H100 80GB HBM3'
-
-
-class FakeGPUs:
-    """count GPUs named H100 behind tf.config's device functions (the CPU stays real), with
-    what set_visible_devices and set_logical_device_configuration were given."""
-
-    def __init__(self, monkeypatch, count, built_with_cuda=True):
-        self.gpus = [tf.config.PhysicalDevice(f'/physical_device:GPU:{index}', 'GPU')
-                     for index in range(count)]
-        self.visible = list(self.gpus)
-        self.logical = {}
-        self.hidden_calls = []
-        real_list = tf.config.list_physical_devices
-
-        def list_physical(device_type=None):
-            return list(self.gpus) if device_type == 'GPU' else real_list(device_type)
-
-        def set_visible(devices_, device_type=None):
-            self.hidden_calls.append((list(devices_), device_type))
-            self.visible = list(devices_)
-
-        def set_logical(device, configurations):
-            self.logical[device] = list(configurations)
-
-        monkeypatch.setattr(tf.config, 'list_physical_devices', list_physical)
-        monkeypatch.setattr(tf.config, 'get_visible_devices',
-                            lambda device_type=None: list(self.visible))
-        monkeypatch.setattr(tf.config, 'set_visible_devices', set_visible)
-        monkeypatch.setattr(tf.config, 'get_logical_device_configuration', self.logical.get)
-        monkeypatch.setattr(tf.config, 'set_logical_device_configuration', set_logical)
-        monkeypatch.setattr(tf.config.experimental, 'get_device_details',
-                            lambda device: {'device_name': H100, 'compute_capability': (9, 0)})
-        monkeypatch.setattr(tf.config.experimental, 'get_memory_growth', lambda device: False)
-        monkeypatch.setattr(tf.test, 'is_built_with_cuda', lambda: built_with_cuda)
-
-
-@pytest.fixture
-def gpu_environment(monkeypatch):
-    """A process environment as a GPU machine's: GPUs not hidden, memory growth on."""
-    monkeypatch.delenv(devices.VISIBLE_ENV, raising=False)
-    monkeypatch.setenv(devices.GROWTH_ENV, 'true')
-    return monkeypatch
 
 
 def test_every_process_of_a_run_gets_memory_growth_unless_the_user_chose():
@@ -111,8 +66,8 @@ def test_a_gpu_choice_that_is_not_a_string_is_refused_in_one_line():
             pass
 
 
-def test_gpu_ids_follow_the_parents_cuda_visible_devices(monkeypatch, gpu_environment):
-    FakeGPUs(monkeypatch, 2)
+def test_gpu_ids_follow_the_parents_cuda_visible_devices(fake_gpus, monkeypatch, gpu_environment):
+    fake_gpus(2)
     assert devices.gpu_ids() == ['0', '1']
     monkeypatch.setenv(devices.VISIBLE_ENV, '3, 5')
     assert devices.gpu_ids() == ['3', '5']
@@ -131,12 +86,12 @@ def test_learners_get_a_gpu_each_or_share_them_with_bounded_memory():
     (1, [('0', 4096), ('0', 4096)]),
     (2, [('0', None), ('1', None)]),
     (0, [(None, None), (None, None)])])
-def test_learner_processes_start_each_learner_with_its_gpu(gpu_count, expected, monkeypatch,
-                                                            gpu_environment):
+def test_learner_processes_start_each_learner_with_its_gpu(gpu_count, expected, fake_gpus,
+                                                            monkeypatch, gpu_environment):
     """A3C's and APPO's learner processes: the GPUs each is started with, and the memory
     limit it applies itself (its last argument) where learners share a GPU."""
     from common.units import async_learners  # pylint: disable=import-outside-toplevel
-    FakeGPUs(monkeypatch, gpu_count)
+    fake_gpus(gpu_count)
     started = []
     monkeypatch.setattr(processes, 'start_process',
                         lambda process, gpus=None: started.append((gpus, process._args[-1])))
@@ -145,8 +100,8 @@ def test_learner_processes_start_each_learner_with_its_gpu(gpu_count, expected, 
     assert started == expected
 
 
-def test_a_learner_sharing_its_gpu_bounds_its_memory_with_a_logical_device(monkeypatch):
-    fake = FakeGPUs(monkeypatch, 2)
+def test_a_learner_sharing_its_gpu_bounds_its_memory_with_a_logical_device(fake_gpus, monkeypatch):
+    fake = fake_gpus(2)
     devices.limit_gpu_memory(None)
     assert fake.logical == {}
     devices.limit_gpu_memory(2048)
@@ -196,136 +151,14 @@ def test_localhost_workers_get_a_gpu_each_or_none():
     assert multi_worker.localhost_gpus(2, ids=[]) == [devices.NO_GPU, devices.NO_GPU]
 
 
-def test_the_compute_line_names_a_gpu_and_its_memory_setting(monkeypatch, gpu_environment):
-    fake = FakeGPUs(monkeypatch, 1)
-    assert devices.compute_line() == f'compute: GPU:0 {H100}, memory growth'
-    fake.logical[fake.gpus[0]] = [tf.config.LogicalDeviceConfiguration(memory_limit=512)]
-    assert devices.compute_line() == f'compute: GPU:0 {H100}, memory limit 512 MB, memory growth'
-    monkeypatch.setenv(devices.GROWTH_ENV, 'false')
-    del fake.logical[fake.gpus[0]]
-    assert devices.compute_line() == (f'compute: GPU:0 {H100}, no memory growth (its free '
-                                      'memory reserved at the first op)')
 
-
-def test_the_compute_line_on_a_cpu_counts_the_usable_cores(monkeypatch, gpu_environment):
-    monkeypatch.setattr(os, 'cpu_count', lambda: 8)
-    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 2, 5}, raising=False)
-    assert devices.compute_line() == 'compute: CPU, 3 cores'
-    monkeypatch.setenv(devices.VISIBLE_ENV, '')
-    assert devices.compute_line() == "compute: CPU, 3 cores (no GPU visible: " \
-                                     "CUDA_VISIBLE_DEVICES='')"
-    assert devices.compute_line(devices.Placement(learners=2)) == (
-        "compute: CPU, 3 cores (2 learner processes; no GPU visible: CUDA_VISIBLE_DEVICES='')")
-
-
-def test_the_compute_line_of_learner_processes(monkeypatch, gpu_environment):
-    fake = FakeGPUs(monkeypatch, 1)
-    shared = devices.compute_line(devices.Placement(learners=2, shared_gpu_memory_mb=2048))
-    assert shared == (f'compute: 2 learner processes sharing GPU:0 {H100}, 2048 MB each, '
-                      'memory growth; the main process on the CPU')
-    fake.gpus.append(tf.config.PhysicalDevice('/physical_device:GPU:1', 'GPU'))
-    own = devices.compute_line(devices.Placement(learners=2))
-    assert own == (f'compute: 2 learner processes, one GPU each (GPU:0 {H100} + GPU:1 {H100}), '
-                   'memory growth; the main process on the CPU')
-
-
-def test_a_run_hides_the_gpus_from_a_main_process_that_does_not_compute(monkeypatch,
-                                                                         gpu_environment):
-    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 1}, raising=False)
-    fake = FakeGPUs(monkeypatch, 1)
-    lines = []
-    devices.start_run(devices.Placement(), log=lines.append)
-    assert fake.hidden_calls == [] and lines == [f'compute: GPU:0 {H100}, memory growth']
-    lines.clear()
-    devices.start_run(devices.Placement(learners=2), log=lines.append)
-    assert fake.hidden_calls == [([], 'GPU')]
-    assert lines[0].startswith('compute: 2 learner processes sharing GPU:0')
-    lines.clear()
-    devices.start_run(devices.Placement(cpu_only=True), log=lines.append)
-    assert lines == ['compute: CPU, 2 cores (GPUs hidden from every process of this run)']
-
-
-def test_hiding_the_gpus_too_late_is_a_one_line_warning(monkeypatch):
-    FakeGPUs(monkeypatch, 1)
-
-    def too_late(devices_, device_type=None):
-        raise RuntimeError('Visible devices cannot be modified after being initialized')
-
-    monkeypatch.setattr(tf.config, 'set_visible_devices', too_late)
-    warning = devices.hide_gpus_here()
-    assert warning.startswith('warning: this process had already made its GPU devices')
-    assert '\n' not in warning
-
-
-@pytest.fixture
-def driver(fake_driver):
-    """An NVIDIA driver on this machine (its /proc file faked), nvidia-smi not on PATH."""
-    return fake_driver('NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15\n')
-
-
-def test_a_driver_without_a_gpu_in_tensorflow_warns_naming_the_gpu_install(
-        driver, monkeypatch, gpu_environment):
-    FakeGPUs(monkeypatch, 0)
-    warning = devices.driver_warning()
-    assert warning == (f'warning: an NVIDIA driver is installed ({driver}) but TensorFlow finds '
-                       'no GPU (its CUDA libraries are missing, or need a newer driver), so this '
-                       "computes on the CPU; pip install -e '.[gpu]' installs TensorFlow with "
-                       'its CUDA libraries (python -m common.doctor says more)')
-    FakeGPUs(monkeypatch, 0, built_with_cuda=False)
-    assert 'but this TensorFlow is built without CUDA, so' in devices.driver_warning()
-    lines = []
-    devices.start_run(log=lines.append)
-    assert lines[1] == devices.driver_warning()
-
-
-def test_no_driver_warning_with_a_gpu_without_a_driver_or_with_gpus_hidden(
-        driver, monkeypatch, gpu_environment, tmp_path):
-    FakeGPUs(monkeypatch, 1)
-    assert devices.driver_warning() is None
-    FakeGPUs(monkeypatch, 0)
-    monkeypatch.setenv(devices.VISIBLE_ENV, '')
-    assert devices.driver_warning() is None
-    monkeypatch.delenv(devices.VISIBLE_ENV)
-    monkeypatch.setattr(devices, 'DRIVER_FILE', str(tmp_path / 'absent'))
-    assert devices.driver_warning() is None
-
-
-def test_mirrored_with_more_replicas_than_gpus_is_refused_in_one_line(monkeypatch,
-                                                                      gpu_environment):
-    from common.scale import distribute  # pylint: disable=import-outside-toplevel
-    fake = FakeGPUs(monkeypatch, 1)
-    expected = ("DistributeConfig.num_replicas=2 with strategy 'mirrored', but 1 GPU visible; "
-                "allowed: num_replicas <= 1 (a GPU per replica), or CUDA_VISIBLE_DEVICES='' to "
-                'run the replicas on logical CPU devices')
-    with pytest.raises(errors.ConfigError) as refused:
-        distribute.make_strategy('mirrored', 2)
-    assert str(refused.value) == expected
-    lines = []
-    with pytest.raises(errors.ConfigError, match='num_replicas=2'):
-        devices.start_run(distribute_config=DistributeConfig('mirrored', 2), log=lines.append)
-    assert lines == [] and fake.hidden_calls == []
-    assert devices.mirrored_problem(2, 2) is None and devices.mirrored_problem(2, 0) is None
-
-
-def test_multi_worker_collectives_use_nccl_only_on_whole_gpus(monkeypatch):
-    from common.scale import distribute  # pylint: disable=import-outside-toplevel
-    implementation = tf.distribute.experimental.CommunicationImplementation
-    fake = FakeGPUs(monkeypatch, 1)
-    assert distribute.collective_implementation() == implementation.NCCL
-    fake.logical[fake.gpus[0]] = [tf.config.LogicalDeviceConfiguration(memory_limit=512)] * 2
-    assert distribute.collective_implementation() == implementation.RING
-    fake.logical.clear()
-    fake.visible = []  # physical, but hidden from this process
-    assert distribute.collective_implementation() == implementation.RING
-
-
-def test_the_entry_point_sets_the_devices_up_before_the_run_directory(monkeypatch, capsys,
-                                                                      gpu_environment,
+def test_the_entry_point_sets_the_devices_up_before_the_run_directory(fake_gpus, monkeypatch,
+                                                                      capsys, gpu_environment,
                                                                       tmp_path):
     """Once per run, before the run directory: the paper's placement applied and named, and a
     mirrored config that does not fit the GPUs refused before anything is written."""
     from common.launch import entry  # pylint: disable=import-outside-toplevel
-    fake = FakeGPUs(monkeypatch, 1)
+    fake = fake_gpus(1)
     monkeypatch.setattr(entry, 'FLAGS', types.SimpleNamespace(
         gin_file=[], gin_bindings=[], cluster=None, task_index=None))
     started, trained = [], []
@@ -386,54 +219,3 @@ def test_bench_rows_whose_process_does_not_compute_hide_its_gpus_before_building
     with pytest.raises(Hidden):
         rows[row]({'seconds': 0.1, 'warmup_seconds': 0.1, 'num_envs': 4, 'num_workers': 2,
                    'game': 'pong'})
-
-
-def test_the_native_dtype_is_bfloat16_only_where_the_device_runs_it():
-    assert devices.native_dtype_for(['avx2', 'avx512f']) == (
-        'float32', 'no avx512_bf16 or amx_bf16 on this CPU')
-    assert devices.native_dtype_for(['avx2', 'avx512f', 'avx512_bf16']) == (
-        'bfloat16', 'avx512_bf16 on this CPU')
-    assert devices.native_dtype_for(['avx512_bf16', 'amx_bf16', 'amx_tile'])[1] == (
-        'avx512_bf16/amx_bf16 on this CPU')
-    # A GPU decides, whatever the CPU: every one must be 8.0 or later.
-    assert devices.native_dtype_for(['avx512_bf16'], [(7, 5)]) == (
-        'float32', 'GPU compute capability 7.5, under 8.0')
-    assert devices.native_dtype_for([], [(9, 0), (8, 0)]) == (
-        'bfloat16', 'GPU compute capability 8.0')
-    assert devices.native_dtype_for([], [(9, 0), (7, 0)])[0] == 'float32'
-
-
-def test_auto_reads_the_gpus_tensorflow_sees_and_else_the_cpu(monkeypatch, gpu_environment):
-    monkeypatch.setattr(devices.machine_load, 'machine_record',
-                        lambda: {'cpu_flags': ['avx2', 'avx512f']})
-    monkeypatch.setattr(devices, 'nvidia_driver', lambda: None)
-    assert devices.native_dtype() == ('float32', 'no avx512_bf16 or amx_bf16 on this CPU')
-    FakeGPUs(monkeypatch, 2)  # H100s, compute capability 9.0
-    assert devices.native_dtype()[0] == 'float32'  # no driver: TensorFlow is not asked
-    monkeypatch.setattr(devices, 'nvidia_driver', lambda: devices.DRIVER_FILE)
-    assert devices.native_dtype() == ('bfloat16', 'GPU compute capability 9.0')
-    monkeypatch.setenv(devices.VISIBLE_ENV, '')  # the user hid the GPUs: the CPU computes
-    assert devices.native_dtype()[0] == 'float32'
-
-
-def test_the_compute_line_says_what_auto_chose_and_warns_of_emulated_bfloat16(
-        monkeypatch, gpu_environment):
-    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 1}, raising=False)
-    monkeypatch.setattr(devices, 'native_dtype',
-                        lambda: ('float32', 'no avx512_bf16 or amx_bf16 on this CPU'))
-    monkeypatch.setattr(devices, 'driver_warning', lambda: None)
-    monkeypatch.setattr(tf.config, 'list_physical_devices',
-                        lambda device_type=None: [] if device_type == 'GPU' else ['cpu'])
-    lines = []
-    devices.start_run(devices.Placement(cpu_only=True), log=lines.append,
-                      note=devices.dtype_note('float32', 'auto'))
-    assert lines == ["compute: CPU, 2 cores; torsos in float32 (compute_dtype 'auto': no "
-                     "avx512_bf16 or amx_bf16 on this CPU)"]
-    assert devices.dtype_note('bfloat16', None) == (
-        "; torsos in bfloat16, emulated here (no avx512_bf16 or amx_bf16 on this CPU): "
-        "compute_dtype 'auto' or 'float32' may be faster")
-    assert devices.dtype_note('float32', None) == ''
-    monkeypatch.setattr(devices, 'native_dtype', lambda: ('bfloat16', 'avx512_bf16 on this CPU'))
-    assert devices.dtype_note('bfloat16', 'auto') == (
-        "; torsos in bfloat16 (compute_dtype 'auto': avx512_bf16 on this CPU)")
-    assert devices.dtype_note('bfloat16', None) == '; torsos in bfloat16'
