@@ -13,20 +13,25 @@ others of the 57), the human-normalized score and the paper's own score, the med
 normalized score, and, for a suite that holds Battle Zone, Double Dunk, Name This Game, Phoenix and
 Q*Bert, the Atari-5 estimate of the 57-game median (Aitchison, Sweetser & Hutter 2023;
 common/tools/atari5.py; Atari-3 and Atari-10 likewise). Rerunning the same command skips finished
-games and resumes the unfinished one from its checkpoint. Every game is configured before any
-trains, so an unknown game, a budget of 0 or another paper's preset is refused in one line before
-anything starts.
+games and resumes the unfinished one from its checkpoint; on another machine, the same command
+with --resume_from=FOLDER (the unfinished game carried there, common.carry) goes on with it.
+Every game is configured before any trains, so an unknown game, a budget of 0, another paper's
+preset or a carry of another game is refused in one line before anything starts.
 """
 from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
+import json
 import os
 
 from absl import flags
 
 from common.envs import eval_protocols
 from common.launch import app
+from common.run import published
+from common.run import run_record
 from common.system import checks
+from common.system import errors
 from common.system import file_writes
 from common.tools import child_runs
 from common.tools import presets
@@ -51,6 +56,9 @@ flags.DEFINE_integer('eval_episodes', None, "Episodes of the final evaluation of
                      "default: the protocol's.")
 flags.DEFINE_integer('eval_max_frames', None, "Cap of each evaluation episode in emulator "
                      "frames; default: the protocol's.")
+flags.DEFINE_string('resume_from', None, 'A game of this suite carried from another machine '
+                    '(python -m common.carry SUITE_DIR/GAME FOLDER): that game goes on from '
+                    'FOLDER in SUITE_DIR/GAME, as its paper\'s --resume_from does.')
 
 SUITE_FILE = 'suite.json'
 
@@ -90,6 +98,26 @@ def plan(games):
     return paper, FLAGS.suite_dir or os.path.join('runs', f'suite-{paper}-{stem}'), configs
 
 
+def carried_game(folder, paper, games):
+    """The game of the run carried in folder (common.carry) that this suite goes on with;
+    ConfigError in one line when folder is no carry, or carries another paper's run or a game
+    not in games. The child checks the rest (files, network) before it writes anything."""
+    checks.require(published.is_carry(folder), f'--resume_from={folder!r} is not a carried run '
+                   '(no carry.json; python -m common.carry SUITE_DIR/GAME FOLDER writes one)')
+    try:
+        with open(os.path.join(folder, app.RUN_FILE)) as f:
+            recorded = run_record.identity_of(json.load(f))
+    except (OSError, ValueError, TypeError, AttributeError) as error:
+        raise errors.ConfigError(f'--resume_from={folder!r}: its {app.RUN_FILE} cannot be read '
+                                 f'({error})') from None
+    there, game = recorded.get('paper'), recorded.get('env')
+    checks.require(there == paper, f'--resume_from={folder!r} carries a {there} run; this '
+                   f"suite's preset configures {paper}")
+    checks.require(game in games, f'--resume_from={folder!r} carries {game!r}, not a game of '
+                   f'--games ({",".join(games)})')
+    return game
+
+
 def _choice():
     return eval_protocols.Choice(FLAGS.eval_protocol, FLAGS.eval_episodes, FLAGS.eval_max_frames)
 
@@ -111,6 +139,7 @@ def evaluate_game(run_dir):
 def main():
     games = check_flags()
     paper, suite_dir, configs = plan(games)
+    carried = carried_game(FLAGS.resume_from, paper, games) if FLAGS.resume_from else None
     record, record_path = child_runs.open_record(
         suite_dir, SUITE_FILE, {'paper': paper, 'gin_files': list(FLAGS.gin_file),
                                 'gin_bindings': list(FLAGS.gin_bindings)}, '--suite_dir')
@@ -134,7 +163,8 @@ def main():
                   f'{run_dir}' + (f' (resuming at {steps:,})' if steps else ''), flush=True)
             child_runs.train_in_turn(
                 paper, FLAGS.gin_file, list(FLAGS.gin_bindings) + [presets.game_binding(game)],
-                run_dir, target, tag, ('game', index, len(games), game))
+                run_dir, target, tag, ('game', index, len(games), game),
+                [f'--resume_from={FLAGS.resume_from}'] if game == carried else [])
         print(f'{tag} evaluating the final policy ({protocol})', flush=True)
         evaluation = evaluate_game(run_dir)
         record['games'][game] = {'run_dir': run_dir, 'evaluation': evaluation}

@@ -51,15 +51,16 @@ def _die_with_parent():
     _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
 
-def train(paper, gin_files, gin_bindings, run_dir, steps, tag):
+def train(paper, gin_files, gin_bindings, run_dir, steps, tag, extra_flags=()):
     """Trains run_dir to steps env steps with paper's entry point in a process of its own (its
-    own session, so a Ctrl-C reaches it once, through here), each output line prefixed with tag;
-    returns its exit status. KeyboardInterrupt (app.execute's Ctrl-C or SIGTERM) is passed to the
-    child, which saves a checkpoint, and raised again once it has ended."""
+    own session, so a Ctrl-C reaches it once, through here), its flags followed by extra_flags
+    (e.g. --resume_from), each output line prefixed with tag; returns its exit status.
+    KeyboardInterrupt (app.execute's Ctrl-C or SIGTERM) is passed to the child, which saves a
+    checkpoint, and raised again once it has ended."""
     command = [sys.executable, '-m', f'{paper}{registry.SUFFIX}.main']
     command += [f'--gin_file={path}' for path in gin_files]
     command += [f'--gin_bindings={binding}' for binding in gin_bindings]
-    command += [f'--stop_at_steps={steps}', f'--run_dir={run_dir}']
+    command += [f'--stop_at_steps={steps}', f'--run_dir={run_dir}', *extra_flags]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                              bufsize=1, env={**os.environ, 'PYTHONUNBUFFERED': '1'},
                              start_new_session=True, preexec_fn=_die_with_parent)
@@ -79,14 +80,14 @@ def train(paper, gin_files, gin_bindings, run_dir, steps, tag):
     return status
 
 
-def train_in_turn(paper, gin_files, gin_bindings, run_dir, steps, tag, place):
+def train_in_turn(paper, gin_files, gin_bindings, run_dir, steps, tag, place, extra_flags=()):
     """train(...) of one run among several, place = (kind, index, count, name), e.g. ('game', 1,
     3, 'breakout'); returns the env steps of its newest checkpoint. A Ctrl-C says how to resume
     and goes on; errors.RunError if the run failed or saved short of steps, so that the runs after
     it do not start."""
     kind, index, count, name = place
     try:
-        status = train(paper, gin_files, gin_bindings, run_dir, steps, tag)
+        status = train(paper, gin_files, gin_bindings, run_dir, steps, tag, extra_flags)
     except KeyboardInterrupt:
         print(f'{tag} interrupted in {kind} {index} of {count} ({name}; its checkpoint saved): '
               'rerun the same command to resume', file=sys.stderr)

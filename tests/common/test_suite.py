@@ -135,3 +135,45 @@ def test_ctrl_c_ends_the_game_saved_and_the_suite_with_130(tmp_path, process_tre
     assert os.listdir(tmp_path / 'suite' / 'pong' / 'checkpoints')
     assert children and process_tree.wait_for(lambda: not process_tree.alive(children), 15)
     del out
+
+
+@pytest.mark.parametrize('record, named', [
+    (None, ('is not a carried run', 'python -m common.carry')),
+    ({'paper': 'paac', 'env': 'qbert'}, ("carries 'qbert', not a game of --games (pong)",)),
+    ({'paper': 'dqn', 'env': 'pong'}, ("carries a dqn run; this suite's preset configures paac",)),
+])
+def test_a_carry_of_another_game_or_paper_is_refused_before_anything_starts(tmp_path, record,
+                                                                              named):
+    folder = tmp_path / 'carried'
+    folder.mkdir()
+    if record is not None:  # the suite reads carry.json's presence and run.json's identity
+        (folder / 'carry.json').write_text('{}')
+        (folder / app.RUN_FILE).write_text(json.dumps(dict(record, sessions=[])))
+    result = _suite(_preset_flags() + ['--games=pong', '--steps=40', '--suite_dir=suite',
+                                       f'--resume_from={folder}'], tmp_path)
+    _one_line_refusal(result, *named)
+    assert not os.path.exists(tmp_path / 'suite')
+
+
+@pytest.mark.slow
+def test_a_game_carried_from_another_machine_goes_on_in_the_suite(tmp_path):
+    first = subprocess.run(
+        [sys.executable, '-m', 'paac_tf.main'] + _preset_flags(
+            TINY + ["AtariConfig.game = 'pong'"]) + ['--stop_at_steps=20', '--run_dir=elsewhere'],
+        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=240)
+    assert first.returncode == 0, first.stderr[-3000:]
+    carried = subprocess.run([sys.executable, '-m', 'common.carry', 'elsewhere', 'carried'],
+                             cwd=tmp_path, env=_env(), capture_output=True, text=True,
+                             timeout=240)
+    assert carried.returncode == 0, carried.stderr[-3000:]
+    result = _suite(_preset_flags() + ['--games=pong', '--steps=40', '--suite_dir=suite',
+                                       '--resume_from=carried'] + EVAL, tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert '[1/1 pong] carried run carried (step 20' in result.stdout
+    record = json.loads((tmp_path / 'suite' / 'pong' / app.RUN_FILE).read_text())
+    assert record['sessions'][-1]['carried_from']['env_steps'] == 20
+    steps = [int(row['env_steps']) for row in
+             run_files.read_csv(tmp_path / 'suite' / 'pong' / 'metrics.csv')]
+    assert steps[0] <= 20 < steps[-1] == 40  # the carried rows, then this session's
+    assert int(run_files.read_csv(tmp_path / 'suite' / 'pong' / 'eval.csv')[-1]['env_steps']) \
+        == 40
