@@ -10,6 +10,10 @@ scores, so accel_tf has no file. Games are ale_py ROM ids ('breakout', 'ms_pacma
 random_human_and_source reaches past those 49 games to the 57-game table of common/tools/atari5.py
 (Badia et al. (2020) as DeepMind's DQN Zoo holds it) for the 8 games Mnih et al. (2015) did not
 play, so a suite may hold any of the 57; the 49 keep Mnih et al.'s scores.
+
+external_scores gives a game's scores published by other code bases (CleanRL's and openai/baselines'
+PPO, rl-baselines3-zoo, Dopamine), each with its env steps and protocol, to print beside ours at the
+same steps; common/tools/external_scores.csv's header says where each number was read.
 """
 import csv
 import difflib
@@ -26,6 +30,8 @@ from common.tools import atari5
 THRESHOLDS = {'pong': (-15.0, 0.0, 18.0), 'breakout': (30.0, 100.0, 300.0)}
 ATARI_SCORES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'atari_scores.csv')
 PAPER_SCORES_FILE = 'paper_scores.csv'
+EXTERNAL_SCORES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    'external_scores.csv')
 # Whose random and human scores random_human_and_source gives, and the words that cite them.
 MNIH_2015, AGENT57 = 'mnih2015', 'agent57'
 SOURCES = {MNIH_2015: 'Mnih et al. (2015) as fast DQN (Daley & Amato 2021) Table 4 prints them',
@@ -121,3 +127,34 @@ def paper_score_text(paper, game):
             spread = '' if math.isnan(row['std']) else f" +- {_number(row['std'])}"
             parts.append(f"{_number(row['score'])}{spread} ({row['setting']})")
     return ', '.join(parts)
+
+
+@functools.lru_cache(maxsize=None)
+def _external_scores():
+    """The rows of external_scores.csv with typed numbers, read once; its '#' lines are its header
+    comment."""
+    with open(EXTERNAL_SCORES_FILE, newline='', encoding='utf-8') as f:
+        rows = list(csv.DictReader(line for line in f if not line.startswith('#')))
+    return tuple({'source': row['source'], 'algorithm': row['algorithm'], 'game': row['game'],
+                  'env_steps': int(row['env_steps']), 'score': float(row['score']),
+                  'score_std': float(row['score_std']) if row['score_std'] else math.nan,
+                  'seeds': int(row['seeds']) if row['seeds'] else None,
+                  'protocol': row['protocol']}
+                 for row in rows)
+
+
+def external_scores(game):
+    """Other code bases' published scores of game, as dicts (source, algorithm, game,
+    env_steps: int, score: float, score_std: float or nan, seeds: int or None, protocol) from
+    external_scores.csv; [] for a known game it lacks. Known games: those of known_games() and the
+    57 of common/tools/atari57_scores.csv (Phoenix is not among Mnih et al.'s 49); ConfigError
+    naming any other (and close ids)."""
+    known = sorted(set(known_games()) | set(atari5.games()))
+    if game not in known:
+        close = difflib.get_close_matches(str(game), known, n=3)
+        hint = f"; close matches: {', '.join(close)}" if close else ''
+        raise errors.ConfigError(
+            f'game {game!r} is not a known game (the ale_py ROM ids of '
+            f'common/tools/atari_scores.csv and atari57_scores.csv), so it has no external '
+            f'scores{hint}')
+    return [dict(row) for row in _external_scores() if row['game'] == game]
