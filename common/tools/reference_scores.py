@@ -158,3 +158,20 @@ def external_scores(game):
             f'common/tools/atari_scores.csv and atari57_scores.csv), so it has no external '
             f'scores{hint}')
     return [dict(row) for row in _external_scores() if row['game'] == game]
+
+
+def external_score_text(game, env_steps):
+    """Other code bases' scores of game at exactly env_steps, one 'source algorithm mean +- std'
+    each, joined by ', '; '' where none is published at those steps."""
+    return ', '.join(
+        f"{row['source']} {row['algorithm']} {row['score']:.1f}"
+        + ('' if math.isnan(row['score_std']) else f" +- {row['score_std']:.1f}")
+        for row in external_scores(game) if row['env_steps'] == env_steps)
+
+
+def external_protocols(games_and_steps):
+    """{'source algorithm': its protocol} of the external rows at (game, env_steps) of
+    games_and_steps: what a table citing external_score_text says under it."""
+    return {f"{row['source']} {row['algorithm']}": row['protocol']
+            for game, env_steps in games_and_steps for row in external_scores(game)
+            if row['env_steps'] == env_steps}

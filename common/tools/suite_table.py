@@ -1,6 +1,7 @@
 """The table of a game suite: per game its steps, final training mean, evaluation (mean, std),
 random and human scores and whose they are, the human-normalized score 100 x (score - random) /
-(human - random) of the evaluation mean, and the paper's own score; then the median and mean
+(human - random) of the evaluation mean, the paper's own score and other code bases' published
+scores at the same env steps (CleanRL, rl-baselines3-zoo, Dopamine); then the median and mean
 normalized score over the games evaluated, and, when the evaluated games hold Atari-5 (or Atari-3,
 Atari-10), its estimate of the 57-game median (common/tools/atari5.py: Aitchison, Sweetser & Hutter
 2023). Written as markdown and CSV into the suite directory."""
@@ -14,7 +15,8 @@ from common.tools import reference_scores
 from common.tools import run_files
 
 COLUMNS = ('game', 'env_steps', 'train_score_mean_100', 'eval_score_mean', 'eval_score_std',
-           'eval_episodes', 'random', 'human', 'reference', 'normalized', 'paper_score')
+           'eval_episodes', 'random', 'human', 'reference', 'normalized', 'paper_score',
+           'others_at_steps')
 TABLE_FILES = ('suite.md', 'suite.csv')
 
 
@@ -27,7 +29,7 @@ def game_row(run_dir, game, evaluation, paper):
     scores = [score for score in scores if not math.isnan(score)]
     random, human, source = reference_scores.random_human_and_source(game)
     mean = float(evaluation['score_mean']) if evaluation else math.nan
-    return {
+    row = {
         'game': game,
         'env_steps': int(evaluation['env_steps']) if evaluation else
         int(run_files.number(rows[-1]['env_steps'])) if rows else 0,
@@ -41,6 +43,8 @@ def game_row(run_dir, game, evaluation, paper):
         'normalized': 100.0 * (mean - random) / (human - random) if evaluation else math.nan,
         'paper_score': reference_scores.paper_score_text(paper, game),
     }
+    row['others_at_steps'] = reference_scores.external_score_text(game, row['env_steps'])
+    return row
 
 
 def summary(rows):
@@ -100,6 +104,12 @@ def markdown(rows, heading, protocol):
               f'scores by the reference column, {cited}). Evaluation of the final policy: '
               f'{protocol}.', '']
     lines += [line for estimate in _estimate_lines(rows) for line in (estimate, '')]
+    cited = reference_scores.external_protocols([(row['game'], row['env_steps']) for row in rows])
+    if cited:
+        lines += ["others_at_steps: other code bases' published scores at the same env steps "
+                  '(common/tools/external_scores.csv names where each was read): '
+                  + '; '.join(f'{name}: {protocol}' for name, protocol in cited.items()) + '.',
+                  '']
     return '\n'.join(lines)
 
 

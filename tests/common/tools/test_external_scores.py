@@ -138,3 +138,14 @@ def test_known_game_without_rows_and_unknown_game():
         reference_scores.external_scores('qbrt')
     with pytest.raises(errors.ConfigError, match="'Qbert-v5' is not a known game"):
         reference_scores.external_scores('Qbert-v5')
+
+
+def test_the_text_at_given_steps_and_the_protocols_it_cites():
+    text = reference_scores.external_score_text('qbert', TEN_MILLION)
+    assert text.startswith('cleanrl ppo_atari_envpool_xla_jax 17246.3 +- 605.4, ')
+    assert 'dopamine dqn 6923.0 +- 363.0' in text and len(text.split(', ')) == 2 + 4 + 4
+    assert reference_scores.external_score_text('qbert', 40) == ''
+    protocols = reference_scores.external_protocols([('qbert', 3_000_000), ('pong', 40)])
+    assert sorted(protocols) == ['dopamine c51', 'dopamine dqn', 'dopamine iqn',
+                                 'dopamine rainbow']
+    assert all('sticky 0.25' in protocol for protocol in protocols.values())

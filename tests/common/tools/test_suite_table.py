@@ -78,3 +78,18 @@ def test_no_estimate_without_every_game_evaluated(tmp_path):
     table = suite_table.markdown(only_mnih, '# Suite', 'two episodes')
     assert 'estimate' not in table and 'agent57' not in table
     assert 'over the 3 evaluated game(s)' in table
+
+
+def test_other_code_bases_scores_at_the_same_steps_and_their_protocols(tmp_path):
+    at_40 = _row(tmp_path, 'qbert', 500.0)
+    assert at_40['others_at_steps'] == ''  # nothing published at 40 steps
+    evaluation = {'score_mean': 500.0, 'score_std': 1.0, 'episodes': 30, 'env_steps': 3_000_000}
+    row = suite_table.game_row(_run_dir(tmp_path, 'pong'), 'pong', evaluation, 'paac')
+    # Dopamine's Pong at 3M steps, one per agent (external_scores.csv), and no 10M-step source.
+    assert row['others_at_steps'].startswith('dopamine dqn ')
+    assert [part.split(' ')[1] for part in row['others_at_steps'].split(', ')] == [
+        'dqn', 'c51', 'rainbow', 'iqn']
+    table = suite_table.markdown([at_40, row], '# Suite', 'two episodes')
+    assert "others_at_steps: other code bases' published scores at the same env steps" in table
+    assert 'dopamine rainbow: NoFrameskip-v0 sticky 0.25' in table and 'cleanrl' not in table
+    assert 'others_at_steps:' not in suite_table.markdown([at_40], '# Suite', 'two episodes')
