@@ -11,6 +11,7 @@ import pytest
 
 from common.launch import app
 from common.run import superseded
+from common.tools import memory_report
 from common.tools import run_files
 
 RESULTS = os.path.join(app.PROJECT_ROOT, 'docs', 'results')
@@ -48,6 +49,20 @@ def _eval_at(run, steps):
     return float(row['score_mean']), float(row['score_std'])
 
 
+def _eval_and_episodes(run, steps):
+    rows = run_files.read_csv(os.path.join(RESULTS, run, 'eval.csv'))
+    row = min(rows, key=lambda row: abs(int(row['env_steps']) - steps))
+    return float(row['score_mean']), int(row['episodes'])
+
+
+def _memory(run):
+    """(start MB, window start steps, range %, window minutes, MB per hour) of the run's memory
+    after its warm-up, as common.compare --memory prints it."""
+    result = memory_report.report(run_files.read_csv(os.path.join(RESULTS, run, 'metrics.csv')))
+    return (result['start_mb'], _m(result['window_start_steps'], 2), result['range_pct'],
+            result['window_minutes'], result['mb_per_hour'])
+
+
 def _m(steps, digits):
     return f'{steps / 1e6:.{digits}f}M'
 
@@ -59,6 +74,8 @@ def _reach(run, score, steps_digits, minutes_digits=0, hours=False):
     return _m(steps, steps_digits), clock
 
 
+# gin/accel/dqn_512_pong.gin, carried between machines.
+DQN_512 = 'accel-dqn-512-pong'
 # gin/paac/pong_fast.gin, the README's first command.
 FAST_PAAC = 'paac-pong-ale-vector-reuse'
 # gin/fast/pong.gin's three seeds.
@@ -114,6 +131,13 @@ CLAIMS = [
      lambda: '{0:.1f} at 1.5M, {1:.1f} at 3M steps in {2:.1f} h'.format(
          _mean_near('accel-dqn-pong', 1_500_000), _mean_near('accel-dqn-pong', 3_000_000),
          float(_rows('accel-dqn-pong')[-1]['wall_time']) / 3600)),
+    ('-13.4 at 1.5M, 14.2 at 3M steps in 8.6 h',
+     lambda: '{0:.1f} at 1.5M, {1:.1f} at 3M steps in {2:.1f} h'.format(
+         _mean_near(DQN_512, 1_500_000), _mean_near(DQN_512, 3_000_000),
+         float(_rows(DQN_512)[-1]['wall_time']) / 3600)),
+    ('at batch 512 (14.2 at 3M, carried between machines)',
+     lambda: 'at batch 512 ({0:.1f} at 3M, carried between machines)'.format(
+         _mean_near(DQN_512, 3_000_000))),
     ('-17.9 at 1.5M, -9.5 at 3M steps in 3.4 h',
      lambda: '{0:.1f} at 1.5M, {1:.1f} at 3M steps in {2:.1f} h'.format(
          _mean_near('accel-cat-dqn-pong', 1_500_000),
@@ -217,9 +241,24 @@ RESULTS_CLAIMS = [
          _reach('accel-ppo-breakout', 31.8, 2)[0], _reach('accel-ppo-breakout', 100, 2)[0],
          _reach('accel-ppo-breakout', 150, 2)[0], _best('accel-ppo-breakout')[0],
          _m(_best('accel-ppo-breakout')[1], 2))),
-    ('-19.9 at 0.5M, best -18.9 at 0.83M', lambda: '{0:.1f} at 0.5M, best {1:.1f} at {2}'.format(
-        _mean_near('accel-dqn-512-pong', 500_000), _best('accel-dqn-512-pong')[0],
-        _m(_best('accel-dqn-512-pong')[1], 2))),
+    ('-19.6 at 0.5M, -16.3 at 1.0M (epsilon reaches 0.1), **-13.4 at 1.5M**, -9.9 at 2.0M, 5.5 at '
+     '2.5M, **14.2 at 3.0M** (best 14.3 at 2.88M); it passed -15 at 1.08M and 0 at 2.40M',
+     lambda: '{0:.1f} at 0.5M, {1:.1f} at 1.0M (epsilon reaches 0.1), **{2:.1f} at 1.5M**, {3:.1f} '
+     'at 2.0M, {4:.1f} at 2.5M, **{5:.1f} at 3.0M** (best {6:.1f} at {7}); it passed -15 at {8} '
+     'and 0 at {9}'.format(
+         *(_mean_near(DQN_512, steps) for steps in (500_000, 1_000_000, 1_500_000, 2_000_000,
+                                                    2_500_000, 3_000_000)),
+         _best(DQN_512)[0], _m(_best(DQN_512)[1], 2), _reach(DQN_512, -15, 2)[0],
+         _reach(DQN_512, 0, 2)[0])),
+    ('-14.0 over 50 episodes at 1M, -1.9 over 24 at 2M, **18.6 over 51 at 3M**',
+     lambda: '{0:.1f} over {1} episodes at 1M, {2:.1f} over {3} at 2M, **{4:.1f} over {5} at '
+     '3M**'.format(*(value for steps in (1_000_000, 2_000_000, 3_000_000)
+                     for value in _eval_and_episodes(DQN_512, steps)))),
+    ('to 9,880 MB when the replay was full at 2.32M steps, then stayed within 0.02% of that over the '
+     'next 76 minutes of the replay wrapping (0.74 MB/h)',
+     lambda: 'to {0:,.0f} MB when the replay was full at {1} steps, then stayed within {2:.2f}% of '
+     'that over the next {3:.0f} minutes of the replay wrapping ({4:.2f} MB/h)'.format(
+         *_memory(DQN_512))),
 ]
 
 
@@ -254,21 +293,3 @@ def test_the_readme_names_the_machine_of_every_time_it_quotes():
             machine = session['machine']
             assert machine['cpu_model'].startswith('AMD EPYC'), (run, machine)
             assert machine['usable_cores'] == 2 and 'cpu_family' not in machine, (run, machine)
-
-
-def test_the_carried_run_s_numbers_are_its_carried_data():
-    """README's and docs/results.md's '-9.9 at 2.00M' of the DQN-at-512 run carried in carried/,
-    and its evaluation at 2M."""
-    carried = os.path.join(app.PROJECT_ROOT, 'carried', 'accel-dqn-512-pong')
-    rows = superseded.resumed_history(run_files.read_csv(os.path.join(carried, 'metrics.csv')))
-    last = rows[-1]
-    claim = '{0:.1f} at {1:.2f}M'.format(float(last['score_mean_100']),
-                                         int(last['env_steps']) / 1e6)
-    assert claim == '-9.9 at 2.00M'
-    assert '-9.9 at 2.00M of 3M' in _text('README.md')
-    assert '**-9.9 at 2.00M**' in _text('docs/results.md')
-    evaluation = run_files.read_csv(os.path.join(carried, 'eval.csv'))[-1]
-    assert (int(evaluation['env_steps']), round(float(evaluation['score_mean']), 1),
-            int(evaluation['episodes'])) == (2_000_000, -1.9, 24)
-    assert 'the evaluation at 2M (the `stooke` protocol) -1.9 over 24 episodes' in _text(
-        'docs/results.md')
