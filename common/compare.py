@@ -114,10 +114,11 @@ def parse_thresholds(texts):
 
 def time_to_score_rows(run_dirs, thresholds):
     """Per run: name, then per threshold 'steps / wall h / own h' (or 'not reached'), then the
-    hours lost to holds or starvation, the hours with no load columns, and the machines its
-    sessions ran on (the same code runs 2-4x apart on the CPUs here)."""
+    hours lost to holds or starvation, the hours with no load columns, the median and highest
+    share of the machine's CPU its host took (steal_pct: an idle machine's is near 0) and the
+    machines its sessions ran on (the same code runs 2-4x apart on the CPUs here)."""
     header = ['run'] + [f'score {threshold:g}: steps, wall h, own h' for threshold in thresholds]
-    header += ['held/starved h', 'unrecorded h', 'machine']
+    header += ['held/starved h', 'unrecorded h', 'host steal % (median, max)', 'machine']
     table = [header]
     for run_dir in run_dirs:
         rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir,
@@ -131,7 +132,9 @@ def time_to_score_rows(run_dirs, thresholds):
             cells.append('not reached' if steps is None else
                          f'{metrics.format_count(steps)}, {wall:.2f}, {own:.2f}')
         lost, unknown = run_clock.lost_share(rows, cores, evals)
+        steal = run_clock.steal_summary(rows)
         cells += [f'{lost / 3600:.2f}', f'{unknown / 3600:.2f}',
+                  '?' if math.isnan(steal[0]) else f'{steal[0]:.1f}, {steal[1]:.1f}',
                   '; '.join(run_files.machines(run_dir)) or '?']
         table.append(cells)
     return table

@@ -196,7 +196,9 @@ def write_summary(published, results_dir, thresholds=reference_scores.THRESHOLDS
         "Env steps, wall-clock hours and own-clock hours (the wall clock less the time the run "
         'was held or starved of CPU, `common/tools/run_clock.py`) at which the 100-episode '
         "training mean first reached each score. 'unrecorded h': hours logged before the load "
-        "columns existed, where holds and starvation cannot be told. The scores are per game "
+        "columns existed, where holds and starvation cannot be told. 'host steal %': the median "
+        "and highest share of the machine's CPU time a virtual machine's host took per row "
+        "(steal_pct; '?' for runs logged before it). The scores are per game "
         '(`THRESHOLDS` in `common/tools/reference_scores.py`); a game not there has its human '
         'score alone (Mnih et al. 2015).',
         '',

@@ -15,7 +15,7 @@ from common.tools import run_files
 
 # Columns that are the clock's, not the run's: they differ between any two runs.
 TIMED = ('wall_time', 'steps_per_sec', 'updates_per_sec', 'load_1m', 'run_cpu_cores',
-         'rss_mb')
+         'steal_pct', 'rss_mb')
 
 
 def _deterministic(row):

@@ -17,11 +17,11 @@ from common.run import scalars
 from common.system import errors
 from common.system import file_writes
 
-# load_1m and run_cpu_cores say what the run got of the machine, rss_mb what its process tree
-# holds (common/system/machine_load.py).
+# load_1m, run_cpu_cores and steal_pct say what the run got of the machine, rss_mb what its
+# process tree holds (common/system/machine_load.py).
 BASE_METRIC_COLUMNS = ('wall_time', 'env_steps', 'frames', 'updates', 'episodes',
                        'score_mean_100', 'steps_per_sec', 'updates_per_sec', 'load_1m',
-                       'run_cpu_cores', 'rss_mb')
+                       'run_cpu_cores', 'steal_pct', 'rss_mb')
 EPISODE_COLUMNS = ('wall_time', 'env_steps', 'score', 'length')
 
 

@@ -1,7 +1,9 @@
 """What the machine gave a run during a log interval: the 1-minute load average, the CPU time
-of the run's own process tree and the memory that tree holds. A row whose run got far less CPU
-than it had cores for, or whose interval ran far past its budget (a held process), does not
-measure the run's own speed; rss_mb over hours shows a leak (a queue, a replay, a retrace)."""
+of the run's own process tree, the share of the machine's CPU time its host took (steal) and the
+memory that tree holds. A row whose run got far less CPU than it had cores for, or whose interval
+ran far past its budget (a held process), does not measure the run's own speed; steal_pct says
+when a virtual machine's host, not this machine's own work, took the CPU (the load average does
+not show it); rss_mb over hours shows a leak (a queue, a replay, a retrace)."""
 import os
 import resource
 
@@ -15,6 +17,38 @@ def load_average():
         return os.getloadavg()[0]
     except OSError:
         return None
+
+
+def cpu_ticks(stat_text):
+    """(steal ticks, all ticks) of the machine's aggregate 'cpu' line of /proc/stat's text: user,
+    nice, system, idle, iowait, irq, softirq and steal (guest time is inside user and nice);
+    None when the line is missing or has no steal field (kernels before 2.6.11)."""
+    for line in stat_text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == 'cpu':
+            if len(fields) < 9:
+                return None
+            ticks = [int(value) for value in fields[1:9]]
+            return ticks[7], sum(ticks)
+    return None
+
+
+def machine_cpu_ticks():
+    """cpu_ticks of this machine's /proc/stat, None without it."""
+    try:
+        with open('/proc/stat') as f:
+            return cpu_ticks(f.read())
+    except OSError:
+        return None
+
+
+def steal_pct(before, after):
+    """Percent of the machine's CPU time between two cpu_ticks readings that its host took
+    (a hypervisor running other guests on these cores); None when either reading is missing or
+    no tick passed."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return 100.0 * max(after[0] - before[0], 0) / (after[1] - before[1])
 
 
 def _proc_stats():
@@ -79,23 +113,27 @@ def tree_rss_mb(pid=None, stats=None):
 
 class IntervalLoad:
     """The load columns of one log interval: load_1m at its end, run_cpu_cores, the CPU seconds
-    the run's process tree used per wall second of the interval (2.0: two cores busy), and
+    the run's process tree used per wall second of the interval (2.0: two cores busy), steal_pct,
+    the percent of the machine's CPU time its host took over the interval (steal_pct), and
     rss_mb, the resident memory of that tree at its end (tree_rss_mb)."""
 
-    COLUMNS = ('load_1m', 'run_cpu_cores', 'rss_mb')
+    COLUMNS = ('load_1m', 'run_cpu_cores', 'steal_pct', 'rss_mb')
 
     def __init__(self):
-        self._cpu = tree_cpu_seconds()
+        self.restart()
 
     def restart(self):
         self._cpu = tree_cpu_seconds()
+        self._ticks = machine_cpu_ticks()
 
     def take(self, wall_seconds):
         stats = _proc_stats() if os.path.isdir('/proc') else None
         cpu = tree_cpu_seconds(stats=stats)
         used, self._cpu = max(cpu - self._cpu, 0.0), cpu
+        ticks = machine_cpu_ticks()
+        stolen, self._ticks = steal_pct(self._ticks, ticks), ticks
         return {'load_1m': load_average(), 'run_cpu_cores': used / max(wall_seconds, 1e-9),
-                'rss_mb': tree_rss_mb(stats=stats)}
+                'steal_pct': stolen, 'rss_mb': tree_rss_mb(stats=stats)}
 
 
 # The vector extensions that move this project's rates (ALE emulation, oneDNN's float32 and

@@ -3,7 +3,8 @@ what the run lost to being held (SIGSTOP, a suspended laptop) or starved of CPU 
 
 Each metrics row covers one log interval. An interval far longer than the run's usual one
 (HELD_FACTOR times the median) was held; one in which the machine had more runnable work than
-cores (load_1m) while the run got well under its usual CPU (run_cpu_cores) was starved. A
+cores (load_1m), or a virtual machine's host took STOLEN_PCT or more of its CPU time
+(steal_pct), while the run got well under its usual CPU (run_cpu_cores) was starved. A
 marked interval counts on the own clock only as the share of its usual CPU it got. Rows
 written before these columns existed are marked unknown and count whole. The evaluation rounds
 an interval holds (eval.csv: the clock at each round's start and its seconds) are the run's
@@ -20,6 +21,7 @@ from common.tools import run_files
 
 HELD_FACTOR = 3.0
 STARVED_CPU_SHARE = 0.8
+STOLEN_PCT = 10.0
 
 
 def read_cores(run_dir):
@@ -84,15 +86,18 @@ def mark_rows(rows, cores, evals=()):
                  zip([0.0] + walls[:-1], walls, evaluations)]
     cpu = [run_files.number(row.get('run_cpu_cores')) for row in rows]
     loads = [run_files.number(row.get('load_1m')) for row in rows]
+    steals = [run_files.number(row.get('steal_pct')) for row in rows]
     usual_interval, usual_cpu = _median(intervals), _median(cpu)
     marked = []
-    for interval, spent, cores_used, load in zip(intervals, evaluations, cpu, loads):
+    for interval, spent, cores_used, load, steal in zip(intervals, evaluations, cpu, loads,
+                                                          steals):
         if math.isnan(cores_used) or math.isnan(usual_cpu) or usual_cpu <= 0:
             marked.append(('?', interval + spent, interval + spent))
             continue
         share = min(1.0, cores_used / usual_cpu)
         held = interval > HELD_FACTOR * usual_interval
-        starved = (cores is not None and load > cores and share < STARVED_CPU_SHARE)
+        crowded = (cores is not None and load > cores) or steal >= STOLEN_PCT  # nan: False
+        starved = crowded and share < STARVED_CPU_SHARE
         mark = 'held' if held else 'starved' if starved else ''
         marked.append((mark, interval + spent, (interval * share if mark else interval) + spent))
     return marked
@@ -120,6 +125,14 @@ def time_to_scores(rows, cores, thresholds, evals=()):
                                       run_files.number(row['wall_time']) / 3600, own_at)
                 break
     return reached
+
+
+def steal_summary(rows):
+    """(median, highest) steal_pct over the rows that have it, (nan, nan) when none does: how
+    much of the machine a virtual machine's host took while the run ran."""
+    steals = [value for value in (run_files.number(row.get('steal_pct')) for row in rows)
+              if not math.isnan(value)]
+    return (statistics.median(steals), max(steals)) if steals else (math.nan, math.nan)
 
 
 def lost_share(rows, cores, evals=()):

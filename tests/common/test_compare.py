@@ -223,8 +223,11 @@ def test_cli_thresholds_print_steps_and_hours_to_each_score(tmp_path):
     # columns: the own clock equals the wall clock and all 1.5 h are unrecorded.
     assert table[1].split()[:11] == ['paac-pong-1', '2000,', '1.00,', '1.00', '3000,', '1.50,',
                                      '1.50', 'not', 'reached', '0.00', '1.50']
-    # The machines it ran on, each once: the same code runs 2-4x apart on these.
-    assert table[1].split(' 1.50 ')[-1].strip() == (
+    # No steal_pct column: the host's share is unknown. The machines it ran on, each once: the
+    # same code runs 2-4x apart on these.
+    assert 'host steal % (median, max)' in table[0]
+    assert table[1].split(' 1.50 ')[-1].strip().split(None, 1)[0] == '?'
+    assert table[1].split(' 1.50 ')[-1].strip().split(None, 1)[1] == (
         'AMD EPYC 7551 (family 23 model 1; avx2), 2 cores; '
         'AMD EPYC 7551 (family 26 model 2; avx2, avx512f), 2 cores')
     bad = subprocess.run(command[:-1] + ['--thresholds=-15,high'], capture_output=True,
@@ -240,10 +243,12 @@ def test_held_time_is_left_off_the_own_clock_the_table_and_the_figures_use(tmp_p
     _write_run(str(run_dir), 'paac', [])
     (run_dir / 'metrics.csv').write_text(
         'wall_time,env_steps,frames,updates,episodes,score_mean_100,steps_per_sec,'
-        'load_1m,run_cpu_cores\n'
-        '10,100,400,1,1,-21,10,1.9,2.0\n20,200,800,2,2,-20,10,2.0,2.0\n'
-        '930,300,1200,3,3,-19,0.1,0.2,0.022\n940,400,1600,4,4,-18,10,2.0,2.0\n')
+        'load_1m,run_cpu_cores,steal_pct\n'
+        '10,100,400,1,1,-21,10,1.9,2.0,0.5\n20,200,800,2,2,-20,10,2.0,2.0,1.5\n'
+        '930,300,1200,3,3,-19,0.1,0.2,0.022,0.0\n940,400,1600,4,4,-18,10,2.0,2.0,12.0\n')
     row = compare.summarize(str(run_dir))
+    table = compare.time_to_score_rows([str(run_dir)], [-20])
+    assert table[1][1:5] == ['200, 0.01, 0.01', '0.25', '0.00', '1.0, 12.0']
     assert row['hours'] == pytest.approx(940 / 3600)
     assert row['own_hours'] == pytest.approx((10 + 10 + 910 * 0.011 + 10) / 3600, rel=1e-3)
     run = plots.load_run(str(run_dir), 'held')

@@ -97,3 +97,25 @@ def test_the_resident_memory_of_the_tree_counts_a_childs_and_every_row_has_it():
         child.kill()
         child.wait()
     assert machine_load.tree_rss_mb() < before + 50  # an ended child holds nothing
+
+
+STAT = """cpu  3417067 674333 188544 608174 1909 0 678 63208 0 0
+cpu0 1708533 337166 94272 304087 954 0 339 31604 0 0
+intr 123
+"""
+
+
+def test_steal_is_the_hosts_share_of_all_the_machines_cpu_ticks():
+    """/proc/stat's aggregate line: steal is its eighth value; the share is of all eight's sum
+    between two readings (guest time already counts in user and nice)."""
+    before = machine_load.cpu_ticks(STAT)
+    assert before == (63208, 3417067 + 674333 + 188544 + 608174 + 1909 + 0 + 678 + 63208)
+    # 10 s on 2 cores at 100 ticks/s: 2,000 ticks, 900 of them stolen.
+    after = (before[0] + 900, before[1] + 2000)
+    assert machine_load.steal_pct(before, after) == pytest.approx(45.0)
+    assert machine_load.steal_pct(before, before) is None  # no tick passed
+    assert machine_load.steal_pct(None, after) is None
+    assert machine_load.cpu_ticks('cpu  1 2 3 4\n') is None  # no steal field
+    assert machine_load.cpu_ticks('intr 1\n') is None
+    here = machine_load.IntervalLoad().take(0.1)['steal_pct']
+    assert here is None or 0.0 <= here <= 100.0

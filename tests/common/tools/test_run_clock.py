@@ -79,6 +79,23 @@ def test_an_interval_starved_by_other_work_counts_its_share_of_the_usual_cpu():
     assert [mark for mark, _, _ in run_clock.mark_rows(rows, cores=None)] == ['', '', '', '']
 
 
+def test_an_interval_whose_host_took_the_cpu_is_starved_though_the_load_is_low():
+    """On a virtual machine the host's other guests take CPU time (steal) the load average does
+    not count: the run's 2 threads stay runnable on 2 cores (load 2.0) while it gets 1.2."""
+    rows = _rows([(10, 2.0, 2.0, -21), (10, 2.0, 2.0, -20), (10, 1.2, 2.0, -18),
+                  (10, 2.0, 2.0, -17)])
+    for row, steal in zip(rows, ('0.1', '0.0', '40.0', '')):
+        row['steal_pct'] = steal
+    marks = run_clock.mark_rows(rows, cores=2)
+    assert [mark for mark, _, _ in marks] == ['', '', 'starved', '']
+    assert marks[2][2] == pytest.approx(6.0)
+    # A little steal beside the run's usual CPU is not starvation; nor is a low share alone.
+    rows[2]['steal_pct'] = str(run_clock.STOLEN_PCT - 1)
+    assert [mark for mark, _, _ in run_clock.mark_rows(rows, cores=2)] == ['', '', '', '']
+    assert run_clock.steal_summary(rows) == (pytest.approx(0.1), pytest.approx(9.0))
+    assert all(math.isnan(value) for value in run_clock.steal_summary(_rows([(10, 2, 2, 0)])))
+
+
 def test_rows_without_load_columns_are_unknown_and_count_whole():
     rows = _rows([(10, None, None, -21), (20, None, None, -20)])
     assert [mark for mark, _, _ in run_clock.mark_rows(rows, 2)] == ['?', '?']
