@@ -10,7 +10,7 @@ draws that run's figures there, and redraws the figures of every published run i
 one set per game (score_vs_hours-pong.png, score_vs_hours-breakout.png, ...: scores of different
 games are on different scales), a panel per paper in each, so the README's figure stays current
 as papers and algorithms are added; it rewrites the time-to-score tables of RESULTS_DIR.md, one
-per game. An existing NAME is refused unless --replace (which names the run it replaces).
+per game, and its Atari-5 scorecard (common/tools/scorecard.py). An existing NAME is refused unless --replace (which names the run it replaces).
 """
 from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
@@ -30,6 +30,7 @@ from common.system import errors
 from common.tools import reference_scores
 from common.tools import reproduce
 from common.tools import run_files
+from common.tools import scorecard
 
 RUN_FILES = (app.INVOCATION_FILE, app.RUN_FILE, app.OPERATIVE_CONFIG_FILE, 'metrics.csv',
              'episodes.csv', 'eval.csv')
@@ -100,6 +101,7 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR, without_policy=False
         if os.path.isfile(os.path.join(results_dir, file_name)):
             os.remove(os.path.join(results_dir, file_name))
     written.append(write_summary(published, results_dir))
+    written.append(write_scorecard(published, results_dir))
     return written
 
 
@@ -214,18 +216,34 @@ def write_summary(published, results_dir, thresholds=reference_scores.THRESHOLDS
         block += ['| ' + ' | '.join(table[0]) + ' |', '|' + '---|' * len(table[0])]
         block += ['| ' + ' | '.join(row) + ' |' for row in table[1:]] + ['']
     block.append(TABLE_END)
-    path = summary_path(results_dir)
+    return _write_section(summary_path(results_dir), 'Time to score', block)
+
+
+def write_scorecard(published, results_dir):
+    """Rewrites the Atari-5 scorecard (common/tools/scorecard.py) of the published runs between
+    its markers in summary_path(results_dir), adding the section if the file has none."""
+    prefix = os.path.basename(os.path.normpath(results_dir)) + '/'
+    block = [scorecard.START, ''] + scorecard.markdown_block(published, prefix) + \
+        ['', scorecard.END]
+    return _write_section(summary_path(results_dir), 'Atari-5 scorecard', block)
+
+
+def _write_section(path, title, block):
+    """Replaces the text between block's first and last line (its markers) in the file at path,
+    or appends block under '## title' (the file begun as '# Published runs' when new); the rest
+    of the file is kept. Returns path."""
+    start, end = block[0], block[-1]
     text = ''
     if os.path.exists(path):
         with open(path) as f:
             text = f.read()
-    if TABLE_START in text and TABLE_END in text:
-        before, rest = text.split(TABLE_START, 1)
-        after = rest.split(TABLE_END, 1)[1]
+    if start in text and end in text:
+        before, rest = text.split(start, 1)
+        after = rest.split(end, 1)[1]
         text = before + '\n'.join(block) + after
     else:
         heading = '' if text else '# Published runs\n\n'
-        text = (text.rstrip('\n') + '\n\n' if text else heading) + '## Time to score\n\n' + \
+        text = (text.rstrip('\n') + '\n\n' if text else heading) + f'## {title}\n\n' + \
             '\n'.join(block) + '\n'
     with open(path, 'w') as f:
         f.write(text)

@@ -60,7 +60,7 @@ def test_publishing_copies_the_run_files_and_draws_each_and_all(tmp_path):
     assert table[1].split(' | ')[1:4] == ['not reached'] * 3  # -20.5, -19.0: none reached
     assert summary[:3] == ['# Runs', '', 'prose kept']
     assert [line for line in summary if line.startswith('#')] == [
-        '# Runs', '## Time to score', '### pong']
+        '# Runs', '## Time to score', '### pong', '## Atari-5 scorecard']
     # Publishing under a name that holds a run is refused, naming it, and writes nothing;
     # --replace replaces the copy (no file of the old one left), not adds one.
     before = {path: os.path.getmtime(path) for path in glob.glob(f'{results_dir}/**', recursive=True)}
@@ -112,7 +112,8 @@ def test_publishing_runs_of_two_games_draws_and_tabulates_each_game_apart(tmp_pa
         ('breakout: every published run', [('paac', ['paac-breakout'])])] * 3
     summary = (tmp_path / 'results.md').read_text().splitlines()
     assert [line for line in summary if line.startswith('#')] == [
-        '# Published runs', '## Time to score', '### pong', '### breakout']
+        '# Published runs', '## Time to score', '### pong', '### breakout',
+        '## Atari-5 scorecard']
     pong, breakout = ([line for line in section.split(results.TABLE_END)[0].splitlines()
                        if line.startswith('| ')]
                       for section in '\n'.join(summary).split('### ')[1:])
