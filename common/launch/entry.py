@@ -68,7 +68,8 @@ def launch(paper):
         raise errors.ConfigError('--resume_from: a run over several machines resumes in place only '
                                  '(a carried run goes on on one machine)')
     if found is not None and stop is not None:
-        raise errors.ConfigError('--stop_at_steps/--stop_at_score: a run over several machines ends '
+        raise errors.ConfigError('--stop_at_steps/--stop_at_score/--stop_at_minutes: a run over '
+                                 'several machines ends '
                                  'at its total_steps only (its machines must stop at one step)')
     # Before the run directory and any op: the devices (and the one line naming them).
     devices.start_run(paper.compute(config) if paper.compute else None,

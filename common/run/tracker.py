@@ -141,7 +141,7 @@ class RunTracker:
         boundaries, where a checkpoint may be taken."""
         if self.session_stop is not None and self.stop_reason is None:
             self.stop_reason = self.session_stop.reason(
-                self.env_steps, self.episode_stats.recent_scores)
+                self.env_steps, self.episode_stats.recent_scores, self.clock.elapsed())
         return self.stop_reason
 
     def add_steps(self, env_steps, updates=0):

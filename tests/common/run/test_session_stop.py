@@ -1,5 +1,5 @@
-"""--stop_at_steps / --stop_at_score: a session ends at a step count or a 100-episode mean, at a
-boundary, saved, and the same command without the flag resumes it to its total_steps."""
+"""--stop_at_steps / --stop_at_score / --stop_at_minutes: a session ends at a step count, a
+100-episode mean or the run's clock, at a boundary, saved, and the same command without the flag resumes it to its total_steps."""
 import io
 import os
 import subprocess
@@ -26,12 +26,20 @@ def test_reason_names_the_step_or_a_full_windows_mean():
     assert by_score.reason(0, [17.0] * 50 + [19.0] * 50) == (
         'the 100-episode mean 18.00 reached --stop_at_score=18')
     assert by_score.reason(0, [17.0] * 51 + [19.0] * 49) is None  # 17.98
+    by_minutes = session_stop.SessionStop(score=18.0, minutes=30)
+    assert by_minutes.reason(0, [0.0] * 100, elapsed_seconds=1799.9) is None
+    assert by_minutes.reason(0, [0.0] * 100, elapsed_seconds=1800.0) == (
+        "the run's clock 30.0 min reached --stop_at_minutes=30")
+    assert by_minutes.reason(0, [18.0] * 100, elapsed_seconds=60.0).endswith(
+        '--stop_at_score=18')
 
 
 @pytest.mark.parametrize('settings, named', [
     (dict(steps=0), '--stop_at_steps=0'), (dict(steps=-5), '--stop_at_steps=-5'),
     (dict(steps=2.5), '--stop_at_steps=2.5'), (dict(score=float('nan')), '--stop_at_score=nan'),
-    (dict(score=float('inf')), '--stop_at_score=inf')])
+    (dict(score=float('inf')), '--stop_at_score=inf'), (dict(minutes=0.0), '--stop_at_minutes=0'),
+    (dict(minutes=-5.0), '--stop_at_minutes=-5'),
+    (dict(minutes=float('nan')), '--stop_at_minutes=nan')])
 def test_a_bad_value_is_a_config_error_naming_it(settings, named):
     with pytest.raises(errors.ConfigError, match=named.replace('.', r'\.')):
         session_stop.SessionStop(**settings)
@@ -88,6 +96,31 @@ def test_the_runner_stops_at_the_first_boundary_past_the_score_saved(tmp_path, c
     assert runner.train(resumed, io.StringIO, lambda _: _Unit(lambda k: 0.0)) == 10_000
 
 
+def test_the_runner_stops_at_the_first_boundary_past_the_runs_clock_which_survives_a_resume(
+        tmp_path, capsys):
+    """The run's clock (metrics.csv's wall_time), not this session's: 20 s a step of 10 env
+    steps here, a clock that a resumed run continues from its checkpoint."""
+    run_dir = str(tmp_path)
+    tracker = _tracker(run_dir, session_stop.SessionStop(minutes=1.0))
+
+    def ticking(_):
+        unit = _Unit(float)
+        advance = unit.advance
+
+        def advance_and_tick(env_steps):
+            tracker.clock.elapsed_before += 20.0
+            return advance(env_steps)
+        unit.advance = advance_and_tick
+        return unit
+    # Past 60 s at advance 3 (a boundary): 30 steps.
+    assert runner.train(tracker, io.StringIO, ticking) == 30
+    assert "the run's clock 1.0 min reached --stop_at_minutes=1" in capsys.readouterr().out
+    # Resumed with a budget of 2 minutes: its clock starts at the 60 s saved, so 3 advances more.
+    tracker = _tracker(run_dir, session_stop.SessionStop(minutes=2.0))
+    assert tracker.clock.elapsed() >= 60.0
+    assert runner.train(tracker, io.StringIO, ticking) == 60
+
+
 def test_a_run_already_past_its_stop_opens_no_session(tmp_path, capsys):
     run_dir = str(tmp_path)
     first = _tracker(run_dir, session_stop.SessionStop(steps=30))
@@ -117,7 +150,8 @@ def _paac(tmp_path, *flags):
 
 @pytest.mark.slow
 @pytest.mark.parametrize('flag, named', [('--stop_at_steps=0', '--stop_at_steps=0'),
-                                         ('--stop_at_score=nan', '--stop_at_score=nan')])
+                                         ('--stop_at_score=nan', '--stop_at_score=nan'),
+                                         ('--stop_at_minutes=0', '--stop_at_minutes=0')])
 def test_the_entry_point_refuses_a_bad_stop_before_anything_starts(tmp_path, flag, named,
                                                                    errors_in):
     result = _paac(tmp_path, flag)
