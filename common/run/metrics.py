@@ -16,6 +16,7 @@ import numpy as np
 from common.run import scalars
 from common.system import errors
 from common.system import file_writes
+from common.system import machine_load
 
 # load_1m, run_cpu_cores and steal_pct say what the run got of the machine, rss_mb what its
 # process tree holds (common/system/machine_load.py).
@@ -191,9 +192,13 @@ class RunLogger:
         eta = max(end - steps, 0) / rate if end and rate > 0 else float('nan')
         score = row['score_mean_100']
         score_text = 'n/a' if score is None else f'{score:.1f}'
-        return (f'steps {format_count(steps)}{total} | {rate:,.0f} steps/s | '
+        line = (f'steps {format_count(steps)}{total} | {rate:,.0f} steps/s | '
                 f'score(100) {score_text} | episodes {row["episodes"]} | '
                 f'elapsed {format_duration(row["wall_time"])} | ETA {format_duration(eta)}')
+        stolen = row.get('steal_pct')
+        if stolen is not None and stolen >= machine_load.STOLEN_PCT:  # a slow row explained
+            line += f" | the VM's host took {stolen:.0f}% of the CPU"
+        return line
 
     def close(self):
         self.metrics.close()

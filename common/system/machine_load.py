@@ -7,6 +7,9 @@ not show it); rss_mb over hours shows a leak (a queue, a replay, a retrace)."""
 import os
 import resource
 
+# A host taking this share of the machine's CPU (steal_pct) or more is named on the progress line,
+# and an interval it starved is left off the run's own clock (common/tools/run_clock.py).
+STOLEN_PCT = 10.0
 _CLOCK_TICKS = os.sysconf('SC_CLK_TCK') if hasattr(os, 'sysconf') else 100
 _PAGE_BYTES = os.sysconf('SC_PAGE_SIZE') if hasattr(os, 'sysconf') else 4096
 

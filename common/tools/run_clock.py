@@ -17,11 +17,12 @@ import statistics
 
 from common.launch import app
 from common.run import run_record
+from common.system import machine_load
 from common.tools import run_files
 
 HELD_FACTOR = 3.0
 STARVED_CPU_SHARE = 0.8
-STOLEN_PCT = 10.0
+STOLEN_PCT = machine_load.STOLEN_PCT
 
 
 def read_cores(run_dir):

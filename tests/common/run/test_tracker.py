@@ -73,6 +73,13 @@ def test_progress_line_shows_rate_score_and_eta():
     past_the_end = logger_line(fake, {'env_steps': 1010, 'steps_per_sec': 100.0,
                                       'score_mean_100': 1.0, 'episodes': 3, 'wall_time': 5.0})
     assert 'ETA 0:00:00' in past_the_end
+    # A virtual machine's host that takes a tenth of the CPU or more is named: a slow row's why.
+    row = {'env_steps': 500, 'steps_per_sec': 60.0, 'score_mean_100': 1.0, 'episodes': 3,
+           'wall_time': 5.0}
+    assert logger_line(fake, dict(row, steal_pct=37.4)).endswith(
+        "ETA 0:00:08 | the VM's host took 37% of the CPU")
+    assert logger_line(fake, dict(row, steal_pct=9.9)).endswith('ETA 0:00:08')
+    assert logger_line(fake, dict(row, steal_pct=None)).endswith('ETA 0:00:08')
 
 
 def test_progress_line_counts_to_the_session_stop_below_total_steps():
