@@ -10,7 +10,8 @@ draws that run's figures there, and redraws the figures of every published run i
 one set per game (score_vs_hours-pong.png, score_vs_hours-breakout.png, ...: scores of different
 games are on different scales), a panel per paper in each, so the README's figure stays current
 as papers and algorithms are added; it rewrites the time-to-score tables of RESULTS_DIR.md, one
-per game, and its Atari-5 scorecard (common/tools/scorecard.py). An existing NAME is refused unless --replace (which names the run it replaces).
+per game, and its Atari-5 scorecard (common/tools/scorecard.py). An existing NAME is refused
+unless --replace (which names the run it replaces).
 """
 from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
@@ -101,7 +102,7 @@ def publish(run_dir, name, results_dir=DEFAULT_RESULTS_DIR, without_policy=False
         if os.path.isfile(os.path.join(results_dir, file_name)):
             os.remove(os.path.join(results_dir, file_name))
     written.append(write_summary(published, results_dir))
-    written.append(write_scorecard(published, results_dir))
+    write_scorecard(published, results_dir)  # into the same file
     return written
 
 

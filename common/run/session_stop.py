@@ -1,8 +1,8 @@
 """Where this session of a run ends early: at an env step count, a 100-episode training mean or
 the run's training minutes (--stop_at_steps, --stop_at_score, --stop_at_minutes). The run's
-schedules still run over its total_steps, so the
-same command without the flag resumes it as if it had never stopped; with it, a time-to-score
-run ends itself at its score, and runs can follow each other on one machine."""
+schedules still run over its total_steps, so the same command without the flag resumes it as if
+it had never stopped; with it, a time-to-score run ends itself at its score (or its time
+budget), and runs can follow each other on one machine."""
 import dataclasses
 import math
 from typing import Optional
@@ -59,14 +59,14 @@ class SessionStop:
         window of them) and the run's clock at elapsed_seconds, or None while it goes on."""
         if self.steps is not None and env_steps >= self.steps:
             return f'reached --stop_at_steps={self.steps:,}'
-        if self.minutes is not None and elapsed_seconds >= 60.0 * self.minutes:
-            return (f"the run's clock {elapsed_seconds / 60:.1f} min reached "
-                    f'--stop_at_minutes={self.minutes:g}')
         if self.score is not None and len(recent_scores) >= self.window:
             mean = sum(recent_scores) / len(recent_scores)
             if mean >= self.score:
                 return (f'the {self.window}-episode mean {mean:.2f} reached '
                         f'--stop_at_score={self.score:g}')
+        if self.minutes is not None and elapsed_seconds >= 60.0 * self.minutes:
+            return (f"the run's clock {elapsed_seconds / 60:.1f} min reached "
+                    f'--stop_at_minutes={self.minutes:g}')
         return None
 
 

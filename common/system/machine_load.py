@@ -117,7 +117,7 @@ def tree_rss_mb(pid=None, stats=None):
 class IntervalLoad:
     """The load columns of one log interval: load_1m at its end, run_cpu_cores, the CPU seconds
     the run's process tree used per wall second of the interval (2.0: two cores busy), steal_pct,
-    the percent of the machine's CPU time its host took over the interval (steal_pct), and
+    the percent of the machine's CPU time its host took over the interval, and
     rss_mb, the resident memory of that tree at its end (tree_rss_mb)."""
 
     COLUMNS = ('load_1m', 'run_cpu_cores', 'steal_pct', 'rss_mb')

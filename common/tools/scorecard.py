@@ -8,6 +8,7 @@ docs/results.md."""
 import json
 import math
 import os
+import re
 import statistics
 
 from common.launch import app
@@ -21,21 +22,29 @@ START = '<!-- Atari-5 scorecard: written by python -m common.results, do not edi
 END = '<!-- end of Atari-5 scorecard -->'
 
 
+# Bindings that leave a run its preset's: the game and the seed.
+_OWN_BINDING = re.compile(r"^\s*(AtariConfig\.game|[A-Za-z_][\w.]*\.seed)\s*=")
+
+
 def preset_of(run_dir):
-    """The preset the run was started from: preset.json's started_as (the command that began
-    it), else its gin_files (common.results records both), else invocation.json's; its first
-    gin file, None when none is recorded."""
-    for name, keys in ((reproduce.PRESET_FILE, ('started_as', 'gin_files')), (reproduce.PRESET_FILE, ('gin_files',)),
-                       (app.INVOCATION_FILE, ('gin_files',))):
+    """The preset file the run was started from with only its game and seed bound: preset.json's
+    started_as (the command that began it), else preset.json's own record, else
+    invocation.json's; None when none is recorded or the command bound anything else (a sweep
+    point is not its preset's)."""
+    for name, key in ((reproduce.PRESET_FILE, 'started_as'), (reproduce.PRESET_FILE, None),
+                      (app.INVOCATION_FILE, None)):
         try:
             with open(os.path.join(run_dir, name)) as f:
                 record = json.load(f)
         except (OSError, ValueError):
             continue
-        for key in keys:
-            record = record.get(key) if isinstance(record, dict) else None
-        if isinstance(record, list) and record:
-            return record[0]
+        record = record.get(key) if key and isinstance(record, dict) else record
+        if not isinstance(record, dict) or not record.get('gin_files'):
+            continue
+        if len(record['gin_files']) != 1 or not all(
+                _OWN_BINDING.match(binding) for binding in record.get('gin_bindings') or ()):
+            return None
+        return record['gin_files'][0]
     return None
 
 
@@ -45,7 +54,8 @@ def final_evaluation(run_dir):
     when the run has no evaluation."""
     from common.run import superseded  # pylint: disable=import-outside-toplevel
     rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir, 'eval.csv')))
-    rows = [row for row in rows if not math.isnan(run_files.number(row.get('score_mean')))]
+    rows = [row for row in rows if not math.isnan(run_files.number(row.get('score_mean')))
+            and not math.isnan(run_files.number(row.get('env_steps')))]
     if not rows:
         return None
     last = max(run_files.number(row['env_steps']) for row in rows)
@@ -55,7 +65,7 @@ def final_evaluation(run_dir):
 def cells(run_dirs):
     """{preset: {game: cell}} over the runs on Atari-5 games with an evaluation; a cell is a dict
     (run, paper, score, episodes, env_steps, normalized). Of two runs of one preset on one game
-    the one evaluated at more steps counts (then the later in run_dirs)."""
+    (seeds) the one evaluated at more steps counts, then the later in run_dirs."""
     table = {}
     for run_dir in run_dirs:
         game, preset = run_files.read_game(run_dir), preset_of(run_dir)

@@ -1,5 +1,6 @@
 """--stop_at_steps / --stop_at_score / --stop_at_minutes: a session ends at a step count, a
-100-episode mean or the run's clock, at a boundary, saved, and the same command without the flag resumes it to its total_steps."""
+100-episode mean or the run's clock, at a boundary, saved, and the same command without the flag
+resumes it to its total_steps."""
 import io
 import os
 import subprocess
@@ -31,6 +32,9 @@ def test_reason_names_the_step_or_a_full_windows_mean():
     assert by_minutes.reason(0, [0.0] * 100, elapsed_seconds=1800.0) == (
         "the run's clock 30.0 min reached --stop_at_minutes=30")
     assert by_minutes.reason(0, [18.0] * 100, elapsed_seconds=60.0).endswith(
+        '--stop_at_score=18')
+    # Both at one boundary: the score is what the run reached.
+    assert by_minutes.reason(0, [18.0] * 100, elapsed_seconds=1800.0).endswith(
         '--stop_at_score=18')
 
 

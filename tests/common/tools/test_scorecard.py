@@ -17,9 +17,10 @@ SCORES = {'battle_zone': 5000.0, 'double_dunk': -17.0, 'name_this_game': 3000.0,
           'phoenix': 2000.0, 'qbert': 1000.0}
 
 
-def _published(results_dir, name, game, preset, evals, paper='paac'):
+def _published(results_dir, name, game, preset, evals, paper='paac', bindings=()):
     """A published folder as common.results writes it: invocation, operative config, preset.json
-    (started from preset with the game bound) and eval.csv rows (env_steps, episodes, mean)."""
+    (started from preset with the game and bindings bound) and eval.csv rows (env_steps,
+    episodes, mean)."""
     run_dir = os.path.join(results_dir, name)
     os.makedirs(run_dir)
     with open(os.path.join(run_dir, app.INVOCATION_FILE), 'w') as f:
@@ -29,7 +30,8 @@ def _published(results_dir, name, game, preset, evals, paper='paac'):
     with open(os.path.join(run_dir, 'preset.json'), 'w') as f:
         json.dump({'gin_files': ['gin/published/x.gin'], 'gin_bindings': [],
                    'started_as': {'gin_files': [preset],
-                                  'gin_bindings': [f"AtariConfig.game = '{game}'"]}}, f)
+                                  'gin_bindings': [f"AtariConfig.game = '{game}'",
+                                                   *bindings]}}, f)
     with open(os.path.join(run_dir, 'metrics.csv'), 'w') as f:
         f.write('wall_time,env_steps,score_mean_100\n1,1000,0\n')
     with open(os.path.join(run_dir, 'eval.csv'), 'w') as f:
@@ -51,14 +53,23 @@ def _published_runs(tmp_path):
     runs.append(_published(results_dir, 'fast-qbert', 'qbert', FAST, [(3_000_000, 30, 663.8)],
                            paper='accel'))
     runs.append(_published(results_dir, 'fast-phoenix-unevaluated', 'phoenix', FAST, []))
+    # Another seed counts as its preset's; a run with any other binding is not the preset's.
+    runs.append(_published(results_dir, 'fast-qbert-seed-1', 'qbert', FAST,
+                           [('', 30, 9e9), (1_000_000, 30, 500.0)], paper='accel',
+                           bindings=['AccelConfig.seed = 1']))
+    runs.append(_published(results_dir, 'paac-qbert-envs16', 'qbert', PAAC,
+                           [(20_000_000, 30, 9e9)], bindings=['PAACConfig.num_envs = 16']))
     return results_dir, sorted(runs)
 
 
 def test_each_preset_s_cells_are_its_final_evaluations_normalized_by_hand(published):
     _, runs = published
+    names = {os.path.basename(run): scorecard.preset_of(run) for run in runs}
+    assert names['fast-qbert-seed-1'] == FAST and names['paac-qbert-envs16'] is None
     cells = scorecard.cells(runs)
     assert list(cells) == [FAST, PAAC]
     assert list(cells[FAST]) == ['qbert']
+    assert cells[FAST]['qbert']['run'] == 'fast-qbert'  # 3M beats seed 1's 1M (its blank row)
     assert sorted(cells[PAAC]) == sorted(SCORES)
     qbert = cells[PAAC]['qbert']
     # The last row at the last step: the suite's final 30 episodes, not the 2-episode round.
