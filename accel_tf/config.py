@@ -79,7 +79,8 @@ class AccelConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_
     sampler: str = 'synchronized'       # 'synchronized' | 'alternating' (two env groups)
     num_workers: int = 2                # n worker processes
     envs_per_worker: int = 8            # m simulators stepped in sequence by each worker
-    pin_cpus: bool = False              # pin worker i to CPU i (mod the CPUs usable)
+    pin_cpus: bool = False              # pin worker i to CPU i (mod the CPUs usable; learner k of
+                                        # A3C/APPO from CPU k x num_workers on)
     horizon: int = 5                    # sampling horizon T: a batch is T x num_envs
     network: str = 'a3c_net'
     torso_kwargs: Optional[dict] = None  # e.g. {'hidden_sizes': (64, 64)} for 'mlp'

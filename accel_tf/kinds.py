@@ -85,11 +85,11 @@ def actor_learner_class(config):
 
 @contextlib.contextmanager
 def open_actor_learner(config, store, seed, index):
-    """config's actor-learner in learner process index: its own learner, pool and sampler."""
-    del index  # the seed already tells the actor-learners apart
+    """config's actor-learner in learner process index: its own learner, pool (its workers pinned
+    after the other learners' with pin_cpus) and sampler."""
     # The actor-learner's seed for its action sampling; its initial parameters are the store's.
     learner = build_learner(dataclasses.replace(config, seed=seed))
-    with learners.open_pool(config, seed) as pool:
+    with learners.open_pool(config, seed, learner_index=index) as pool:
         sampler = samplers.make_sampler(config.sampler, pool, config.horizon)
         yield actor_learner_class(config)(config, learner, sampler, store, seed)
 

@@ -13,13 +13,15 @@ from common.learners import optim
 from common.learners import q_learner
 
 
-def open_pool(config, seed):
+def open_pool(config, seed, learner_index=0):
     """The worker processes of config's sampler (two groups for the alternating one), for each
-    replica of a one-machine mirrored run."""
+    replica of a one-machine mirrored run; with pin_cpus, learner learner_index's workers pin to
+    the CPUs after those of the learners before it (A3C and APPO open a pool per learner)."""
     return pools.make_pool(config.env_config, config.num_envs, seed=seed,
                            num_workers=config.num_workers,
                            num_groups=config_lib.sampler_groups(config.sampler, config.distribute),
-                           pin_cpus=config.pin_cpus)
+                           pin_cpus=config.pin_cpus,
+                           first_cpu=learner_index * config.num_workers if config.pin_cpus else 0)
 
 
 def make_optimizer(config):

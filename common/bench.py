@@ -69,6 +69,7 @@ from common.launch import registry
 from common.replay import prioritized
 from common.replay import replay as replay_lib
 from common.system import devices
+from common.system import machine_load
 from common.system import processes
 from common.tools import timing
 
@@ -185,15 +186,6 @@ def one_line_reason(error):
     """'ExceptionType: first line of its message', what the table shows of a failed row."""
     lines = str(error).strip().splitlines()
     return f'{type(error).__name__}: {lines[0]}' if lines else type(error).__name__
-
-
-def usable_cpus():
-    """CPUs this process may run on: os.cpu_count() bounded by the affinity mask (a container
-    or taskset may allow fewer than the host has)."""
-    count = os.cpu_count() or 1
-    if hasattr(os, 'sched_getaffinity'):
-        count = min(count, len(os.sched_getaffinity(0)))
-    return max(count, 1)
 
 
 def accepts_num_workers(num_envs, num_workers):
@@ -323,7 +315,7 @@ def main():
         atari.AtariConfig(game=FLAGS.game).validate()
     except ValueError as error:
         app.fail(f'--game: {error}')
-    num_workers = FLAGS.num_workers or default_num_workers(FLAGS.num_envs, usable_cpus())
+    num_workers = FLAGS.num_workers or default_num_workers(FLAGS.num_envs, machine_load.usable_cores())
     settings = {'seconds': FLAGS.seconds, 'warmup_seconds': FLAGS.warmup_seconds,
                 'num_envs': FLAGS.num_envs, 'game': FLAGS.game, 'num_workers': num_workers}
     print(f'{FLAGS.num_envs} environments, {num_workers} workers', flush=True)

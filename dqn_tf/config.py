@@ -1,7 +1,6 @@
 """Fast DQN's configuration: every knob, defaults from the paper (Table 5, section 5, Appendix B);
 gin/dqn/*.gin cite each value."""
 import dataclasses
-import os
 from typing import Any, Optional
 
 import gin
@@ -11,6 +10,7 @@ from common.launch import config as config_lib
 from common.learners import networks
 from common.learners import optim
 from common.system import checks
+from common.system import machine_load
 # Registers AtariConfig and GymConfig with gin, which the presets bind before any env exists.
 from common.envs import ale_vector
 from common.envs import atari  # noqa: F401
@@ -88,7 +88,7 @@ class DQNConfig(config_lib.RunConfig):
     def intra_op_threads(self):
         """What tf_intra_op_threads resolves to on this machine."""
         if self.tf_intra_op_threads is None:
-            return max(1, (os.cpu_count() or 1) - 1)
+            return max(1, machine_load.usable_cores() - 1)
         return self.tf_intra_op_threads
 
     @property

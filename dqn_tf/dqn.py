@@ -31,6 +31,7 @@ from common.replay import replay as replay_lib
 from common.replay import replay_files
 from common.run import runner
 from common.run import tracker as tracker_lib
+from common.system import machine_load
 from common.system import processes
 from dqn_tf import actors
 from dqn_tf import rounds
@@ -143,7 +144,7 @@ class FastDQN:
         before = set(os.listdir(tasks)) if os.path.isdir(tasks) else set()
         num_actors = self.config.num_actors
         pool = ale_vector.AleVectorPool(self.config.env_config, num_actors, seed=seed * 1009,
-                                        num_threads=min(num_actors, os.cpu_count() or 1))
+                                        num_threads=min(num_actors, machine_load.usable_cores()))
         if self.acting_nice and before:
             for thread_id in set(os.listdir(tasks)) - before:
                 warning = processes.lower_priority(int(thread_id), self.acting_nice)

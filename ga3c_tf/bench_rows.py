@@ -3,8 +3,9 @@
 Each row trains for real (predict + step + update) on the bench's game with fixed settings
 (no annealing) and returns PPS, predictions (= env steps) per second, with its per-second
 spread. GA3C runs num_envs agents with NP = NT = 2 and the paper's minimum training batch;
-A3C-CPU runs one agent process per worker (num_workers, the CPU count by default), each with
-its own model replica, as A3C's one agent per core. 'large' is the paper's larger DNN with first stride 4 (Table 2's first large row).
+A3C-CPU runs one agent process per worker (the bench's num_workers; ga3c_tf.reproduce gives it
+the CPUs this process may run on), each with its own model replica, as A3C's one agent per core.
+'large' is the paper's larger DNN with first stride 4 (Table 2's first large row).
 """
 import os
 import time

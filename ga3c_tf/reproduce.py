@@ -21,6 +21,7 @@ from absl import flags
 
 from common.launch import app
 from common.system import checks
+from common.system import machine_load
 from common.tools import speed_report
 from ga3c_tf import bench_rows
 from ga3c_tf import learner as learner_lib
@@ -207,7 +208,7 @@ def main():
                            for what in ('TPS', 'PPS', 'lag')) for size in MIN_BATCH_SIZES}
     pps = {(name, algorithm): speed_report.Cell(f'{name} {algorithm}')
            for name in PAPER_TABLE_2 for algorithm in ('a3c_cpu', 'ga3c')}
-    settings = {'game': flags_.game, 'num_envs': 32, 'num_workers': os.cpu_count() or 1,
+    settings = {'game': flags_.game, 'num_envs': 32, 'num_workers': machine_load.usable_cores(),
                 'seconds': flags_.seconds, 'warmup_seconds': 2.0}
     for _ in range(flags_.trials):
         for size, (rate, rates, lags) in batches.items():

@@ -139,7 +139,7 @@ _POOL_CLASSES = {'serial': SerialPool, 'thread': ThreadPool, 'process': ProcessP
 
 
 def _pool_arguments(env_config, num_envs, seed, kind, num_workers, num_threads,
-                    num_groups, pin_cpus=False) -> tuple:
+                    num_groups, pin_cpus=False, first_cpu=0) -> tuple:
     """Check make_pool's own arguments; (pool class, its constructor arguments)."""
     if kind not in POOL_KINDS:
         raise ValueError(f'kind={kind!r}; allowed: {POOL_KINDS}')
@@ -151,21 +151,24 @@ def _pool_arguments(env_config, num_envs, seed, kind, num_workers, num_threads,
     arguments = {
         'serial': (env_config, num_envs, seed),
         'thread': (env_config, num_envs, num_threads or num_workers, seed),
-        'process': (env_config, num_envs, num_workers, seed, num_groups, pin_cpus),
+        'process': (env_config, num_envs, num_workers, seed, num_groups, pin_cpus, first_cpu),
         'ale_vector': (env_config, num_envs, seed, num_threads, num_groups),
     }[kind]
     return _POOL_CLASSES[kind], arguments
 
 
-@gin.configurable
+@gin.configurable(denylist=['first_cpu'])
 def make_pool(env_config, num_envs: int, seed: int = 0, kind: str = 'process',
               num_workers: int = 2, num_threads: int = 0, num_groups: int = 1,
-              pin_cpus: bool = False) -> EnvPool:
+              pin_cpus: bool = False, first_cpu: int = 0) -> EnvPool:
     """A pool of `kind`: serial | thread (num_threads, or num_workers if 0) | process
-    (num_workers, num_groups, pin_cpus) | ale_vector (num_threads per group, 0 = ALE's choice;
-    num_groups)."""
+    (num_workers, num_groups, pin_cpus: worker i on usable CPU first_cpu + i, so that pools
+    opened side by side, one per learner, pin apart) | ale_vector (num_threads per group, 0 =
+    ALE's choice; num_groups)."""
+    if first_cpu and not pin_cpus:
+        raise ValueError(f'first_cpu={first_cpu!r} needs pin_cpus=True')
     pool_class, arguments = _pool_arguments(env_config, num_envs, seed, kind, num_workers,
-                                            num_threads, num_groups, pin_cpus)
+                                            num_threads, num_groups, pin_cpus, first_cpu)
     return pool_class(*arguments)
 
 

@@ -102,10 +102,11 @@ class ProcessPool(GroupedPool):
 
     @staticmethod
     def validate(env_config, num_envs: int, num_workers: int, seed: int = 0,
-                 num_groups: int = 1, pin_cpus: bool = False) -> None:
+                 num_groups: int = 1, pin_cpus: bool = False, first_cpu: int = 0) -> None:
         """Raise ValueError for arguments __init__ would reject, starting nothing."""
         if not isinstance(pin_cpus, bool):
             raise ValueError(f'pin_cpus={pin_cpus!r}; must be True or False')
+        _check_int('first_cpu', first_cpu, 0)
         _check_common(env_config, num_envs, seed)
         _check_int('num_workers', num_workers, 1)
         _check_divides(num_envs, 'num_workers', num_workers)
@@ -115,11 +116,12 @@ class ProcessPool(GroupedPool):
                              f'num_groups={num_groups}')
 
     def __init__(self, env_config, num_envs: int, num_workers: int, seed: int = 0,
-                 num_groups: int = 1, pin_cpus: bool = False):
-        """pin_cpus: pin worker i to the i-th usable CPU (modulo their count); a machine where
-        that is impossible gets a warning and unpinned workers."""
-        self.validate(env_config, num_envs, num_workers, seed, num_groups, pin_cpus)
+                 num_groups: int = 1, pin_cpus: bool = False, first_cpu: int = 0):
+        """pin_cpus: pin worker i to the (first_cpu + i)-th usable CPU (modulo their count); a
+        machine where that is impossible gets a warning and unpinned workers."""
+        self.validate(env_config, num_envs, num_workers, seed, num_groups, pin_cpus, first_cpu)
         self.pin_cpus = bool(pin_cpus)
+        self.first_cpu = first_cpu
         self._describe(env_config, num_envs)
         self.num_workers = num_workers
         self.num_groups = num_groups
@@ -159,7 +161,7 @@ class ProcessPool(GroupedPool):
             # Only the worker may hold its end: then its death reads as EOF here.
             child_end.close()
             if self.pin_cpus:
-                warning = processes.pin_to_cpu(process.pid, index)
+                warning = processes.pin_to_cpu(process.pid, self.first_cpu + index)
                 if warning:
                     warnings.warn(warning, RuntimeWarning, stacklevel=3)
                     self.pin_cpus = False

@@ -19,6 +19,8 @@ import matplotlib
 matplotlib.use('Agg')
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
+from common.system import machine_load  # noqa: E402
+
 FIGURE_SIZE = (8.0, 4.0)  # inches
 DPI = 100
 
@@ -86,7 +88,7 @@ def machine_line():
         model = names[0] if names else model
     except OSError:
         pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()
+    cores = machine_load.usable_cores()
     memory = ''
     try:
         pages, page_size = os.sysconf('SC_PHYS_PAGES'), os.sysconf('SC_PAGE_SIZE')

@@ -4,6 +4,7 @@ import multiprocessing
 import pytest
 
 from common import bench
+from common.system import machine_load
 
 SETTINGS = {'seconds': 0.3, 'warmup_seconds': 0.1, 'num_envs': 2, 'game': 'pong',
             'num_workers': 1}
@@ -175,8 +176,8 @@ def test_the_default_worker_count_is_one_every_row_accepts(monkeypatch, cpu_coun
     monkeypatch.setattr(bench.os, 'cpu_count', lambda: cpu_count)
     monkeypatch.setattr(bench.os, 'sched_getaffinity', lambda pid: set(range(cpu_count)),
                         raising=False)
-    assert bench.usable_cpus() == cpu_count
-    workers = bench.default_num_workers(32, bench.usable_cpus())
+    assert machine_load.usable_cores() == cpu_count
+    workers = bench.default_num_workers(32, machine_load.usable_cores())
     assert workers == expected
     _check_every_row_accepts(workers)
     if cpu_count not in (2, 4, 16):
@@ -188,8 +189,8 @@ def test_the_default_worker_count_keeps_within_the_affinity_mask(monkeypatch):
     monkeypatch.setattr(bench.os, 'cpu_count', lambda: 64)
     monkeypatch.setattr(bench.os, 'sched_getaffinity', lambda pid: {0, 1, 2, 3, 4, 5},
                         raising=False)
-    assert bench.usable_cpus() == 6
-    assert bench.default_num_workers(32, bench.usable_cpus()) == 4
+    assert machine_load.usable_cores() == 6
+    assert bench.default_num_workers(32, machine_load.usable_cores()) == 4
     # No count splits 6 environments evenly in two halves of even counts: the largest divisor.
     assert bench.default_num_workers(6, 4) == 3
     assert bench.default_num_workers(8, 1) == 2

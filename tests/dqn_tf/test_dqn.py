@@ -292,8 +292,13 @@ def test_actors_yield_the_cpu_to_the_learner_only_when_it_trains_concurrently(co
 
 def test_learner_threads_leave_a_core_to_the_actors(monkeypatch):
     monkeypatch.setattr(os, 'cpu_count', lambda: 8)
+    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: set(range(8)), raising=False)
     assert _cartpole_config().intra_op_threads() == 7
     assert _cartpole_config(tf_intra_op_threads=0).intra_op_threads() == 0  # TF's default
+    # A container or taskset that allows 3 of the host's 64 CPUs: 2 threads, not 63.
+    monkeypatch.setattr(os, 'cpu_count', lambda: 64)
+    monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {4, 5, 6}, raising=False)
+    assert _cartpole_config().intra_op_threads() == 2
     monkeypatch.setattr(os, 'cpu_count', lambda: 1)
     assert _cartpole_config().intra_op_threads() == 1
 

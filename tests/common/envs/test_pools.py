@@ -257,6 +257,9 @@ def no_process_may_start(monkeypatch):
     (lambda: make_pool(SMALL_PONG, 4, kind='thread', num_groups=2), 'num_groups=2'),
     (lambda: make_pool(SMALL_PONG, 4, kind='serial', pin_cpus=True), 'pin_cpus=True'),
     (lambda: ProcessPool(SMALL_PONG, 4, num_workers=2, pin_cpus='yes'), "pin_cpus='yes'"),
+    (lambda: ProcessPool(SMALL_PONG, 4, num_workers=2, pin_cpus=True, first_cpu=-1),
+     'first_cpu=-1'),
+    (lambda: make_pool(SMALL_PONG, 4, first_cpu=2), 'first_cpu=2 needs pin_cpus=True'),
 ])
 def test_invalid_arguments_raise_before_any_process_starts(no_process_may_start, make, message):
     with pytest.raises(ValueError, match=message):
@@ -377,6 +380,23 @@ def test_pinned_workers_each_run_on_one_cpu():
         pinned = [os.sched_getaffinity(pid) for pid in pool.pids]
     assert pinned == [{allowed[0]}, {allowed[1 % len(allowed)]}]
     assert os.sched_getaffinity(0) == set(allowed)  # the parent stays unpinned
+
+
+@pytest.mark.skipif(not hasattr(os, 'sched_setaffinity'), reason='no sched_setaffinity here')
+def test_a_second_learners_pool_pins_its_workers_after_the_first_learners():
+    """A3C and APPO open a pool per learner side by side (accel_tf/learners.py open_pool): the
+    second's workers start at CPU num_workers, not on the first's CPUs again."""
+    from accel_tf import config as accel_config
+    from accel_tf import learners
+    allowed = sorted(os.sched_getaffinity(0))
+    config = dataclasses.replace(accel_config.AccelConfig(), env_config=SMALL_PONG, num_workers=1,
+                                 envs_per_worker=2, pin_cpus=True)
+    with learners.open_pool(config, 0, learner_index=0) as first, \
+            learners.open_pool(config, 1, learner_index=1) as second:
+        first.reset()
+        second.reset()
+        assert [os.sched_getaffinity(pid) for pid in first.pids + second.pids] == [
+            {allowed[0]}, {allowed[1 % len(allowed)]}]
 
 
 @pytest.mark.slow
