@@ -10,6 +10,8 @@ import traceback
 
 import numpy as np
 
+from common.system import devices
+
 
 class ExperienceBatcher:
     """Takes items from a queue and concatenates them until at least min_batch_size samples;
@@ -85,10 +87,7 @@ class TrainerThread(threading.Thread):
         import tensorflow as tf  # pylint: disable=import-outside-toplevel
         dataset = tf.data.Dataset.from_generator(
             self._batches, output_signature=tuple(self.input_signature))
-        gpus = tf.config.list_logical_devices('GPU')
-        if gpus:
-            return dataset.apply(tf.data.experimental.prefetch_to_device(gpus[0].name, 1))
-        return dataset.prefetch(1)
+        return devices.prefetched(dataset, 1, devices.prefetch_device())
 
     def run(self):
         try:

@@ -67,7 +67,7 @@ class QLearner(tf.Module):
         self.optimizer = optimizer
         self.optimizer.build(self.online.trainable_variables)
         self.update_means = interval_means.IntervalMeans(UPDATE_STATS)
-        strategy = distribute.current_strategy()
+        strategy = self.strategy = distribute.current_strategy()
         # Under a one-machine strategy each replica acts for its own sampler groups.
         self.online_greedy = distribute.acting(
             strategy, lambda obs: self._greedy(self.call_online, obs), [observation_spec])

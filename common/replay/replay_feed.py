@@ -6,6 +6,8 @@ import threading
 
 import numpy as np
 
+from common.system import devices
+
 REPLAY_INPUTS = ('direct', 'tf_data')
 
 
@@ -38,11 +40,13 @@ class DirectFeed:
 
 class TFDataFeed(DirectFeed):
     """DirectFeed's draws through tf.data.Dataset.from_generator(...).prefetch(prefetch), made
-    on first use (once replay can be drawn from), prefetched to the GPU when there is one."""
+    on first use (once replay can be drawn from), prefetched onto device (the learner's one GPU,
+    common.system.devices.prefetch_device), or on the host where device is None."""
 
-    def __init__(self, replay, num_minibatches, batch_size, lock=None, prefetch=1):
+    def __init__(self, replay, num_minibatches, batch_size, lock=None, prefetch=1, device=None):
         super().__init__(replay, num_minibatches, batch_size, lock)
         self.prefetch = prefetch
+        self.device = device
         self._iterator = None
         self._closed = threading.Event()
 
@@ -71,13 +75,7 @@ class TFDataFeed(DirectFeed):
     def _make_iterator(self):
         import tensorflow as tf  # pylint: disable=import-outside-toplevel
         dataset = tf.data.Dataset.from_generator(self._draws, output_signature=self._signature())
-        gpus = tf.config.list_logical_devices('GPU')
-        if gpus:
-            dataset = dataset.apply(tf.data.experimental.prefetch_to_device(gpus[0].name,
-                                                                            self.prefetch))
-        else:
-            dataset = dataset.prefetch(self.prefetch)
-        return iter(dataset)
+        return iter(devices.prefetched(dataset, self.prefetch, self.device))
 
     def draw(self):
         if self._iterator is None:
@@ -93,9 +91,10 @@ class TFDataFeed(DirectFeed):
         self._iterator = None
 
 
-def make_feed(replay_input, replay, num_minibatches, batch_size, lock=None):
-    """The feed named replay_input ('direct' or 'tf_data')."""
+def make_feed(replay_input, replay, num_minibatches, batch_size, lock=None, device=None):
+    """The feed named replay_input ('direct' or 'tf_data'; the latter prefetching onto device)."""
     if replay_input not in REPLAY_INPUTS:
         raise ValueError(f'replay_input={replay_input!r}; allowed: {", ".join(REPLAY_INPUTS)}')
-    feed_class = TFDataFeed if replay_input == 'tf_data' else DirectFeed
-    return feed_class(replay, num_minibatches, batch_size, lock)
+    if replay_input == 'tf_data':
+        return TFDataFeed(replay, num_minibatches, batch_size, lock, device=device)
+    return DirectFeed(replay, num_minibatches, batch_size, lock)

@@ -279,6 +279,27 @@ NATIVE_BFLOAT16_CPU_FLAGS = ('avx512_bf16', 'amx_bf16')
 NATIVE_BFLOAT16_GPU = (8, 0)
 
 
+def prefetch_device(strategy=None):
+    """Where a tf.data input for computation under strategy prefetches its next batch: the one
+    GPU that computation runs on (no strategy: TensorFlow's first GPU; a strategy of one replica:
+    its device, if a GPU), else None, the host: a strategy over several replicas splits each
+    batch over them, so a batch copied to the first GPU would be copied on again from there."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    if strategy is not None:
+        local = list(strategy.extended.worker_devices)
+        return local[0] if len(local) == 1 and ':GPU:' in local[0].upper() else None
+    gpus = tf.config.list_logical_devices('GPU')
+    return gpus[0].name if gpus else None
+
+
+def prefetched(dataset, size, device):
+    """dataset prefetching size elements onto device (prefetch_device), or on the host."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    if device is None:
+        return dataset.prefetch(size)
+    return dataset.apply(tf.data.experimental.prefetch_to_device(device, size))
+
+
 def native_dtype_for(cpu_flags, gpu_capabilities=()):
     """(dtype, why) that RunConfig.compute_dtype 'auto' becomes: 'bfloat16' where the device the
     networks compute on runs it natively, 'float32' elsewhere. gpu_capabilities: the (major,

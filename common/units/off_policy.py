@@ -17,6 +17,7 @@ from common.learners import optim
 from common.replay import prioritized
 from common.replay import replay_feed
 from common.run import runner
+from common.system import devices
 
 __all__ = ('OffPolicySettings', 'linear_epsilon', 'OffPolicyPhases', 'UNIT_COLUMNS',
            'OffPolicyUnit', 'trackables')
@@ -80,8 +81,9 @@ class OffPolicyPhases:
             raise ValueError(f'replay has {memory.num_streams} streams for {num_envs} '
                              f'simulators; it needs one per simulator')
         self.memory = memory
-        self.feed = replay_feed.make_feed(replay_input, replay, settings.updates_per_phase,
-                                          settings.batch_size // num_machines)
+        self.feed = replay_feed.make_feed(
+            replay_input, replay, settings.updates_per_phase, settings.batch_size // num_machines,
+            device=devices.prefetch_device(getattr(learner, 'strategy', None)))
         self.rng = np.random.default_rng(seed)
         # The first step each simulator stores starts an episode (as far as replay can tell).
         self.episode_starts = np.ones(num_envs, bool)
