@@ -196,6 +196,7 @@ def test_a_missing_gin_file_is_named(paper, tmp_path, entry_point):
     ('common.compare', ['--plot'], 'flag --plot'),
     ('common.bench', ['--seconds=fast'], '--seconds=fast'),
     ('common.bench', ['--rows=env/nope'], 'unknown --rows'),
+    ('common.bench', ['--warmup_seconds=-1'], '--warmup_seconds=-1.0 must be >= 0'),
     ('dqn_tf.speedtest', ['--steps=abc'], '--steps=abc'),
     ('dqn_tf.reproduce', ['--steps=12'], '--steps=12; must be a positive multiple of 8'),
     ('dqn_tf.reproduce', ['--trials=1'], '--trials=1; must be >= 2'),

@@ -194,3 +194,15 @@ def test_the_default_worker_count_keeps_within_the_affinity_mask(monkeypatch):
     # No count splits 6 environments evenly in two halves of even counts: the largest divisor.
     assert bench.default_num_workers(6, 4) == 3
     assert bench.default_num_workers(8, 1) == 2
+
+
+def test_the_warm_up_is_longer_where_a_gpu_may_compute(monkeypatch):
+    """cuDNN's autotuning and the first XLA compilations take seconds on a GPU: its rows warm up
+    longer unless --warmup_seconds says otherwise."""
+    from common.system import devices
+    monkeypatch.setattr(devices, 'nvidia_driver', lambda: None)
+    assert bench.warmup_seconds() == bench.CPU_WARMUP_SECONDS == 2.0
+    monkeypatch.setattr(devices, 'nvidia_driver', lambda: '/proc/driver/nvidia/version')
+    assert bench.warmup_seconds(environ={}) == bench.GPU_WARMUP_SECONDS == 10.0
+    assert bench.warmup_seconds(environ={devices.VISIBLE_ENV: ''}) == 2.0  # GPUs hidden
+    assert bench.warmup_seconds(0.5, environ={}) == 0.5
