@@ -230,7 +230,7 @@ class AccelConfig(config_lib.ActingPassConfig, config_lib.OverlapConfig, config_
 
     def validate_cluster(self, num_machines):
         """Raises ConfigError unless the run's simulators and environment processes split
-        evenly over a multi-worker cluster's workers (each runs its share with its own sampler)
+        evenly over a multi-worker cluster's machines (each runs its share with its own sampler)
         and each section's batches (PPO's minibatches, the Q-value family's replay
         minibatches) over their local batches."""
         config_lib.require_cluster_split(self.owner, num_machines,

@@ -40,7 +40,7 @@ def make_phases(config, sampler, learner, replay, seed, num_machines=1):
 
 def make_replay(config, seed, num_machines=1):
     """Replay organized by simulator (section 5.2: the 1M capacity split over the simulators),
-    n-step, prioritized if configured; in a multi-worker run, each worker's share of the
+    n-step, prioritized if configured; in a multi-worker run, each machine's share of the
     capacity for its share of the simulators."""
     q_values = config.q_values
     env_config = config.env_config
@@ -72,7 +72,7 @@ def train(config, run_dir, learner, open_pool, strategy=None):
     checkpoint. With QValueConfig.save_replay (one machine), a session that ends cleanly saves
     its replay (run_dir/replay) and a resumed run continues from it if it is the replay of the
     checkpoint resumed from; otherwise a resumed run refills replay. With a multi-worker
-    strategy, open_pool(seed) opens this worker's share of the simulators; each worker fills its
+    strategy, open_pool(seed) opens this machine's share of the simulators; each machine fills its
     own replay and trains on its share of every minibatch, starting from the chief's state
     (common/scale/multi_worker.py); only the chief evaluates."""
     tracker = tracker_lib.tracker_for(

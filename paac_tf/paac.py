@@ -165,7 +165,7 @@ def build_learner(config, strategy=None):
 
 def train(config, run_dir, make_pool):
     """Runs PAAC until config.total_steps, resuming from run_dir's checkpoint if there is one;
-    on config.distribute's devices or machines (each worker of a cluster samples its share).
+    on config.distribute's devices or machines (each machine of a cluster samples its share).
 
     make_pool(env_config, num_envs, seed, num_workers, num_groups) builds the environment pool.
     """

@@ -10,10 +10,11 @@ accelerators runs the same code over logical CPU devices (use_logical_cpus), whi
 run it.
 
 'multi_worker' is the same over several processes or machines
-(tf.distribute.MultiWorkerMirroredStrategy, configured by TF_CONFIG: set_cluster): each worker
-feeds its own data to its own replicas, the gradients are all-reduced across all of them (RING
-collectives on CPUs, NCCL on GPUs), and a worker that dies makes the others' next all-reduce
-fail with an UnavailableError once its heartbeats stop (about 10 s), not hang (PEER_FAILURES).
+(tf.distribute.MultiWorkerMirroredStrategy, configured by TF_CONFIG: set_cluster): each machine
+(a task of TF_CONFIG's worker job) feeds its own data to its own replicas, the gradients are
+all-reduced across all of them (RING collectives on CPUs, NCCL on GPUs), and a machine that
+dies makes the others' next all-reduce fail with an UnavailableError once its heartbeats stop
+(about 10 s), not hang (PEER_FAILURES).
 The cluster itself is set before TensorFlow starts (common/scale/cluster.py)."""
 import os
 
@@ -92,9 +93,9 @@ def strategy_of(distribute_config):
 
 
 def collective_implementation():
-    """The all-reduce of a multi-worker run: NCCL where this worker's replicas are GPUs (the
+    """The all-reduce of a multi-worker run: NCCL where this machine's replicas are GPUs (the
     GPUs it sees, none split into logical devices, which NCCL cannot tell apart), RING on
-    CPUs. On one machine each worker gets a GPU of its own or none
+    CPUs. Machines on one host (localhost) each get a GPU of their own or none
     (common/scale/multi_worker.py, localhost_gpus)."""
     gpus = tf.config.get_visible_devices('GPU')
     if gpus and all(len(tf.config.get_logical_device_configuration(gpu) or ()) <= 1
@@ -106,7 +107,7 @@ def collective_implementation():
 def _multi_worker_strategy():
     if cluster_lib.TF_CONFIG not in os.environ:
         raise ValueError("strategy='multi_worker' needs TF_CONFIG (or --cluster and "
-                         '--task_index) naming the workers')
+                         '--task_index) naming the machines')
     implementation = collective_implementation()
     return tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(
@@ -123,7 +124,7 @@ def machine_count_and_index(strategy):
 
 
 def is_chief(strategy):
-    """True unless strategy is a multi-worker one and this process is not its worker 0 (the
+    """True unless strategy is a multi-worker one and this process is not its machine 0 (the
     one that writes checkpoints and metrics)."""
     resolver = getattr(strategy, 'cluster_resolver', None)
     if resolver is None or not resolver.cluster_spec().as_dict():
@@ -133,7 +134,7 @@ def is_chief(strategy):
 
 
 def broadcast_from_chief(strategy, variables):
-    """Every worker's variables set to the chief's (a resumed run restores the chief's
+    """Every machine's variables set to the chief's (a resumed run restores the chief's
     checkpoint, then this): an all-reduce sum of the chief's values and the others' zeros, in
     float64 (exact for integer counters below 2**53). variables: the strategy's own (mirrored
     copies, all updated) or plain ones (the run's counters)."""
@@ -216,16 +217,16 @@ def split_for_replica(tensor, axis, replica_id, num_replicas):
 
 def run_split(strategy, train_fn, inputs, split_axes, gather=False):
     """train_fn on every replica of strategy with its share of each input (split along
-    split_axes[i] over this worker's replicas; the sizes must divide evenly), called in a
+    split_axes[i] over this machine's replicas; the sizes must divide evenly), called in a
     cross-replica context (in a
     tf.function, also inside its loops); returns train_fn's outputs averaged over the replicas,
-    or with gather, this worker's replicas' outputs laid end to end (per-sample values of its
+    or with gather, this machine's replicas' outputs laid end to end (per-sample values of its
     inputs, such as TD errors). A synchronization (mean_across_replicas) inside a loop of
     train_fn is not supported by tf.distribute: loop around run_split instead."""
     local_replicas = len(strategy.extended.worker_devices)
 
     def shares(context):
-        # This worker's inputs over its own replicas (with one worker, over all of them).
+        # This machine's inputs over its own replicas (with one machine, over all of them).
         replica = context.replica_id_in_sync_group % local_replicas
         count = local_replicas
         return tuple(split_for_replica(tensor, axis, replica, count)
@@ -233,7 +234,7 @@ def run_split(strategy, train_fn, inputs, split_axes, gather=False):
 
     outputs = strategy.run(train_fn,
                            args=strategy.experimental_distribute_values_from_function(shares))
-    if gather:  # this worker's replicas' outputs, for this worker's inputs
+    if gather:  # this machine's replicas' outputs, for this machine's inputs
         return tf.nest.map_structure(
             lambda value: tf.concat(strategy.experimental_local_results(value), axis=0), outputs)
     return tf.nest.map_structure(
@@ -254,7 +255,7 @@ def acting(strategy, act_fn, input_signature):
     replicas, a batch that splits evenly runs on every replica, each with its own equal block
     of the observations and its own random stream, the actions laid end to end again: replica r
     acts for its own sampler groups' simulators (common/units/samplers.py). Any other batch (an
-    evaluation's) runs on the first replica's copy; a multi-worker run's workers act on their
+    evaluation's) runs on the first replica's copy; a multi-worker run's machines act on their
     local copy."""
     on_one_copy = tf.function(act_fn, input_signature=input_signature)
     if (strategy is None or strategy.num_replicas_in_sync == 1
