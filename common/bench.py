@@ -349,7 +349,8 @@ def main():
         print(f'wrote {FLAGS.plot}')
     if FLAGS.json:
         with open(FLAGS.json, 'w') as f:
-            json.dump({'rows': rows, 'cpu_count': os.cpu_count(), 'num_workers': num_workers,
+            json.dump({'rows': rows, 'cpu_count': os.cpu_count(),
+                       'usable_cores': machine_load.usable_cores(), 'num_workers': num_workers,
                        'argv': sys.argv[1:]}, f, indent=2)
         print(f'wrote {FLAGS.json}')
     failed = [row['name'] for row in rows if row['status'] != 'ok']

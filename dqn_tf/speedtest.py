@@ -28,6 +28,7 @@ import numpy as np
 from common.launch import app
 from common.system import checks
 from common.system import devices
+from common.system import machine_load
 from dqn_tf import config as config_lib
 from dqn_tf import dqn
 from dqn_tf import main as dqn_main
@@ -221,7 +222,8 @@ def main():
     what = 'random steps of the actors alone' if flags_.actors_only else 'steps'
     print(f'speed test: {flags_.steps:,} {what} per configuration, C={period:,}, up to '
           f'{largest} threads, environments in {" and ".join(flags_.actor_envs)}, '
-          f'{os.cpu_count()} CPUs, learner intra-op threads {config.intra_op_threads()}',
+          f'{machine_load.usable_cores()} usable CPUs (of {os.cpu_count()}), learner intra-op '
+          f'threads {config.intra_op_threads()}',
           flush=True)
     checks.require(flags_.repeats > 0, f'--repeats={flags_.repeats} must be >= 1')
     rows = run_speedtest(flags_.steps, modes, actors_by_mode, flags_.game, period,
@@ -233,7 +235,8 @@ def main():
         with open(flags_.json, 'w') as f:
             json.dump({'rows': rows, 'steps': flags_.steps, 'target_period': period,
                        'repeats': flags_.repeats,
-                       'cpu_count': os.cpu_count(), 'argv': sys.argv[1:]}, f, indent=2)
+                       'cpu_count': os.cpu_count(), 'usable_cores': machine_load.usable_cores(),
+                       'argv': sys.argv[1:]}, f, indent=2)
         print(f'wrote {flags_.json}')
 
 
