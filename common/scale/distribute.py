@@ -108,6 +108,9 @@ def _multi_worker_strategy():
     if cluster_lib.TF_CONFIG not in os.environ:
         raise ValueError("strategy='multi_worker' needs TF_CONFIG (or --cluster and "
                          '--task_index) naming the machines')
+    problem = devices_lib.multi_worker_problem(len(tf.config.get_visible_devices('GPU')))
+    if problem:
+        raise errors.ConfigError(problem)
     implementation = collective_implementation()
     return tf.distribute.MultiWorkerMirroredStrategy(
         communication_options=tf.distribute.experimental.CommunicationOptions(

@@ -272,6 +272,18 @@ def mirrored_problem(num_replicas, num_gpus):
     return None
 
 
+def multi_worker_problem(num_gpus):
+    """One line refusing a multi-worker machine process that sees several GPUs, None for one or
+    none. Such a process would act on one local copy while its other GPUs idle, and split its
+    batch over them, which no test covers; one process per GPU (a task each in the cluster)
+    samples on every GPU, as a localhost cluster's machines do (multi_worker.localhost_gpus)."""
+    if num_gpus > 1:
+        return (f"DistributeConfig.strategy='multi_worker' with {num_gpus} GPUs visible to this "
+                f'machine process; allowed: one GPU per machine process (list a task per GPU in '
+                f'--cluster and start each with {VISIBLE_ENV} naming its GPU), or none')
+    return None
+
+
 # oneDNN's native bfloat16 on a CPU: AVX512_BF16 (Cooper Lake, Zen 4 and later) or AMX (Sapphire
 # Rapids and later); elsewhere it emulates bfloat16 through float32 instructions.
 NATIVE_BFLOAT16_CPU_FLAGS = ('avx512_bf16', 'amx_bf16')
@@ -353,17 +365,20 @@ def _print_line(line):
 
 def start_run(placement=None, distribute_config=None, log=_print_line, note=''):
     """A run's device set-up in its main process, once, before anything runs a TensorFlow op:
-    refuses a mirrored config with more replicas than GPUs (errors.ConfigError), hides the GPUs
+    refuses a mirrored config with more replicas than GPUs and a multi-worker machine process
+    that sees several GPUs (errors.ConfigError), hides the GPUs
     from a main process that only coordinates or must stay on the CPU, and prints the compute
     line with note at its end (dtype_note), and the driver warning where TensorFlow misses the
     GPUs."""
     placement = placement or Placement()
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    if distribute_config is not None and distribute_config.strategy == 'mirrored':
-        problem = mirrored_problem(distribute_config.num_replicas,
-                                   len(tf.config.get_visible_devices('GPU')))
-        if problem:
-            raise errors.ConfigError(problem)
+    strategy = distribute_config.strategy if distribute_config is not None else 'none'
+    num_gpus = len(tf.config.get_visible_devices('GPU'))
+    problem = (mirrored_problem(distribute_config.num_replicas, num_gpus)
+               if strategy == 'mirrored' else
+               multi_worker_problem(num_gpus) if strategy == 'multi_worker' else None)
+    if problem:
+        raise errors.ConfigError(problem)
     if placement.learners or placement.cpu_only:
         warning = hide_gpus_here()
         if warning:

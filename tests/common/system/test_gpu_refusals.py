@@ -69,3 +69,21 @@ def test_multi_worker_collectives_use_nccl_only_on_whole_gpus(fake_gpus, monkeyp
     fake.logical.clear()
     fake.visible = []  # physical, but hidden from this process
     assert distribute.collective_implementation() == implementation.RING
+
+
+def test_a_multi_worker_machine_process_seeing_several_gpus_is_refused_in_one_line(
+        fake_gpus, monkeypatch, gpu_environment):
+    from common.scale import distribute  # pylint: disable=import-outside-toplevel
+    fake = fake_gpus(2)
+    expected = ("DistributeConfig.strategy='multi_worker' with 2 GPUs visible to this machine "
+                'process; allowed: one GPU per machine process (list a task per GPU in '
+                '--cluster and start each with CUDA_VISIBLE_DEVICES naming its GPU), or none')
+    lines = []
+    with pytest.raises(errors.ConfigError) as refused:
+        devices.start_run(distribute_config=DistributeConfig('multi_worker'), log=lines.append)
+    assert str(refused.value) == expected and lines == [] and fake.hidden_calls == []
+    monkeypatch.setenv('TF_CONFIG', '{"cluster": {"worker": ["localhost:1", "localhost:2"]}, '
+                                    '"task": {"type": "worker", "index": 0}}')
+    with pytest.raises(errors.ConfigError, match='2 GPUs visible'):
+        distribute.make_strategy('multi_worker', 1)
+    assert devices.multi_worker_problem(1) is None and devices.multi_worker_problem(0) is None
