@@ -76,26 +76,13 @@ from common.tools import timing
 FLAGS = flags.FLAGS
 
 
-CPU_WARMUP_SECONDS = 2.0
-GPU_WARMUP_SECONDS = 10.0
-
-
-def warmup_seconds(asked=None, environ=os.environ):
-    """The unmeasured seconds before each row's measurement: asked, else GPU_WARMUP_SECONDS
-    where a GPU may compute (an NVIDIA driver, GPUs not hidden), else CPU_WARMUP_SECONDS."""
-    if asked is not None:
-        return asked
-    gpu = devices.nvidia_driver() is not None and not devices.gpus_hidden_by_user(environ)
-    return GPU_WARMUP_SECONDS if gpu else CPU_WARMUP_SECONDS
-
-
 def _define_flags():
     # Only when run as the program: each row's process imports this module again as common.bench.
     flags.DEFINE_float('seconds', 10.0, 'Measured seconds per row (after a warm-up).')
     flags.DEFINE_float('warmup_seconds', None, 'Unmeasured seconds per row before measuring; '
-                       f'default {CPU_WARMUP_SECONDS:g}, {GPU_WARMUP_SECONDS:g} on a machine '
-                       "with an NVIDIA driver and GPUs not hidden (cuDNN's autotuning and the "
-                       'first XLA compilations take seconds there).')
+                       f'default {timing.CPU_WARMUP_SECONDS:g}, {timing.GPU_WARMUP_SECONDS:g} on a '
+                       "machine with an NVIDIA driver and GPUs not hidden (cuDNN's autotuning "
+                       'and the first XLA compilations take seconds there).')
     flags.DEFINE_string('json', None, 'Write {"rows": [...]} here.')
     flags.DEFINE_integer('num_envs', 32, 'Environments in every row.')
     flags.DEFINE_integer('num_workers', None, 'Worker processes/threads (default: the largest '
@@ -333,7 +320,7 @@ def main():
         app.fail(f'--game: {error}')
     num_workers = FLAGS.num_workers or default_num_workers(FLAGS.num_envs,
                                                            machine_load.usable_cores())
-    warmup = warmup_seconds(FLAGS.warmup_seconds)
+    warmup = timing.warmup_seconds(FLAGS.warmup_seconds)
     if warmup < 0:
         app.fail(f'--warmup_seconds={warmup!r} must be >= 0')
     settings = {'seconds': FLAGS.seconds, 'warmup_seconds': warmup,

@@ -23,6 +23,7 @@ from common.launch import app
 from common.system import checks
 from common.system import machine_load
 from common.tools import speed_report
+from common.tools import timing
 from ga3c_tf import bench_rows
 from ga3c_tf import learner as learner_lib
 from ga3c_tf import loop
@@ -196,6 +197,8 @@ def main():
     flags_ = flags.FLAGS
     for name in ('seconds', 'anneal_seconds', 'anneal_interval'):
         checks.require(getattr(flags_, name) > 0, f'--{name}={getattr(flags_, name)}; must be > 0')
+    warmup = timing.warmup_seconds(flags_.warmup_seconds)
+    checks.require(warmup >= 0, f'--warmup_seconds={warmup}; must be >= 0')
     checks.require(flags_.trials >= 2, f'--trials={flags_.trials}; must be >= 2 (a spread)')
     start, stream = time.perf_counter(), sys.stdout
     directory = os.path.dirname(os.path.abspath(flags_.out))
@@ -209,7 +212,7 @@ def main():
     pps = {(name, algorithm): speed_report.Cell(f'{name} {algorithm}')
            for name in PAPER_TABLE_2 for algorithm in ('a3c_cpu', 'ga3c')}
     settings = {'game': flags_.game, 'num_envs': 32, 'num_workers': machine_load.usable_cores(),
-                'seconds': flags_.seconds, 'warmup_seconds': 2.0}
+                'seconds': flags_.seconds, 'warmup_seconds': warmup}
     for _ in range(flags_.trials):
         for size, (rate, rates, lags) in batches.items():
             def trial(size=size, rates=rates, lags=lags):
@@ -236,6 +239,8 @@ def main():
 if __name__ == '__main__':
     flags.DEFINE_float('seconds', 15.0, 'Timed seconds per trial of a Figure 7 or Table 2 cell.')
     flags.DEFINE_integer('trials', 3, 'Trials per cell.')
+    flags.DEFINE_float('warmup_seconds', None, 'Unmeasured seconds before each Table 2 cell; '
+                       'default as common.bench: 2, 10 where a GPU may compute.')
     flags.DEFINE_float('anneal_seconds', 600.0, 'How long the annealer runs (Figure 2).')
     flags.DEFINE_string('anneal_walk', 'every_knob', 'GA3CConfig.dynamic_walk of the annealer: '
                         "every_knob (the original code's, which made Figure 2) or one_knob.")

@@ -207,6 +207,7 @@ def test_a_missing_gin_file_is_named(paper, tmp_path, entry_point):
     ('paac_tf.reproduce', ['--seconds=0'], '--seconds=0.0; must be > 0'),
     ('paac_tf.reproduce', ['--trials=1'], '--trials=1; must be >= 2'),
     ('ga3c_tf.reproduce', ['--anneal_seconds=0'], '--anneal_seconds=0.0; must be > 0'),
+    ('ga3c_tf.reproduce', ['--warmup_seconds=-1'], '--warmup_seconds=-1.0; must be >= 0'),
     ('common.suite', ['--games=pong', '--steps=abc'], '--steps=abc'),
     ('common.suite', ['--games=pong', '--steps=5'], '--gin_file is required'),
     ('common.suite', ['--gin_file=gin/paac/pong.gin', '--steps=5'], '--games is required'),

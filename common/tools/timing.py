@@ -4,11 +4,25 @@ A row's figure is its steps over its seconds; its spread is the min, median and 
 rates of the windows inside (about a second each, or whatever unit the row times, e.g. a DQN
 target period), so a reader sees the noise next to the figure.
 """
+import os
 import time
 
 import numpy as np
 
+from common.system import devices
+
 WINDOW_SECONDS = 1.0
+CPU_WARMUP_SECONDS = 2.0
+GPU_WARMUP_SECONDS = 10.0
+
+
+def warmup_seconds(asked=None, environ=os.environ):
+    """The unmeasured seconds before each row's measurement: asked, else GPU_WARMUP_SECONDS
+    where a GPU may compute (an NVIDIA driver, GPUs not hidden), else CPU_WARMUP_SECONDS."""
+    if asked is not None:
+        return asked
+    gpu = devices.nvidia_driver() is not None and not devices.gpus_hidden_by_user(environ)
+    return GPU_WARMUP_SECONDS if gpu else CPU_WARMUP_SECONDS
 
 
 def measurement(chunks, window_seconds=WINDOW_SECONDS):

@@ -200,9 +200,10 @@ def test_the_warm_up_is_longer_where_a_gpu_may_compute(monkeypatch):
     """cuDNN's autotuning and the first XLA compilations take seconds on a GPU: its rows warm up
     longer unless --warmup_seconds says otherwise."""
     from common.system import devices
+    from common.tools import timing
     monkeypatch.setattr(devices, 'nvidia_driver', lambda: None)
-    assert bench.warmup_seconds() == bench.CPU_WARMUP_SECONDS == 2.0
+    assert timing.warmup_seconds() == timing.CPU_WARMUP_SECONDS == 2.0
     monkeypatch.setattr(devices, 'nvidia_driver', lambda: '/proc/driver/nvidia/version')
-    assert bench.warmup_seconds(environ={}) == bench.GPU_WARMUP_SECONDS == 10.0
-    assert bench.warmup_seconds(environ={devices.VISIBLE_ENV: ''}) == 2.0  # GPUs hidden
-    assert bench.warmup_seconds(0.5, environ={}) == 0.5
+    assert timing.warmup_seconds(environ={}) == timing.GPU_WARMUP_SECONDS == 10.0
+    assert timing.warmup_seconds(environ={devices.VISIBLE_ENV: ''}) == 2.0  # GPUs hidden
+    assert timing.warmup_seconds(0.5, environ={}) == 0.5
