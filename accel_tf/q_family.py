@@ -54,19 +54,6 @@ def make_replay(config, seed, num_machines=1):
     return prioritized_replay.PrioritizedReplay(memory, q_values.priority_alpha, seed=seed)
 
 
-def evaluate_now(config, learner, run_dir, env_steps, trained_seconds):
-    """An evaluation round of the run's protocol (QValueConfig.eval_protocol) into eval.csv;
-    'stooke', section 4.2's: 4 environments for 125,000 steps in all, whole games cut at 27,000
-    steps (108,000 frames), epsilon-greedy at 0.001; the episodes that ended count. Returns the
-    row, None if none ended."""
-    protocol = config.evaluation_protocol()
-    policy = evaluate.q_value_policy(learner, protocol, config.seed + env_steps)
-    return evaluate.evaluation_round(
-        run_dir, env_steps, trained_seconds, lambda: evaluate.play(
-            config.env_config, policy, protocol, seed=config.seed + 7919 + env_steps),
-        protocol.budget_text())
-
-
 def train(config, run_dir, learner, open_pool, strategy=None):
     """Runs until config.total_steps, resuming networks, optimizer and counters from run_dir's
     checkpoint. With QValueConfig.save_replay (one machine), a session that ends cleanly saves
@@ -130,4 +117,5 @@ class QValueUnit(off_policy.OffPolicyUnit):
         return bool(self.every) and now // self.every > since // self.every
 
     def evaluate(self, env_steps, trained_seconds):
-        evaluate_now(self.config, self.learner, self.run_dir, env_steps, trained_seconds)
+        evaluate.q_value_round(self.config, self.learner, self.run_dir, env_steps,
+                               trained_seconds)

@@ -168,6 +168,17 @@ def q_value_policy(learner, protocol, seed):
     return epsilon_greedy_policy(learner, protocol.epsilon, seed, protocol)
 
 
+def q_value_round(config, learner, run_dir, env_steps, trained_seconds):
+    """A Q-learner's periodic evaluation round (evaluation_round) by its config's protocol
+    (config.evaluation_protocol()), its policy and environments seeded from the step."""
+    protocol = config.evaluation_protocol()
+    policy = q_value_policy(learner, protocol, config.seed + env_steps)
+    return evaluation_round(
+        run_dir, env_steps, trained_seconds, lambda: play(
+            config.env_config, policy, protocol, seed=config.seed + 7919 + env_steps),
+        protocol.budget_text())
+
+
 def run_protocol(config, kind, greedy=False, choice=None):
     """The protocol a restored run's policy acts and is scored by: its config's
     (config.evaluation_protocol()), or choice's (an eval_protocols.Choice) over it, greedy if

@@ -277,17 +277,6 @@ class FastDQN:
 DQN_COLUMNS = ('epsilon',) + q_learner.UPDATE_STATS + ('replay_size', 'minibatches')
 
 
-def evaluate_now(config, learner, run_dir, env_steps, trained_seconds):
-    """An evaluation round of the run's protocol (DQNConfig.eval_protocol; the paper's, section
-    5.2: 30 episodes at epsilon 0.05 in separate environments) into eval.csv."""
-    protocol = config.evaluation_protocol()
-    policy = evaluate.q_value_policy(learner, protocol, config.seed + env_steps)
-    return evaluate.evaluation_round(
-        run_dir, env_steps, trained_seconds, lambda: evaluate.play(
-            config.env_config, policy, protocol, seed=config.seed + 7919 + env_steps),
-        protocol.budget_text())
-
-
 def train(config, run_dir):
     """Trains until config.total_steps, resuming counters, networks and optimizer from run_dir.
 
@@ -385,5 +374,5 @@ class DQNUnit(runner.Unit):
         return bool(every) and now // every > since // every
 
     def evaluate(self, env_steps, trained_seconds):
-        evaluate_now(self.config, self.fast_dqn.learner, self.run_dir, env_steps,
+        evaluate.q_value_round(self.config, self.fast_dqn.learner, self.run_dir, env_steps,
                      trained_seconds)
