@@ -10,7 +10,7 @@ import pytest
 
 from accel_tf import main
 from common.launch import app
-from common.system import devices
+from common.system import native_dtype
 
 
 def _config(name):
@@ -19,7 +19,7 @@ def _config(name):
 
 @pytest.mark.parametrize('native', ['bfloat16', 'float32'])
 def test_fast_pong_preset_is_the_authors_ppo_with_its_named_changes(native, monkeypatch):
-    monkeypatch.setattr(devices, 'native_dtype', lambda: (native, 'faked'))
+    monkeypatch.setattr(native_dtype, 'native_dtype', lambda: (native, 'faked'))
     fast = _config('fast/pong.gin')
     assert fast.asked['compute_dtype'] == 'auto'
     original = _config('accel/ppo_original_code_pong.gin')

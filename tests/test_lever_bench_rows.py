@@ -53,8 +53,8 @@ def test_accel_and_paac_bfloat16_rows_train_bfloat16_torsos(monkeypatch):
 def test_the_fast_preset_rows_train_in_the_dtype_they_name(monkeypatch):
     """accel/fast is the preset as it is: its compute_dtype 'auto' becomes the machine's native
     dtype (faked here as bfloat16); the /float32 and /bfloat16 rows fix it."""
-    from common.system import devices  # pylint: disable=import-outside-toplevel
-    monkeypatch.setattr(devices, 'native_dtype', lambda: ('bfloat16', 'faked'))
+    from common.system import native_dtype  # pylint: disable=import-outside-toplevel
+    monkeypatch.setattr(native_dtype, 'native_dtype', lambda: ('bfloat16', 'faked'))
     built = []
     _remember_learners(monkeypatch, accel_rows.kinds, built)
     for name in ('accel/fast', 'accel/fast/float32', 'accel/fast/bfloat16'):

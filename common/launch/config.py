@@ -19,6 +19,7 @@ from common.system import checks
 from common.system import devices
 from common.system import errors
 from common.system import machine_load
+from common.system import native_dtype
 from common.units import samplers
 
 # networks.COMPUTE_DTYPES, named here too: this module must not import TensorFlow.
@@ -55,7 +56,7 @@ class RunConfig:
     jit_compile: bool = False
     # 'bfloat16': the networks' torsos compute in bfloat16 on float32 variables, heads and losses
     # in float32 (common/learners/networks.py: COMPUTE_DTYPES); 'auto': bfloat16 where the CPU
-    # or GPU runs it natively, float32 elsewhere (common/system/devices.py native_dtype), said on
+    # or GPU runs it natively, float32 elsewhere (common/system/native_dtype.py), said on
     # the compute line. No paper's: 'float32'.
     compute_dtype: str = 'float32'
     # metrics.csv rows every this many env steps (at the first boundary at or past each
@@ -83,7 +84,7 @@ class RunConfig:
         if getattr(self, 'distribute', False) is None:
             changes['distribute'] = DistributeConfig()
         if self.compute_dtype == AUTO_DTYPE:
-            changes['compute_dtype'] = devices.native_dtype()[0]
+            changes['compute_dtype'] = native_dtype.native_dtype()[0]
         return changes
 
     def validate(self):

@@ -17,6 +17,7 @@ from common.run import session_stop
 from common.scale import cluster
 from common.system import devices
 from common.system import errors
+from common.system import native_dtype
 
 FLAGS = flags.FLAGS
 
@@ -74,7 +75,7 @@ def launch(paper):
     # Before the run directory and any op: the devices (and the one line naming them).
     devices.start_run(paper.compute(config) if paper.compute else None,
                       getattr(config, 'distribute', None),
-                      note=devices.dtype_note(getattr(config, 'compute_dtype', 'float32'),
+                      note=native_dtype.dtype_note(getattr(config, 'compute_dtype', 'float32'),
                                               (getattr(config, 'asked', None) or {}).get(
                                                   'compute_dtype')))
     if getattr(config, 'seed_exact', False):

@@ -7,6 +7,7 @@ import os
 import tensorflow as tf
 
 from common.system import devices
+from common.system import native_dtype
 
 
 def test_the_compute_line_names_a_gpu_and_its_memory_setting(fake_gpus, monkeypatch,
@@ -74,18 +75,18 @@ def test_hiding_the_gpus_too_late_is_a_one_line_warning(fake_gpus, monkeypatch):
 
 
 def test_the_native_dtype_is_bfloat16_only_where_the_device_runs_it():
-    assert devices.native_dtype_for(['avx2', 'avx512f']) == (
+    assert native_dtype.native_dtype_for(['avx2', 'avx512f']) == (
         'float32', 'no avx512_bf16 or amx_bf16 on this CPU')
-    assert devices.native_dtype_for(['avx2', 'avx512f', 'avx512_bf16']) == (
+    assert native_dtype.native_dtype_for(['avx2', 'avx512f', 'avx512_bf16']) == (
         'bfloat16', 'avx512_bf16 on this CPU')
-    assert devices.native_dtype_for(['avx512_bf16', 'amx_bf16', 'amx_tile'])[1] == (
+    assert native_dtype.native_dtype_for(['avx512_bf16', 'amx_bf16', 'amx_tile'])[1] == (
         'avx512_bf16/amx_bf16 on this CPU')
     # A GPU decides, whatever the CPU: every one must be 8.0 or later.
-    assert devices.native_dtype_for(['avx512_bf16'], [(7, 5)]) == (
+    assert native_dtype.native_dtype_for(['avx512_bf16'], [(7, 5)]) == (
         'float32', 'GPU compute capability 7.5, under 8.0')
-    assert devices.native_dtype_for([], [(9, 0), (8, 0)]) == (
+    assert native_dtype.native_dtype_for([], [(9, 0), (8, 0)]) == (
         'bfloat16', 'GPU compute capability 8.0')
-    assert devices.native_dtype_for([], [(9, 0), (7, 0)])[0] == 'float32'
+    assert native_dtype.native_dtype_for([], [(9, 0), (7, 0)])[0] == 'float32'
 
 
 def test_auto_reads_the_gpus_tensorflow_sees_and_else_the_cpu(fake_gpus, monkeypatch,
@@ -93,33 +94,33 @@ def test_auto_reads_the_gpus_tensorflow_sees_and_else_the_cpu(fake_gpus, monkeyp
     monkeypatch.setattr(devices.machine_load, 'machine_record',
                         lambda: {'cpu_flags': ['avx2', 'avx512f']})
     monkeypatch.setattr(devices, 'nvidia_driver', lambda: None)
-    assert devices.native_dtype() == ('float32', 'no avx512_bf16 or amx_bf16 on this CPU')
+    assert native_dtype.native_dtype() == ('float32', 'no avx512_bf16 or amx_bf16 on this CPU')
     fake_gpus(2)  # H100s, compute capability 9.0
-    assert devices.native_dtype()[0] == 'float32'  # no driver: TensorFlow is not asked
+    assert native_dtype.native_dtype()[0] == 'float32'  # no driver: TensorFlow is not asked
     monkeypatch.setattr(devices, 'nvidia_driver', lambda: devices.DRIVER_FILE)
-    assert devices.native_dtype() == ('bfloat16', 'GPU compute capability 9.0')
+    assert native_dtype.native_dtype() == ('bfloat16', 'GPU compute capability 9.0')
     monkeypatch.setenv(devices.VISIBLE_ENV, '')  # the user hid the GPUs: the CPU computes
-    assert devices.native_dtype()[0] == 'float32'
+    assert native_dtype.native_dtype()[0] == 'float32'
 
 
 def test_the_compute_line_says_what_auto_chose_and_warns_of_emulated_bfloat16(
         monkeypatch, gpu_environment):
     monkeypatch.setattr(os, 'sched_getaffinity', lambda pid: {0, 1}, raising=False)
-    monkeypatch.setattr(devices, 'native_dtype',
+    monkeypatch.setattr(native_dtype, 'native_dtype',
                         lambda: ('float32', 'no avx512_bf16 or amx_bf16 on this CPU'))
     monkeypatch.setattr(devices, 'driver_warning', lambda: None)
     monkeypatch.setattr(tf.config, 'list_physical_devices',
                         lambda device_type=None: [] if device_type == 'GPU' else ['cpu'])
     lines = []
     devices.start_run(devices.Placement(cpu_only=True), log=lines.append,
-                      note=devices.dtype_note('float32', 'auto'))
+                      note=native_dtype.dtype_note('float32', 'auto'))
     assert lines == ["compute: CPU, 2 cores; torsos in float32 (compute_dtype 'auto': no "
                      "avx512_bf16 or amx_bf16 on this CPU)"]
-    assert devices.dtype_note('bfloat16', None) == (
+    assert native_dtype.dtype_note('bfloat16', None) == (
         "; torsos in bfloat16, emulated here (no avx512_bf16 or amx_bf16 on this CPU): "
         "compute_dtype 'auto' or 'float32' may be faster")
-    assert devices.dtype_note('float32', None) == ''
-    monkeypatch.setattr(devices, 'native_dtype', lambda: ('bfloat16', 'avx512_bf16 on this CPU'))
-    assert devices.dtype_note('bfloat16', 'auto') == (
+    assert native_dtype.dtype_note('float32', None) == ''
+    monkeypatch.setattr(native_dtype, 'native_dtype', lambda: ('bfloat16', 'avx512_bf16 on this CPU'))
+    assert native_dtype.dtype_note('bfloat16', 'auto') == (
         "; torsos in bfloat16 (compute_dtype 'auto': avx512_bf16 on this CPU)")
-    assert devices.dtype_note('bfloat16', None) == '; torsos in bfloat16'
+    assert native_dtype.dtype_note('bfloat16', None) == '; torsos in bfloat16'
