@@ -34,6 +34,7 @@ from common.system import checks
 from common.system import errors
 from common.system import file_writes
 from common.tools import child_runs
+from common.tools import near_random
 from common.tools import presets
 from common.tools import reference_scores
 from common.tools import suite_table
@@ -164,7 +165,8 @@ def main():
             child_runs.train_in_turn(
                 paper, FLAGS.gin_file, list(FLAGS.gin_bindings) + [presets.game_binding(game)],
                 run_dir, target, tag, ('game', index, len(games), game),
-                [f'--resume_from={FLAGS.resume_from}'] if game == carried else [])
+                [f'--resume_from={FLAGS.resume_from}'] if game == carried else [],
+                near_random.HalfwayLook(game, target, run_dir, tag))
         print(f'{tag} evaluating the final policy ({protocol})', flush=True)
         evaluation = evaluate_game(run_dir)
         record['games'][game] = {'run_dir': run_dir, 'evaluation': evaluation}

@@ -51,10 +51,11 @@ def _die_with_parent():
     _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
 
 
-def train(paper, gin_files, gin_bindings, run_dir, steps, tag, extra_flags=()):
+def train(paper, gin_files, gin_bindings, run_dir, steps, tag, extra_flags=(), on_line=None):
     """Trains run_dir to steps env steps with paper's entry point in a process of its own (its
     own session, so a Ctrl-C reaches it once, through here), its flags followed by extra_flags
-    (e.g. --resume_from), each output line prefixed with tag; returns its exit status.
+    (e.g. --resume_from), each output line prefixed with tag (and handed to on_line after);
+    returns its exit status.
     KeyboardInterrupt (app.execute's Ctrl-C or SIGTERM) is passed to the child, which saves a
     checkpoint, and raised again once it has ended."""
     command = [sys.executable, '-m', f'{paper}{registry.SUFFIX}.main']
@@ -69,6 +70,8 @@ def train(paper, gin_files, gin_bindings, run_dir, steps, tag, extra_flags=()):
         try:
             for line in child.stdout:
                 print(f'{tag} {line}', end='', flush=True)
+                if on_line is not None:
+                    on_line(line)
             break
         except KeyboardInterrupt:
             if not interrupted:
@@ -80,14 +83,15 @@ def train(paper, gin_files, gin_bindings, run_dir, steps, tag, extra_flags=()):
     return status
 
 
-def train_in_turn(paper, gin_files, gin_bindings, run_dir, steps, tag, place, extra_flags=()):
+def train_in_turn(paper, gin_files, gin_bindings, run_dir, steps, tag, place, extra_flags=(),
+                  on_line=None):
     """train(...) of one run among several, place = (kind, index, count, name), e.g. ('game', 1,
     3, 'breakout'); returns the env steps of its newest checkpoint. A Ctrl-C says how to resume
     and goes on; errors.RunError if the run failed or saved short of steps, so that the runs after
     it do not start."""
     kind, index, count, name = place
     try:
-        status = train(paper, gin_files, gin_bindings, run_dir, steps, tag, extra_flags)
+        status = train(paper, gin_files, gin_bindings, run_dir, steps, tag, extra_flags, on_line)
     except KeyboardInterrupt:
         print(f'{tag} interrupted in {kind} {index} of {count} ({name}; its checkpoint saved): '
               'rerun the same command to resume', file=sys.stderr)
