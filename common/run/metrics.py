@@ -133,6 +133,10 @@ def format_count(value):
     return str(int(value))
 
 
+# The progress line's ETA: the rate over this many seconds of a session's rows.
+ETA_WINDOW_SECONDS = 600.0
+
+
 class RunLogger:
     """Writes metrics.csv, episodes.csv, TensorBoard scalars and the console progress line."""
 
@@ -142,6 +146,7 @@ class RunLogger:
         # --stop_at_steps below total_steps: the progress line counts to it and its ETA is this
         # session's, with the run's total beside it.
         self.session_end_steps = session_end_steps
+        self._recent = collections.deque()  # (wall_time, env_steps) of this session's rows
         self.stream = stream
         self.run_dir = run_dir
         os.makedirs(run_dir, exist_ok=True)
@@ -176,11 +181,25 @@ class RunLogger:
                 self._summary_writer.flush()
             except tf.errors.OpError as error:
                 raise _cannot_write(self.run_dir, error) from None
-        self.stream.write(self.progress_line(row) + '\n')
+        self.stream.write(self.progress_line(row, self._windowed_rate(row)) + '\n')
         self.stream.flush()
 
-    def progress_line(self, row):
+    def _windowed_rate(self, row):
+        """Steps per second over this session's rows of the last ETA_WINDOW_SECONDS, so that an
+        evaluation's or a synchronization's pause moves the ETA little; the row's own rate
+        until a second row."""
+        recent = self._recent
+        recent.append((row['wall_time'], row['env_steps']))
+        while len(recent) > 2 and row['wall_time'] - recent[1][0] >= ETA_WINDOW_SECONDS:
+            recent.popleft()
+        seconds = row['wall_time'] - recent[0][0]
+        return (row['env_steps'] - recent[0][1]) / seconds if seconds > 0 else row['steps_per_sec']
+
+    def progress_line(self, row, eta_rate=None):
+        """The console line of row; its ETA at eta_rate steps per second (default: the row's
+        rate)."""
         steps, rate = row['env_steps'], row['steps_per_sec']
+        eta_rate = rate if eta_rate is None else eta_rate
         end = self.total_steps
         total = f'/{format_count(end)}' if end else ''
         session_end = self.session_end_steps
@@ -189,7 +208,7 @@ class RunLogger:
                                                        else '')
             end = session_end
         # A run's last interval can pass its end (whole rounds or horizon batches): ETA 0 then.
-        eta = max(end - steps, 0) / rate if end and rate > 0 else float('nan')
+        eta = max(end - steps, 0) / eta_rate if end and eta_rate > 0 else float('nan')
         score = row['score_mean_100']
         score_text = 'n/a' if score is None else f'{score:.1f}'
         line = (f'steps {format_count(steps)}{total} | {rate:,.0f} steps/s | '

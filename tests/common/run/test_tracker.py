@@ -82,6 +82,29 @@ def test_progress_line_shows_rate_score_and_eta():
     assert logger_line(fake, dict(row, steal_pct=None)).endswith('ETA 0:00:08')
 
 
+def test_the_eta_holds_the_rate_of_the_last_ten_minutes_through_a_pause(tmp_path):
+    """An evaluation or a synchronization stalls one interval: its row shows a rate of 0, but
+    the ETA keeps the rate of the session's last ETA_WINDOW_SECONDS of rows."""
+    stream = io.StringIO()
+    logger = metrics.RunLogger(str(tmp_path), total_steps=1_000_000, tensorboard=False,
+                               stream=stream)
+    base = {'frames': 0, 'updates': 0, 'episodes': 1, 'score_mean_100': 1.0,
+            'updates_per_sec': 0.0}
+    for wall_time in range(0, 1210, 10):  # 100 steps/s for 20 minutes
+        logger.log_interval(dict(base, wall_time=float(wall_time), env_steps=100 * wall_time,
+                                 steps_per_sec=100.0))
+    logger.log_interval(dict(base, wall_time=1220.0, env_steps=120_000, steps_per_sec=0.0))
+    logger.metrics.close()
+    logger.episodes.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0].endswith('ETA 2:46:40')  # the first row: its own rate, 1M steps at 100/s
+    assert lines[-2].endswith('ETA 2:26:40')  # 880,000 steps at 100/s
+    assert '| 0 steps/s |' in lines[-1]
+    # From the row at 620 s (62,000 steps) to 1220 s: 58,000 steps in 600 s; 880,000 to go.
+    assert lines[-1].endswith(f'ETA {metrics.format_duration(880_000 / (58_000 / 600))}')
+    assert lines[-1].endswith('ETA 2:31:43')
+
+
 def test_progress_line_counts_to_the_session_stop_below_total_steps():
     logger_line = metrics.RunLogger.progress_line
     row = {'env_steps': 500, 'steps_per_sec': 100.0, 'score_mean_100': 1.0, 'episodes': 3,
