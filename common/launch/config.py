@@ -16,7 +16,6 @@ from common.envs import gym as gym_envs
 from common.envs import pools
 from common.scale.cluster import STRATEGIES
 from common.system import checks
-from common.system import devices
 from common.system import errors
 from common.system import machine_load
 from common.system import native_dtype
@@ -64,8 +63,8 @@ class RunConfig:
     log_every_steps: int = 0
     # Two runs of the same preset and seed on the same machine write the same steps, episodes,
     # scores and losses (metrics.csv, episodes.csv): rows by log_every_steps, TensorFlow's
-    # deterministic ops (devices.seed_exact); refused where threads decide what trains (a
-    # paper's seed_exact_refusal). No paper's: off.
+    # deterministic ops (common/system/devices.py, seed_exact); refused where threads decide what
+    # trains (a paper's seed_exact_refusal). No paper's: off.
     seed_exact: bool = False
     # On a config that resolve() returned: field -> the value asked before it was resolved. A
     # class attribute, not a field: gin cannot bind it and dataclasses.replace does not copy it.

@@ -312,10 +312,9 @@ def _print_line(line):
 def start_run(placement=None, distribute_config=None, log=_print_line, note=''):
     """A run's device set-up in its main process, once, before anything runs a TensorFlow op:
     refuses a mirrored config with more replicas than GPUs and a multi-worker machine process
-    that sees several GPUs (errors.ConfigError), hides the GPUs
-    from a main process that only coordinates or must stay on the CPU, and prints the compute
-    line with note at its end (dtype_note), and the driver warning where TensorFlow misses the
-    GPUs."""
+    that sees several GPUs (errors.ConfigError), hides the GPUs from a main process that only
+    coordinates or must stay on the CPU, and prints the compute line with note at its end
+    (native_dtype.dtype_note), and the driver warning where TensorFlow misses the GPUs."""
     placement = placement or Placement()
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     strategy = distribute_config.strategy if distribute_config is not None else 'none'

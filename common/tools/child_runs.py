@@ -71,7 +71,11 @@ def train(paper, gin_files, gin_bindings, run_dir, steps, tag, extra_flags=(), o
             for line in child.stdout:
                 print(f'{tag} {line}', end='', flush=True)
                 if on_line is not None:
-                    on_line(line)
+                    try:
+                        on_line(line)
+                    except Exception as error:  # pylint: disable=broad-except (advice only)
+                        print(f'{tag} stopped watching the output lines ({error!r})', flush=True)
+                        on_line = None
             break
         except KeyboardInterrupt:
             if not interrupted:

@@ -52,7 +52,7 @@ def last_row(run_dir):
 class HalfwayLook:
     """Called on each output line of a game's run (child_runs.train's on_line): at most every
     CHECK_EVERY_SECONDS, reads the run's newest metrics row; at the first row at or past half
-    the budget, prints the warning if near random, once. .said holds the warning line (or
+    the budget with a score, prints the warning if near random, once. .said holds the warning line (or
     None); .checked_at the steps it judged (None before the halfway row)."""
 
     def __init__(self, game, budget, run_dir, tag, clock=time.monotonic):
@@ -66,8 +66,8 @@ class HalfwayLook:
             return
         self.next_check = self.clock() + CHECK_EVERY_SECONDS
         newest = last_row(self.run_dir)
-        if newest is None or 2 * newest[0] < self.budget:
-            return
+        if newest is None or 2 * newest[0] < self.budget or math.isnan(newest[1]):
+            return  # not halfway, or no episode has ended yet: look again later
         self.checked_at = newest[0]
         self.said = warning(self.game, newest[0], self.budget, newest[1], self.run_dir)
         if self.said:

@@ -72,3 +72,36 @@ def test_child_runs_train_hands_each_child_line_to_on_line(monkeypatch, capsys):
     status = child_runs.train('paac', ['p.gin'], [], 'run', 10, '[t]', on_line=seen.append)
     assert status == 0 and seen == ['first\n', 'second\n']
     assert capsys.readouterr().out == '[t] first\n[t] second\n'
+
+
+def test_no_score_yet_at_half_the_budget_is_looked_at_again(tmp_path, capsys):
+    metrics = tmp_path / 'metrics.csv'
+    metrics.write_text(HEADER + '1.0,600,0,\n')
+    now = [0.0]
+    look = near_random.HalfwayLook('breakout', 1000, str(tmp_path), '[t]', clock=lambda: now[0])
+    look('no episode has ended yet')
+    assert look.checked_at is None
+    metrics.write_text(HEADER + '1.0,600,0,\n2.0,700,3,1.0\n')
+    now[0] = 60.0
+    look('now a score')
+    assert look.checked_at == 700 and capsys.readouterr().out.startswith('[t] warning: breakout')
+
+
+def test_a_failing_look_stops_being_called_and_the_run_goes_on(monkeypatch, capsys):
+    class FakeChild:
+        stdout = io.StringIO('first\nsecond\n')
+
+        def wait(self):
+            return 0
+
+    calls = []
+
+    def broken(line):
+        calls.append(line)
+        raise ValueError('cannot read')
+
+    monkeypatch.setattr(child_runs.subprocess, 'Popen', lambda *args, **kwargs: FakeChild())
+    assert child_runs.train('paac', ['p.gin'], [], 'run', 10, '[t]', on_line=broken) == 0
+    assert calls == ['first\n']
+    assert capsys.readouterr().out == ("[t] first\n[t] stopped watching the output lines "
+                                       "(ValueError('cannot read'))\n[t] second\n")
