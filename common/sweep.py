@@ -10,7 +10,9 @@ point) and sweep.md: the common.compare table and the env steps and hours at whi
 100-episode mean first reached each threshold (--thresholds, default the game's in
 common/tools/reference_scores.py). Rerunning the same command skips finished points and
 resumes the unfinished one. Every point is configured before any trains, so a bad value is
-refused in one line before anything starts.
+refused in one line before anything starts. With --stop_at_score and/or --stop_at_minutes each
+point ends there (and counts as done), e.g. seeds' time to a score:
+`--grid="AccelConfig.seed = [0, 1, 2, 3, 4]" --stop_at_score=18 --stop_at_minutes=30`.
 """
 from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
@@ -24,6 +26,7 @@ from absl import flags
 
 from common import compare
 from common.launch import app
+from common.run import session_stop
 from common.system import checks
 from common.system import errors
 from common.tools import child_runs
@@ -40,6 +43,10 @@ flags.DEFINE_integer('steps', None, 'Env steps per point (--stop_at_steps of eac
 flags.DEFINE_string('sweep_dir', None, 'Where the points\' run directories go. Default: '
                     'runs/sweep-<paper>-<name of the last gin file>.')
 flags.DEFINE_list('thresholds', None, "Scores to time, e.g. -15,0,18 (default: the game's).")
+flags.DEFINE_float('stop_at_score', None, "Each point ends once its 100-episode mean reaches this "
+                   "(its run's --stop_at_score) and is then done: seeds' time to a score.")
+flags.DEFINE_float('stop_at_minutes', None, "Each point ends once its run's clock reaches this "
+                   "many minutes (its run's --stop_at_minutes) and is then done.")
 
 SWEEP_FILE = 'sweep.json'
 _AXIS = re.compile(r'^\s*([A-Za-z_][\w.]*)\s*=\s*(\[.*\])\s*$', re.DOTALL)
@@ -91,6 +98,7 @@ def plan():
     points = grid_points([parse_axis(text) for text in FLAGS.grid], FLAGS.names)
     if FLAGS.thresholds:
         compare.parse_thresholds(FLAGS.thresholds)
+    session_stop.SessionStop(score=FLAGS.stop_at_score, minutes=FLAGS.stop_at_minutes)
     paper, main = presets.paper_of(FLAGS.gin_file, FLAGS.gin_bindings)
     configs = {}
     for name, bindings in points:
@@ -140,18 +148,24 @@ def main():
                   else reference_scores.thresholds_of(game))
     heading = f'{paper} on {game}: {", ".join(FLAGS.grid)}, {FLAGS.steps:,} steps per point'
     names = [name for name, _ in points]
+    stop = None
+    if FLAGS.stop_at_score is not None or FLAGS.stop_at_minutes is not None:
+        stop = session_stop.SessionStop(score=FLAGS.stop_at_score, minutes=FLAGS.stop_at_minutes)
     for index, (name, bindings) in enumerate(points, 1):
         tag, run_dir = f'[{index}/{len(points)} {name}]', os.path.join(sweep_dir, name)
         target = min(FLAGS.steps, configs[name].total_steps)
         steps = child_runs.checkpoint_steps(run_dir)
-        if steps >= target:
-            print(f'{tag} done: {steps:,} steps; skipped', flush=True)
+        stopped = child_runs.stop_reached(run_dir, stop, steps)
+        if steps >= target or stopped:
+            print(f'{tag} done: {steps:,} steps' + (f' ({stopped})' if stopped else '') +
+                  '; skipped', flush=True)
             continue
         print(f'{tag} point {index} of {len(points)} ({"; ".join(bindings)}): training to '
               f'{target:,} steps in {run_dir}' + (f' (resuming at {steps:,})' if steps else ''),
               flush=True)
         child_runs.train_in_turn(paper, FLAGS.gin_file, list(FLAGS.gin_bindings) + bindings,
-                                 run_dir, target, tag, ('point', index, len(points), name))
+                                 run_dir, target, tag, ('point', index, len(points), name),
+                                 stop=stop)
         write_views(sweep_dir, names, thresholds, heading)
     for path in write_views(sweep_dir, names, thresholds, heading):
         print(f'wrote {path}')

@@ -4,6 +4,7 @@ entry point to a step budget (`--stop_at_steps`), its output prefixed with a tag
 its place; a directory's newest checkpoint tells how far it got, so a rerun resumes it.
 """
 import ctypes
+import math
 import os
 import signal
 import subprocess
@@ -11,10 +12,13 @@ import sys
 
 from common.launch import app
 from common.launch import registry
+from common.run import superseded
 from common.system import errors
 from common.system import file_writes
+from common.tools import run_files
 
-__all__ = ('checkpoint_steps', 'open_record', 'train', 'train_in_turn')
+__all__ = ('checkpoint_steps', 'open_record', 'stop_reached', 'stop_flags', 'train',
+           'train_in_turn')
 
 _PR_SET_PDEATHSIG = 1
 # Looked up before any fork: the child only calls it (no library loading between fork and exec).
@@ -26,6 +30,31 @@ def checkpoint_steps(run_dir):
     from common.run import checkpoint  # pylint: disable=import-outside-toplevel (TensorFlow)
     newest = checkpoint.on_disk(os.path.join(run_dir, checkpoint.CHECKPOINT_DIR))
     return int(os.path.basename(newest[0]).split('-')[1]) if newest else 0
+
+
+def stop_reached(run_dir, stop, steps):
+    """Why run_dir, saved at steps, has reached stop (a session_stop.SessionStop of a score or
+    a number of minutes), read from its files as the run's own check reads them (the last
+    episodes' scores, the run's clock in its last row); None where it has not."""
+    if stop is None or not steps:
+        return None
+
+    def upto(name):
+        rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir, name)))
+        return [row for row in rows if run_files.number(row.get('env_steps')) <= steps]
+
+    scores = [run_files.number(row.get('score')) for row in upto('episodes.csv')[-stop.window:]]
+    rows = upto('metrics.csv')
+    elapsed = run_files.number(rows[-1].get('wall_time')) if rows else 0.0
+    return stop.reason(steps, scores, 0.0 if math.isnan(elapsed) else elapsed)
+
+
+def stop_flags(stop):
+    """The entry point flags of stop (a SessionStop of a score or minutes, or None)."""
+    if stop is None:
+        return []
+    return ([f'--stop_at_score={stop.score:g}'] if stop.score is not None else []) + (
+        [f'--stop_at_minutes={stop.minutes:g}'] if stop.minutes is not None else [])
 
 
 def open_record(directory, file_name, identity, flag):
@@ -88,20 +117,22 @@ def train(paper, gin_files, gin_bindings, run_dir, steps, tag, extra_flags=(), o
 
 
 def train_in_turn(paper, gin_files, gin_bindings, run_dir, steps, tag, place, extra_flags=(),
-                  on_line=None):
+                  on_line=None, stop=None):
     """train(...) of one run among several, place = (kind, index, count, name), e.g. ('game', 1,
-    3, 'breakout'); returns the env steps of its newest checkpoint. A Ctrl-C says how to resume
-    and goes on; errors.RunError if the run failed or saved short of steps, so that the runs after
-    it do not start."""
+    3, 'breakout'), ending early at stop (a SessionStop of a score or minutes, or None); returns
+    the env steps of its newest checkpoint. A Ctrl-C says how to resume and goes on;
+    errors.RunError if the run failed or saved short of steps without reaching stop, so that the
+    runs after it do not start."""
     kind, index, count, name = place
     try:
-        status = train(paper, gin_files, gin_bindings, run_dir, steps, tag, extra_flags, on_line)
+        status = train(paper, gin_files, gin_bindings, run_dir, steps, tag,
+                       [*extra_flags, *stop_flags(stop)], on_line)
     except KeyboardInterrupt:
         print(f'{tag} interrupted in {kind} {index} of {count} ({name}; its checkpoint saved): '
               'rerun the same command to resume', file=sys.stderr)
         raise
     reached = checkpoint_steps(run_dir)
-    if status != 0 or reached < steps:
+    if status != 0 or (reached < steps and not stop_reached(run_dir, stop, reached)):
         raise errors.RunError(
             f'{name} ({kind} {index} of {count}) ended with exit status {status} at '
             f'{reached:,} steps; {run_dir} keeps what it saved and the {kind}s after it did not '

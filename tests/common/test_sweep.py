@@ -52,6 +52,7 @@ def test_grid_points_are_the_product_of_the_axes_named_by_parameter_and_value():
     ([GRID, '--steps=0'], '--steps=0'),
     ([GRID, '--steps=100', '--names=a'], '--names gives 1 names for 2 grid points'),
     (['--grid=PAACConfig.num_envs = [4, 0]', '--steps=100'], 'num_envs'),
+    ([GRID, '--steps=100', '--stop_at_minutes=0'], '--stop_at_minutes=0.0: must be a positive'),
 ])
 def test_bad_grids_are_refused_in_one_line_before_anything_starts(tmp_path, args, named):
     result = _sweep(_flags() + args + ['--sweep_dir=sweep'], tmp_path)
@@ -93,3 +94,23 @@ def test_two_points_resume_skip_and_draw_the_views(tmp_path):
     other = _sweep(_flags() + ['--grid=PAACConfig.num_envs = [4, 16]', '--steps=200',
                                '--sweep_dir=sweep'], tmp_path)
     assert other.returncode == 2 and 'holds runs of another command' in other.stderr
+
+
+@pytest.mark.slow
+def test_seeds_that_stop_at_their_score_are_done_and_skipped_on_a_rerun(tmp_path):
+    """Seeds' time to a score (issue: five seeds of a preset): each point ends at its
+    --stop_at_score, short of --steps, and counts as done; a rerun skips it."""
+    args = _flags(CARTPOLE + ['PAACConfig.num_envs = 4']) + [
+        '--grid=PAACConfig.seed = [0, 1]', '--steps=100000', '--sweep_dir=sweep',
+        '--stop_at_score=12', '--thresholds=12']
+    first = _sweep(args, tmp_path)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    for name in ('seed-0', 'seed-1'):
+        assert f'[{1 if name == "seed-0" else 2}/2 {name}] stopped at step' in first.stdout
+        rows = run_files.read_csv(tmp_path / 'sweep' / name / 'metrics.csv')
+        assert 0 < int(rows[-1]['env_steps']) < 100000
+        assert float(rows[-1]['score_mean_100']) >= 12
+    again = _sweep(args, tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert 'training to' not in again.stdout
+    assert again.stdout.count('reached --stop_at_score=12); skipped') == 2

@@ -1,12 +1,9 @@
 """The suite's halfway look (common/tools/near_random.py): the margin against Mnih et al.
-(2015)'s scores by hand, the warning's line, and a run's metrics read once at half its budget;
-child_runs.train hands each output line of its child to the look."""
-import io
+(2015)'s scores by hand, the warning's line, and a run's metrics read once at half its budget."""
 import math
 
 import pytest
 
-from common.tools import child_runs
 from common.tools import near_random
 
 HEADER = 'wall_time,env_steps,episodes,score_mean_100\n'
@@ -60,20 +57,6 @@ def test_a_run_past_random_at_half_its_budget_says_nothing(tmp_path, capsys):
     assert look.checked_at == 600 and look.said is None and capsys.readouterr().out == ''
 
 
-def test_child_runs_train_hands_each_child_line_to_on_line(monkeypatch, capsys):
-    class FakeChild:
-        stdout = io.StringIO('first\nsecond\n')
-
-        def wait(self):
-            return 0
-
-    monkeypatch.setattr(child_runs.subprocess, 'Popen', lambda *args, **kwargs: FakeChild())
-    seen = []
-    status = child_runs.train('paac', ['p.gin'], [], 'run', 10, '[t]', on_line=seen.append)
-    assert status == 0 and seen == ['first\n', 'second\n']
-    assert capsys.readouterr().out == '[t] first\n[t] second\n'
-
-
 def test_no_score_yet_at_half_the_budget_is_looked_at_again(tmp_path, capsys):
     metrics = tmp_path / 'metrics.csv'
     metrics.write_text(HEADER + '1.0,600,0,\n')
@@ -85,23 +68,3 @@ def test_no_score_yet_at_half_the_budget_is_looked_at_again(tmp_path, capsys):
     now[0] = 60.0
     look('now a score')
     assert look.checked_at == 700 and capsys.readouterr().out.startswith('[t] warning: breakout')
-
-
-def test_a_failing_look_stops_being_called_and_the_run_goes_on(monkeypatch, capsys):
-    class FakeChild:
-        stdout = io.StringIO('first\nsecond\n')
-
-        def wait(self):
-            return 0
-
-    calls = []
-
-    def broken(line):
-        calls.append(line)
-        raise ValueError('cannot read')
-
-    monkeypatch.setattr(child_runs.subprocess, 'Popen', lambda *args, **kwargs: FakeChild())
-    assert child_runs.train('paac', ['p.gin'], [], 'run', 10, '[t]', on_line=broken) == 0
-    assert calls == ['first\n']
-    assert capsys.readouterr().out == ("[t] first\n[t] stopped watching the output lines "
-                                       "(ValueError('cannot read'))\n[t] second\n")
