@@ -45,16 +45,27 @@ def stop_reached(run_dir, stop, steps):
 
     scores = [run_files.number(row.get('score')) for row in upto('episodes.csv')[-stop.window:]]
     rows = upto('metrics.csv')
-    elapsed = run_files.number(rows[-1].get('wall_time')) if rows else 0.0
-    return stop.reason(steps, scores, 0.0 if math.isnan(elapsed) else elapsed)
+    logged = run_files.number(rows[-1].get('wall_time')) if rows else math.nan
+    # A session interrupted after its last row saved a later clock than that row's.
+    elapsed = max(0.0 if math.isnan(logged) else logged, saved_seconds(run_dir))
+    return stop.reason(steps, scores, elapsed)
+
+
+def saved_seconds(run_dir):
+    """The run's clock saved in its newest checkpoint (0.0 where none can be read)."""
+    from common.run import checkpoint  # pylint: disable=import-outside-toplevel (TensorFlow)
+    try:
+        return checkpoint.trained_seconds(run_dir)
+    except Exception:  # pylint: disable=broad-except (no or no readable checkpoint: the rows)
+        return 0.0
 
 
 def stop_flags(stop):
     """The entry point flags of stop (a SessionStop of a score or minutes, or None)."""
     if stop is None:
         return []
-    return ([f'--stop_at_score={stop.score:g}'] if stop.score is not None else []) + (
-        [f'--stop_at_minutes={stop.minutes:g}'] if stop.minutes is not None else [])
+    return ([f'--stop_at_score={stop.score!r}'] if stop.score is not None else []) + (
+        [f'--stop_at_minutes={stop.minutes!r}'] if stop.minutes is not None else [])
 
 
 def open_record(directory, file_name, identity, flag):

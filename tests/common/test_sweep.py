@@ -98,8 +98,9 @@ def test_two_points_resume_skip_and_draw_the_views(tmp_path):
 
 @pytest.mark.slow
 def test_seeds_that_stop_at_their_score_are_done_and_skipped_on_a_rerun(tmp_path):
-    """Seeds' time to a score (issue: five seeds of a preset): each point ends at its
-    --stop_at_score, short of --steps, and counts as done; a rerun skips it."""
+    """Seeds' time to a score: each point ends at its --stop_at_score, short of --steps, and
+    counts as done; a rerun skips it (CartPole's random play passes 12: the stop is tested
+    here, not learning)."""
     args = _flags(CARTPOLE + ['PAACConfig.num_envs = 4']) + [
         '--grid=PAACConfig.seed = [0, 1]', '--steps=100000', '--sweep_dir=sweep',
         '--stop_at_score=12', '--thresholds=12']

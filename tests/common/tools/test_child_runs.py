@@ -3,7 +3,10 @@ the run going on), and a run that ended at its --stop_at_score or --stop_at_minu
 from one that ended short, from its files alone."""
 import io
 
+import pytest
+
 from common.run import session_stop
+from common.system import errors
 from common.tools import child_runs
 
 
@@ -73,3 +76,28 @@ def test_a_stop_becomes_the_entry_points_flags():
         '--stop_at_score=18', '--stop_at_minutes=30']
     assert child_runs.stop_flags(session_stop.SessionStop(minutes=0.5)) == [
         '--stop_at_minutes=0.5']
+    # Every digit: a score the child rounded below the sweep's would never count as reached.
+    assert child_runs.stop_flags(session_stop.SessionStop(score=18.1234549)) == [
+        '--stop_at_score=18.1234549']
+
+
+def test_a_clock_saved_after_the_last_row_counts(tmp_path, monkeypatch):
+    """A session interrupted between rows saves its clock later than its last row's: the rerun's
+    own check reads the checkpoint's, and so does stop_reached."""
+    _run_files(tmp_path, [10.0] * 10, [60.0, 1795.0])
+    monkeypatch.setattr(child_runs, 'saved_seconds', lambda run_dir: 1805.0)
+    assert child_runs.stop_reached(tmp_path, session_stop.SessionStop(minutes=30), 200) == (
+        "the run's clock 30.1 min reached --stop_at_minutes=30")
+
+
+def test_a_run_stopped_short_of_its_steps_ends_well_only_at_its_stop(monkeypatch):
+    monkeypatch.setattr(child_runs, 'train', lambda *args: 0)
+    monkeypatch.setattr(child_runs, 'checkpoint_steps', lambda run_dir: 500)
+    stop = session_stop.SessionStop(score=18)
+    monkeypatch.setattr(child_runs, 'stop_reached', lambda run_dir, given, steps: 'reached')
+    place = ('point', 1, 5, 'seed-0')
+    assert child_runs.train_in_turn('accel', ['p.gin'], [], 'run', 1000, '[t]', place,
+                                    stop=stop) == 500
+    monkeypatch.setattr(child_runs, 'stop_reached', lambda run_dir, given, steps: None)
+    with pytest.raises(errors.RunError, match='ended with exit status 0 at 500 steps'):
+        child_runs.train_in_turn('accel', ['p.gin'], [], 'run', 1000, '[t]', place, stop=stop)
