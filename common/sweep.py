@@ -98,7 +98,6 @@ def plan():
     points = grid_points([parse_axis(text) for text in FLAGS.grid], FLAGS.names)
     if FLAGS.thresholds:
         compare.parse_thresholds(FLAGS.thresholds)
-    session_stop.SessionStop(score=FLAGS.stop_at_score, minutes=FLAGS.stop_at_minutes)
     paper, main = presets.paper_of(FLAGS.gin_file, FLAGS.gin_bindings)
     configs = {}
     for name, bindings in points:
@@ -136,7 +135,16 @@ def write_views(sweep_dir, names, thresholds, heading):
     return paths + [path]
 
 
+def point_stop():
+    """The SessionStop that ends each point (--stop_at_score, --stop_at_minutes), None without
+    either; ConfigError in one line for a bad value."""
+    if FLAGS.stop_at_score is None and FLAGS.stop_at_minutes is None:
+        return None
+    return session_stop.SessionStop(score=FLAGS.stop_at_score, minutes=FLAGS.stop_at_minutes)
+
+
 def main():
+    stop = point_stop()
     paper, sweep_dir, points, configs = plan()
     child_runs.open_record(sweep_dir, SWEEP_FILE, {
         'paper': paper, 'gin_files': list(FLAGS.gin_file),
@@ -148,9 +156,6 @@ def main():
                   else reference_scores.thresholds_of(game))
     heading = f'{paper} on {game}: {", ".join(FLAGS.grid)}, {FLAGS.steps:,} steps per point'
     names = [name for name, _ in points]
-    stop = None
-    if FLAGS.stop_at_score is not None or FLAGS.stop_at_minutes is not None:
-        stop = session_stop.SessionStop(score=FLAGS.stop_at_score, minutes=FLAGS.stop_at_minutes)
     for index, (name, bindings) in enumerate(points, 1):
         tag, run_dir = f'[{index}/{len(points)} {name}]', os.path.join(sweep_dir, name)
         target = min(FLAGS.steps, configs[name].total_steps)

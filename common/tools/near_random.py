@@ -52,8 +52,8 @@ def last_row(run_dir):
 class HalfwayLook:
     """Called on each output line of a game's run (child_runs.train's on_line): at most every
     CHECK_EVERY_SECONDS, reads the run's newest metrics row; at the first row at or past half
-    the budget with a score, prints the warning if near random, once. .said holds the warning line (or
-    None); .checked_at the steps it judged (None before the halfway row)."""
+    the budget with a score, prints the warning if near random, once. .said holds the warning
+    line (or None); .checked_at the steps it judged (None before the halfway row)."""
 
     def __init__(self, game, budget, run_dir, tag, clock=time.monotonic):
         self.game, self.budget, self.run_dir, self.tag = game, budget, run_dir, tag
