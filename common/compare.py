@@ -53,7 +53,7 @@ def group_by_game(run_dirs):
 def summarize(run_dir):
     """One row of the comparison table for run_dir."""
     paper = run_files.read_paper(run_dir)
-    rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')))
+    rows = superseded.read_history(os.path.join(run_dir, 'metrics.csv'))
     evals = run_files.read_csv(os.path.join(run_dir, 'eval.csv'))
     last = rows[-1] if rows else {}
     scores = [run_files.number(row['score_mean_100']) for row in rows]
@@ -121,8 +121,7 @@ def time_to_score_rows(run_dirs, thresholds):
     header += ['held/starved h', 'unrecorded h', 'host steal % (median, max)', 'machine']
     table = [header]
     for run_dir in run_dirs:
-        rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir,
-                                                                         'metrics.csv')))
+        rows = superseded.read_history(os.path.join(run_dir, 'metrics.csv'))
         cores = run_clock.read_cores(run_dir)
         evals = run_files.read_csv(os.path.join(run_dir, 'eval.csv'))
         reached = run_clock.time_to_scores(rows, cores, thresholds, evals)

@@ -81,6 +81,17 @@ def resumed_history(rows, column='env_steps'):
     return history
 
 
+def read_history(path, upto=math.inf):
+    """The rows of the step file at path as dicts ([] where there is none), as one history
+    (resumed_history), up to step upto: what a run restored at upto has lived through."""
+    if not os.path.exists(path):
+        return []
+    with open(path, newline='') as f:
+        rows = resumed_history(list(csv.DictReader(f)))
+    return rows if upto == math.inf else [
+        row for row in rows if _number(row.get('env_steps')) <= upto]
+
+
 def _step_files(run_dir, names):
     """(name, path, rows: header first) of each of run_dir's files named in names that exists."""
     for name in names:

@@ -7,7 +7,6 @@ updates diverge stops (DivergedError): after the metrics row whose loss or gradi
 finite, or where a checkpoint would hold weights that are not; none of those is written, so the
 newest checkpoint, written before, stays.
 """
-import csv
 import math
 import os
 import time
@@ -117,12 +116,8 @@ class RunTracker:
     def _reload_recent_scores(self):
         """Seeds the score window from episodes.csv, so score_mean_100 continues on resume."""
         path = os.path.join(self.run_dir, 'episodes.csv')
-        if not os.path.exists(path):
-            return
-        with open(path, newline='') as f:
-            for row in superseded.resumed_history(list(csv.DictReader(f))):
-                if row['env_steps'] and int(row['env_steps']) <= self.env_steps:
-                    self.episode_stats.add(float(row['score']), int(row['length']))
+        for row in superseded.read_history(path, upto=self.env_steps):
+            self.episode_stats.add(float(row['score']), int(row['length']))
         self.episode_stats.count = self.episodes
 
     def start_interval(self):

@@ -40,8 +40,7 @@ def stop_reached(run_dir, stop, steps):
         return None
 
     def upto(name):
-        rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir, name)))
-        return [row for row in rows if run_files.number(row.get('env_steps')) <= steps]
+        return superseded.read_history(os.path.join(run_dir, name), upto=steps)
 
     scores = [run_files.number(row.get('score')) for row in upto('episodes.csv')[-stop.window:]]
     rows = upto('metrics.csv')

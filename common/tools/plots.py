@@ -57,7 +57,7 @@ def load_run(run_dir, label):
     each x column of FIGURES, the x of every row where a session started carried (empty lists
     for a run without the session_start column).
     """
-    rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')))
+    rows = superseded.read_history(os.path.join(run_dir, 'metrics.csv'))
     columns = {name: [run_files.number(row.get(name)) for row in rows]
                for name in ('env_steps', 'frames', 'score_mean_100', 'steps_per_sec', 'rss_mb')}
     evals = run_files.read_csv(os.path.join(run_dir, 'eval.csv'))

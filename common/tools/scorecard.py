@@ -53,7 +53,7 @@ def final_evaluation(run_dir):
     evaluation follows any in-run round at that step), rows a resume superseded left out; None
     when the run has no evaluation."""
     from common.run import superseded  # pylint: disable=import-outside-toplevel
-    rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir, 'eval.csv')))
+    rows = superseded.read_history(os.path.join(run_dir, 'eval.csv'))
     rows = [row for row in rows if not math.isnan(run_files.number(row.get('score_mean')))
             and not math.isnan(run_files.number(row.get('env_steps')))]
     if not rows:

@@ -24,7 +24,7 @@ def game_row(run_dir, game, evaluation, paper):
     """One row: the run's last training mean (metrics.csv, superseded rows left out) and its
     suite evaluation (a row as common.evaluate writes it, or None before it has one)."""
     from common.run import superseded  # pylint: disable=import-outside-toplevel
-    rows = superseded.resumed_history(run_files.read_csv(os.path.join(run_dir, 'metrics.csv')))
+    rows = superseded.read_history(os.path.join(run_dir, 'metrics.csv'))
     scores = [run_files.number(row.get('score_mean_100')) for row in rows]
     scores = [score for score in scores if not math.isnan(score)]
     random, human, source = reference_scores.random_human_and_source(game)

@@ -56,6 +56,17 @@ def test_resumed_history_drops_the_rows_a_resume_logged_again():
                                                                                    35, 50]
 
 
+def test_read_history_is_one_history_cut_at_the_restored_step(tmp_path):
+    header = ['env_steps', 'score']
+    # Resumed at 20 without setting aside: 30 and 40 were lived through again as 25 and 35.
+    _write(tmp_path / 'episodes.csv', [header, ['10', '1'], ['20', '2'], ['30', '3'],
+                                       ['40', '4'], ['25', '5'], ['35', '6']])
+    rows = superseded.read_history(str(tmp_path / 'episodes.csv'), upto=30)
+    assert [(row['env_steps'], row['score']) for row in rows] == [('10', '1'), ('20', '2'),
+                                                                  ('25', '5')]
+    assert superseded.read_history(str(tmp_path / 'missing.csv')) == []
+
+
 def test_progress_without_checkpoint_names_what_a_checkpoint_should_have_kept(tmp_path):
     def rows(*lines):
         (tmp_path / 'metrics.csv').write_text('wall_time,env_steps,session_start\n' + ''.join(
