@@ -4,6 +4,7 @@ organized by simulator (prioritized for Rainbow), and the shared Q-learner. Sync
 sampling and optimization alternate; asynchronous (QValueConfig.asynchronous): a trainer thread
 optimizes while the sampler samples, at the same replay ratio."""
 from common import evaluate
+from common.envs import atari
 from common.replay import prioritized_replay
 from common.replay import replay as replay_lib
 from common.replay import replay_files
@@ -21,7 +22,8 @@ def settings_for(config):
         min_replay_steps=q_values.min_replay_steps, target_period=q_values.target_period,
         initial_epsilon=q_values.initial_epsilon, final_epsilon=q_values.final_epsilon,
         epsilon_decay_steps=q_values.epsilon_decay_steps, initial_beta=q_values.initial_beta,
-        beta_anneal_steps=config.total_steps)
+        beta_anneal_steps=config.total_steps,
+        starts_at_terminals=atari.stack_restarts_at_terminal(config.env_config))
 
 
 def make_phases(config, sampler, learner, replay, seed, num_machines=1):

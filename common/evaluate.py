@@ -36,8 +36,8 @@ def evaluation_env_config(env_config, protocol):
     of the env's frame_skip). Evaluation always plays whole games: episodic life is off whatever
     training used. A gym env keeps its own starts and limit."""
     if isinstance(env_config, atari.AtariConfig):
-        return dataclasses.replace(
-            env_config, noop_max=protocol.noop_max, episodic_life=False,
+        return env_config.whole_games(
+            noop_max=protocol.noop_max,
             max_episode_steps=protocol.max_episode_steps(env_config.frame_skip))
     return env_config
 

@@ -12,7 +12,6 @@ over the episodes, so a long game costs a bounded GIF.
 from common.launch import process_setup  # first: the process set-up before TensorFlow loads
 process_setup.configure()
 # pylint: disable=wrong-import-position
-import dataclasses
 import math
 import os
 import time
@@ -106,8 +105,8 @@ def watch_env_config(env_config, noop_max=30):
     decorrelation and no step cap of its own: the game is watched from its first frame, and
     play() cuts it at max_steps."""
     if isinstance(env_config, atari.AtariConfig):
-        env_config = dataclasses.replace(env_config, episodic_life=False, noop_max=noop_max,
-                                         decorrelation_steps=0, max_episode_steps=0)
+        env_config = env_config.whole_games(noop_max=noop_max, decorrelation_steps=0,
+                                            max_episode_steps=0)
     return env_config
 
 

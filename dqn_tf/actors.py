@@ -9,6 +9,7 @@ import time
 from absl import logging
 import numpy as np
 
+from common.envs import atari
 from common.replay import staging as staging_lib
 from common.system import processes
 
@@ -31,6 +32,8 @@ class Lane:
                                                  fast_dqn.replay.frame_shape,
                                                  fast_dqn.replay.observation_dtype)
         self.episode_start = True
+        # A lost life starts an episode in replay where the env restarts its stack there.
+        self.starts_at_terminals = atari.stack_restarts_at_terminal(fast_dqn.config.env_config)
         self.finished_episodes = []  # (score, length) since the last drain
 
     def action(self, fast_dqn, observation):
@@ -47,7 +50,7 @@ class Lane:
         episode's (score, length) in finished_episodes when `done`."""
         self.staging.add(fast_dqn.replay.newest_frame(observation), action, reward, terminal,
                          self.episode_start)
-        self.episode_start = bool(done)
+        self.episode_start = bool(done or (terminal and self.starts_at_terminals))
 
 
 class _RoundThread(threading.Thread):

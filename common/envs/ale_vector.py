@@ -34,6 +34,14 @@ class AleVectorPool(GroupedPool):
         if atari_config.variant != 'nature':
             raise ValueError(f'AtariConfig.variant={atari_config.variant!r} is not supported '
                              "by AleVectorPool (no crop/downsample there); allowed: 'nature'")
+        if atari_config.fire_on_life_loss:
+            raise ValueError('AtariConfig.fire_on_life_loss=True is not supported by '
+                             "AleVectorPool (ale_py's vector env presses FIRE at a game's start "
+                             'only); allowed: False')
+        if atari_config.life_loss_restarts_stack and atari_config.resize == 'area':
+            raise ValueError("AtariConfig.life_loss_restarts_stack=True with resize='area' is "
+                             "not supported by AleVectorPool (ale_py's C++ stacks restart at a "
+                             "reset only); allowed: resize 'nearest' or 'linear', stacked here")
         if atari_config.resolved_decorrelation_steps:
             raise ValueError(f'AtariConfig.decorrelation_steps='
                              f'{atari_config.decorrelation_steps!r} is not supported by '
@@ -160,8 +168,10 @@ class AleVectorPool(GroupedPool):
         else:
             result.dones[:] = result.terminals
         dones = result.dones
-        # Same-step autoreset: where an episode ended, the frame is the next one's first.
-        self._observe(envs, observations, dones)
+        # Same-step autoreset: where an episode ended, the frame is the next one's first; a lost
+        # life restarts the stack too where the config says so.
+        self._observe(envs, observations, result.terminals
+                      if self._config.life_loss_restarts_stack else dones)
         self._lives[envs] = lives
         running_returns, running_lengths = self._running_returns[envs], self._running_lengths[envs]
         running_returns += raw_rewards

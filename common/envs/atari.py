@@ -36,10 +36,21 @@ DOWNSAMPLES = ('skip', 'average')
 # (rlpyt's samplers' default, max_decorrelation_steps=100); Stooke & Abbeel's presets set 1000
 # (gin/accel/atari.gin: rlpyt's Atari policy-gradient configs); the nature-family papers: none.
 DEFAULT_DECORRELATION_STEPS = {'nature': 0, 'stooke': 100}
+# Why a life-loss option needs another: a frame pushed by a FIRE after a lost life would be left
+# out of the stacks a replay rebuilds from one newest frame per step, unless the stack restarts.
+_LIFE_LOSS_WHY = {'life_loss_restarts_stack': ' (the FIRE frame after a lost life would be '
+                  'missing from the stacks a replay rebuilds; restarting the stack keeps them equal)'}
 RAW_SCREEN_SHAPE = (210, 160)
 STOOKE_SCREEN_SHAPE = (104, 80)  # rows 1..208 of the raw screen, halved (downsample)
 FIRE = ale_py.Action.FIRE.value
 NOOP = ale_py.Action.NOOP.value
+
+
+def stack_restarts_at_terminal(env_config) -> bool:
+    """Whether env_config's frame stack restarts at every terminal, a lost life's too, so that
+    a replay must start an episode after each (AtariConfig.life_loss_restarts_stack); other
+    envs restart only when the game is reset (a done)."""
+    return isinstance(env_config, AtariConfig) and env_config.life_loss_restarts_stack
 
 
 def _is_int(value) -> bool:
@@ -61,6 +72,13 @@ def action_set(game: str, full_action_space: bool) -> tuple:
     ale = _new_ale(game, seed=0, repeat_action_probability=0.0)
     actions = ale.getLegalActionSet() if full_action_space else ale.getMinimalActionSet()
     return tuple(action.value for action in actions)
+
+
+@functools.lru_cache(maxsize=None)
+def has_lives(game: str) -> bool:
+    """Whether the game counts lives (Breakout 5; Pong none), cached because it loads the ROM."""
+    ale = _new_ale(game, seed=0, repeat_action_probability=0.0)
+    return ale.lives() > 0
 
 
 def _new_ale(game: str, seed: int, repeat_action_probability: float) -> ale_py.ALEInterface:
@@ -91,8 +109,11 @@ class AtariConfig:
     noop_max: int = 30                # each reset: uniform 1..noop_max no-op frames; 0 = none
     clip_rewards: bool = True         # to [-1, 1]; episode_return stays the game score
     episodic_life: bool = False       # a life loss is terminal (without a reset)
-    fire_reset: bool = False          # press FIRE after a reset (and a life loss if episodic),
-                                      # in games that have FIRE (baselines' wrap_deepmind)
+    life_loss_restarts_stack: bool = False  # episodic: a life loss also restarts the frame stack
+                                      # (zeros before the newest frame), as a new game does
+    fire_reset: bool = False          # press FIRE at a game's start, in games that have FIRE
+    fire_on_life_loss: bool = False   # episodic, fire_reset: and after each lost life too
+                                      # (baselines' wrap_deepmind); needs the stack restarted
     repeat_action_probability: float = 0.0  # sticky actions; 0 as in the papers
     max_episode_steps: int = 27000    # agent steps (108,000 frames); 0 = no cap
     decorrelation_steps: Optional[int] = None  # at the first reset, uniform 0..this many random
@@ -143,6 +164,13 @@ class AtariConfig:
                 or not all(_is_int(side) and side > 0 for side in size)):
             raise ValueError(f'AtariConfig.screen_size={size!r}; must be (height, width), '
                              'two positive ints')
+        for name, needs in (('life_loss_restarts_stack', ('episodic_life',)),
+                            ('fire_on_life_loss', ('episodic_life', 'fire_reset',
+                                                   'life_loss_restarts_stack'))):
+            missing = [need for need in needs if getattr(self, name) and not getattr(self, need)]
+            if missing:
+                raise ValueError(f'AtariConfig.{name}=True needs AtariConfig.{missing[0]}=True'
+                                 + _LIFE_LOSS_WHY.get(missing[0], ''))
         probability = self.repeat_action_probability
         if not isinstance(probability, (int, float)) or not 0.0 <= probability <= 1.0:
             raise ValueError(f'AtariConfig.repeat_action_probability={probability!r}; '
@@ -157,7 +185,7 @@ class AtariConfig:
     @property
     def presses_fire(self) -> bool:
         """fire_reset where the game has a FIRE action; games without one are left alone, as
-        baselines' wrap_deepmind (which fast DQN's code uses) does."""
+        brett-daley/fast-dqn's atari_env.py and baselines' wrap_deepmind do."""
         return self.fire_reset and FIRE in action_set(self.game, self.full_action_space)
 
     @property
@@ -170,6 +198,12 @@ class AtariConfig:
         if self.decorrelation_steps is None:
             return DEFAULT_DECORRELATION_STEPS[self.variant]
         return self.decorrelation_steps
+
+    def whole_games(self, **changes) -> 'AtariConfig':
+        """This config (with changes) playing whole games, as evaluation and watching do: a lost
+        life is no terminal, so nothing happens at it."""
+        return dataclasses.replace(self, episodic_life=False, life_loss_restarts_stack=False,
+                                   fire_on_life_loss=False, **changes)
 
     def num_actions(self) -> int:
         """Size of the action set the agent picks from."""
@@ -243,8 +277,11 @@ class AtariEnv:
         self.episode_length += 1
         done = game_over or self.episode_length >= self._max_steps
         terminal = done or (life_lost and self.config.episodic_life)
-        if life_lost and not done and self.config.episodic_life and self._presses_fire:
-            self._fire()
+        if terminal and not done:
+            if self.config.fire_on_life_loss and self._presses_fire:
+                self._fire()
+            if self.config.life_loss_restarts_stack:
+                self._restart_stack()
         reward = float(raw_reward)
         if self.config.clip_rewards:
             reward = max(-1.0, min(1.0, reward))
@@ -279,7 +316,10 @@ class AtariEnv:
             ale.getScreenGrayscale(self._last_frame)
             self._pooled[:] = self._last_frame
             self._push_frame()
-        # Zero padding before the first frame, as DQN replay pads across episode starts.
+        self._restart_stack()
+
+    def _restart_stack(self) -> None:
+        """Zeros before the newest frame, as DQN replay pads across an episode's start."""
         for frame in self._ring_orders[self._newest][:-1]:
             frame.fill(0)
         self._merge_stack()

@@ -40,6 +40,9 @@ class OffPolicySettings:
     epsilon_decay_steps: int = 1_000_000
     initial_beta: float = 0.4      # prioritized replay: beta from here to 1 ...
     beta_anneal_steps: int = 0     # ... over these environment steps (0: 1 from the start)
+    starts_at_terminals: bool = False  # a lost life starts an episode in replay, as a game's
+                                       # reset does (the env restarts its frame stack there:
+                                       # atari.stack_restarts_at_terminal)
 
 
 def linear_epsilon(settings, env_steps):
@@ -129,11 +132,15 @@ class OffPolicyPhases:
 
     def _store(self, rollout):
         """Each simulator's steps into its stream: newest frames, actions, rewards, terminals,
-        and episode starts (the step after a done)."""
-        starts = np.empty(rollout.dones.shape, bool)
+        and episode starts (the step after a done, or after any terminal where the settings say
+        the env restarts its stack there)."""
+        ends = rollout.dones
+        if self.settings.starts_at_terminals:
+            ends = ends | rollout.terminals.astype(bool)
+        starts = np.empty(ends.shape, bool)
         starts[0] = self.episode_starts
-        starts[1:] = rollout.dones[:-1]
-        self.episode_starts = rollout.dones[-1].copy()
+        starts[1:] = ends[:-1]
+        self.episode_starts = ends[-1].copy()
         observations = rollout.observations[:-1]
         with self.feed.lock:
             for env in range(rollout.actions.shape[1]):

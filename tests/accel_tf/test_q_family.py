@@ -106,6 +106,9 @@ def test_every_q_preset_trains_8_transitions_per_sampled_one(preset, batch_size,
     assert (config.q_values.batch_size, config.learning_rate) == (batch_size, learning_rate)
     settings = q_family.settings_for(config)
     assert settings.batch_size * settings.updates_per_phase / config.steps_per_update == 8
+    # rlpyt's atari_env.py restarts the stack at a lost life; its frame replay pads there.
+    assert settings.starts_at_terminals
+    assert not q_family.settings_for(_configure(preset, CARTPOLE_BINDINGS)).starts_at_terminals
 
 
 @pytest.mark.parametrize('preset, bindings, named', [

@@ -34,6 +34,14 @@ def test_the_evaluation_env_takes_the_protocols_starts_and_its_cap_in_agent_step
     assert (ga3c.noop_max, ga3c.max_episode_steps) == (0, 133_333)  # 400,000 frames / 3
     cartpole = gym_envs.GymConfig('CartPole-v1')
     assert evaluate.evaluation_env_config(cartpole, PROTOCOLS['nature']) is cartpole
+    # Whole games: what a lost life did in training goes with its terminal, and the result is
+    # a config that validates (the life-loss options need episodic_life).
+    fast_dqn = dataclasses.replace(training, fire_reset=True, life_loss_restarts_stack=True,
+                                   fire_on_life_loss=True)
+    played = evaluate.evaluation_env_config(fast_dqn, PROTOCOLS['fast_dqn'])
+    played.validate()
+    assert (played.episodic_life, played.life_loss_restarts_stack, played.fire_on_life_loss,
+            played.fire_reset) == (False, False, False, True)
 
 
 def test_play_runs_the_protocols_episodes_or_its_step_budget():

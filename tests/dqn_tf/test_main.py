@@ -72,6 +72,10 @@ def test_presets_hold_the_papers_values():
     assert (env.game, env.noop_max, env.episodic_life, env.clip_rewards,
             env.max_episode_steps) == ('pong', 30, True, True, 27_000)
     assert env.resize == 'linear'  # the authors' run_dqn.py --interp default
+    # atari_env.py: a lost life is done, restarting HistoryWrapper's stack; FIRE at a game's
+    # start only (FireResetWrapper sits inside EpisodicLifeWrapper).
+    assert (env.life_loss_restarts_stack, env.fire_reset, env.fire_on_life_loss) == (
+        True, True, False)
     standard = dqn_main.configure([os.path.join(app.PROJECT_ROOT, 'gin/dqn/pong.gin'),
                                    os.path.join(app.PROJECT_ROOT, 'gin/dqn/standard.gin')], [])
     assert (standard.mode, standard.num_actors) == ('standard', 1)

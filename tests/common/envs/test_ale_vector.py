@@ -116,3 +116,37 @@ def test_group_misuse_raises():
         pool.reset()
     with pytest.raises(ValueError, match='num_groups=3'):
         AleVectorPool(AtariConfig(game='pong'), 4, num_groups=3)
+
+
+@pytest.mark.slow
+def test_a_lost_life_restarts_the_stacks_here_as_atari_env_does():
+    # Breakout without FIRE at reset (ale_py takes the first frame before its FIRE press): the
+    # same game in both pools, lost lives (terminal, no reset) included.
+    config = AtariConfig(game='breakout', resize='linear', noop_max=0, fire_reset=False,
+                         stack=3, episodic_life=True, life_loss_restarts_stack=True)
+    vector, serial = AleVectorPool(config, 2, num_threads=1), SerialPool(config, 2)
+    try:
+        np.testing.assert_array_equal(vector.reset(), serial.reset())
+        lives_lost = 0
+        for step_actions in _random_actions(400, 2, config.num_actions()):
+            expected, actual = serial.step(step_actions), vector.step(step_actions)
+            for name in ('observations', 'terminals', 'dones'):
+                np.testing.assert_array_equal(getattr(actual, name), getattr(expected, name),
+                                              err_msg=name)
+            lives_lost += int((expected.terminals & ~expected.dones).sum())
+        assert lives_lost >= 4
+    finally:
+        vector.close()
+        serial.close()
+
+
+@pytest.mark.parametrize('bindings, message', [
+    (dict(fire_reset=True, life_loss_restarts_stack=True, fire_on_life_loss=True),
+     "fire_on_life_loss=True is not supported by AleVectorPool"),
+    (dict(life_loss_restarts_stack=True, resize='area'),
+     "life_loss_restarts_stack=True with resize='area' is not supported by AleVectorPool"),
+])
+def test_life_loss_handling_the_vector_env_cannot_do_is_refused(bindings, message):
+    config = AtariConfig(game='breakout', episodic_life=True, **bindings)
+    with pytest.raises(ValueError, match=message):
+        AleVectorPool.validate(config, 2)

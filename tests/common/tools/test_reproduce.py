@@ -76,6 +76,31 @@ def test_an_option_added_since_is_compared_with_what_the_code_did_before_it(tmp_
         "'float32' does"]
 
 
+def test_life_loss_options_tell_runs_apart_only_in_games_with_lives(tmp_path):
+    """Fast DQN's preset before the life-loss options (2026-12-06) pressed FIRE after a lost
+    life and kept the stack: a Breakout run of it differs from today's preset in both, a Pong
+    run (no lives) in neither."""
+    from dqn_tf import main as dqn_main  # pylint: disable=import-outside-toplevel
+    for game, expected in (('pong', []), ('breakout', [
+            'AtariConfig.fire_on_life_loss = False today; the run predates the option and ran '
+            'as True does',
+            'AtariConfig.life_loss_restarts_stack = True today; the run predates the option and '
+            'ran as False does'])):
+        bindings = [f"AtariConfig.game = '{game}'"]
+        dqn_main.configure([f'{app.PROJECT_ROOT}/gin/dqn/pong.gin'], bindings)
+        today = gin.operative_config_str()
+        gin.clear_config()
+        old = today.replace('AtariConfig.fire_on_life_loss = False\n', '').replace(
+            'AtariConfig.life_loss_restarts_stack = True\n', '')
+        assert old != today and 'AtariConfig.fire_on_life_loss' not in old
+        run_dir = tmp_path / game
+        run_dir.mkdir()
+        (run_dir / app.INVOCATION_FILE).write_text(json.dumps(
+            {'paper': 'dqn', 'gin_files': ['gin/dqn/pong.gin'], 'gin_bindings': bindings}))
+        (run_dir / app.OPERATIVE_CONFIG_FILE).write_text(old)
+        assert reproduce.differences(str(run_dir)) == expected, game
+
+
 def test_a_published_run_names_a_repository_preset_bound_only_to_game_and_seed(tmp_path):
     paac_main.configure([f'{app.PROJECT_ROOT}/gin/paac/pong.gin'],
                         ["AtariConfig.game = 'breakout'", 'PAACConfig.seed = 3'])

@@ -70,6 +70,29 @@ def test_each_simulators_steps_land_in_its_own_stream_as_sampled():
     assert dones[6::7].all()  # every seventh step ends an episode
 
 
+@pytest.mark.parametrize('starts_at_terminals', [False, True])
+def test_a_terminal_without_a_reset_starts_an_episode_in_replay_where_the_stack_restarts(
+        starts_at_terminals):
+    """A lost life (terminal, no done) starts an episode in replay only where the env restarts
+    its frame stack there (AtariConfig.life_loss_restarts_stack); a done always does."""
+    settings = off_policy.OffPolicySettings(batch_size=4, updates_per_phase=1,
+                                            min_replay_steps=10 ** 9, target_period=100,
+                                            starts_at_terminals=starts_at_terminals)
+    memory = _memory(1, capacity=40)
+    with pools.SerialPool(CARTPOLE, 1, seed=5) as pool:
+        phases = off_policy.OffPolicyPhases(samplers.make_sampler('synchronized', pool, 4),
+                                            _learner(), memory, settings, seed=1)
+        rollout = samplers.Rollout(4, 1, (4,), np.float32)
+        for terminals, dones in (([0, 1, 0, 0], [0, 0, 0, 1]), ([0, 0, 1, 0], [0, 0, 0, 0])):
+            rollout.terminals[:, 0], rollout.dones[:, 0] = terminals, dones
+            phases._store(rollout)  # pylint: disable=protected-access
+    # Steps 0-7: the first starts; after the lost lives at 1 and 6 only with the restart; after
+    # the done at 3 always.
+    life = starts_at_terminals
+    expected = [True, False, life, False, True, False, False, life]
+    np.testing.assert_array_equal(memory.episode_starts[0, :8], expected)
+
+
 def test_the_replay_ratio_is_the_configured_one_and_the_target_follows_its_period():
     num_envs, horizon = 2, 4
     settings = off_policy.OffPolicySettings(batch_size=16, updates_per_phase=3,
