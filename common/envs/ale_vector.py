@@ -123,7 +123,8 @@ class AleVectorPool(GroupedPool):
         C++ stacks start an episode."""
         stacks = self._stacks[envs]
         stacks[:, :-1] = stacks[:, 1:].copy()
-        stacks[restarted, :-1] = 0
+        # A bare True would index a new axis (envs 0..N-2 zeroed whole, the last one kept).
+        stacks[slice(None) if restarted is True else restarted, :-1] = 0
         for frame, target in zip(frames, stacks):
             self._resize(frame[0], target[-1])
         return stacks

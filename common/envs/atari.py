@@ -46,6 +46,29 @@ FIRE = ale_py.Action.FIRE.value
 NOOP = ale_py.Action.NOOP.value
 
 
+LIFE_LOSS_FIELDS = ('life_loss_restarts_stack', 'fire_on_life_loss')
+
+
+def inert_fields(game: str) -> tuple:
+    """AtariConfig fields that cannot change what an agent sees in game: those acting at a lost
+    life, in a game without lives (Pong)."""
+    return () if has_lives(game) else LIFE_LOSS_FIELDS
+
+
+def fired_on_life_loss(recorded) -> bool:
+    """What a config recorded before fire_on_life_loss existed (2026-12-06) did after a lost life,
+    from its recorded fields ({name: value}): fire_reset pressed FIRE there too, where the life
+    loss was terminal and the game has FIRE."""
+    return bool(recorded.get('episodic_life') and recorded.get('fire_reset')
+                and FIRE in action_set(recorded.get('game', 'pong'),
+                                       bool(recorded.get('full_action_space', False))))
+
+
+# Fields added after runs were recorded whose default is not what those runs did: how to read
+# it from an old record's fields (common/system/gin_text.py, common/tools/reproduce.py).
+RECORDED_BEFORE = {'fire_on_life_loss': fired_on_life_loss}
+
+
 def stack_restarts_at_terminal(env_config) -> bool:
     """Whether env_config's frame stack restarts at every terminal, a lost life's too, so that
     a replay must start an episode after each (AtariConfig.life_loss_restarts_stack); other
@@ -199,6 +222,17 @@ class AtariConfig:
             return DEFAULT_DECORRELATION_STEPS[self.variant]
         return self.decorrelation_steps
 
+    @staticmethod
+    def value_before(name: str, recorded):
+        """What a run recorded before field name existed ran with (recorded: its fields), where
+        that is not the field's default; dataclasses.MISSING elsewhere."""
+        before = RECORDED_BEFORE.get(name)
+        return dataclasses.MISSING if before is None else before(recorded)
+
+    def inert_fields(self) -> tuple:
+        """Fields that cannot change what the agent sees in this game (inert_fields)."""
+        return inert_fields(self.game)
+
     def whole_games(self, **changes) -> 'AtariConfig':
         """This config (with changes) playing whole games, as evaluation and watching do: a lost
         life is no terminal, so nothing happens at it."""
@@ -278,9 +312,9 @@ class AtariEnv:
         done = game_over or self.episode_length >= self._max_steps
         terminal = done or (life_lost and self.config.episodic_life)
         if terminal and not done:
-            if self.config.fire_on_life_loss and self._presses_fire:
-                self._fire()
-            if self.config.life_loss_restarts_stack:
+            if self.config.fire_on_life_loss and self._presses_fire and self._fire():
+                done = True  # the game ended in the FIRE: the episode ends with this step
+            elif self.config.life_loss_restarts_stack:
                 self._restart_stack()
         reward = float(raw_reward)
         if self.config.clip_rewards:
@@ -311,7 +345,9 @@ class AtariEnv:
         self.episode_return = 0.0
         self.episode_length = 0
         if self._presses_fire:
-            self._fire()
+            if self._fire():
+                self._new_game()  # the game ended in its first FIRE (no real game does)
+                return
         else:
             ale.getScreenGrayscale(self._last_frame)
             self._pooled[:] = self._last_frame
@@ -324,12 +360,12 @@ class AtariEnv:
             frame.fill(0)
         self._merge_stack()
 
-    def _fire(self) -> None:
-        """Press FIRE for one agent step (games that wait for it otherwise stall)."""
+    def _fire(self) -> bool:
+        """Press FIRE for one agent step (games that wait for it otherwise stall); whether the
+        game ended in it."""
         raw_reward, game_over, _ = self._advance(FIRE)
         self.episode_return += raw_reward
-        if game_over:
-            self._new_game()
+        return game_over
 
     def _decorrelate(self) -> None:
         """Take a uniform number of uniform-random actions so that envs start out of step."""

@@ -64,7 +64,9 @@ def env_config_changes(recorded_text, env_config, gin_bindings):
     """'Class.field = old, now new' for each field of env_config (a dataclass) whose value
     differs from the one recorded in an operative config text and is not bound by name in
     gin_bindings (this command's --gin_bindings). A field the record lacks was added after the
-    run began; its default is what it ran with (a new field's default keeps the old behaviour).
+    run began; its default is what it ran with (a new field's default keeps the old behaviour),
+    unless the config's value_before(name, recorded fields) says otherwise. Fields the config's
+    inert_fields() names (nothing they do can happen in its game) are not compared.
     """
     prefix = type(env_config).__name__
     recorded = {_short_name(name): value for name, value in operative_bindings(recorded_text)
@@ -74,13 +76,20 @@ def env_config_changes(recorded_text, env_config, gin_bindings):
         return []  # nothing recorded to compare with
     lines = '\n'.join(line.strip() for binding in gin_bindings for line in binding.splitlines())
     bound = {_short_name(name) for name in operative_bindings(lines)}
+    fields = {name.split('.', 1)[1]: _recorded_value(value) for name, value in recorded.items()
+              if name.startswith(prefix + '.')}
+    inert = set(env_config.inert_fields()) if hasattr(env_config, 'inert_fields') else set()
+    value_before = getattr(env_config, 'value_before', lambda name, fields: dataclasses.MISSING)
     changes = []
     for field in dataclasses.fields(env_config):
         name, current = f'{prefix}.{field.name}', _plain(getattr(env_config, field.name))
-        if name in bound:
+        if name in bound or field.name in inert:
             continue
+        before = dataclasses.MISSING if name in recorded else value_before(field.name, fields)
         if name in recorded:
             old, note = _recorded_value(recorded[name]), ''
+        elif before is not dataclasses.MISSING:
+            old, note = before, ' (absent from its config: what it did then)'
         elif field.default is not dataclasses.MISSING:
             old, note = _plain(field.default), ' (absent from its config: the default)'
         else:

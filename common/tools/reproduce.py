@@ -3,6 +3,7 @@ invocation's gin files and bindings (or the preset a published run names, PRESET
 today's code and compares the bindings that gives with the run's operative_config.gin, so a
 published curve is not passed off as today's preset."""
 import ast
+import dataclasses
 import json
 import os
 import re
@@ -33,25 +34,11 @@ ADDED_FIELDS = {
     'seed_exact': 'False',           # 8f49b57, 2026-12-06
     'log_every_steps': '0',          # 8f49b57, 2026-12-06
 }
-
-
-def _fired_on_life_loss(recorded):
-    """Before fire_on_life_loss (2026-12-06), fire_reset pressed FIRE after a lost life too
-    where the life loss was terminal (episodic_life)."""
-    pressed = all(recorded.get(f'AtariConfig.{name}') == 'True'
-                  for name in ('episodic_life', 'fire_reset'))
-    return str(pressed)
-
-
 ADDED = {
     'AtariConfig.resize': "'area'",       # 8a4ed33, 2026-11-26: INTER_AREA was the only resize
     'AtariConfig.downsample': "'skip'",   # 8253b9d, 2026-11-27: 'stooke' frames took every 2nd
     'AtariConfig.life_loss_restarts_stack': 'False',  # 2026-12-06: the stack went on
-    'AtariConfig.fire_on_life_loss': _fired_on_life_loss,  # 2026-12-06: from the recorded run
 }
-# Options that act only when a life is lost: in a game without lives (Pong) every value of them
-# plays the same game, so they do not tell a run there apart from today's preset.
-LIFE_LOSS_OPTIONS = ('AtariConfig.life_loss_restarts_stack', 'AtariConfig.fire_on_life_loss')
 
 
 # Values a preset leaves to the machine, each with the values it resolves to (the run records
@@ -72,19 +59,34 @@ def _before_it_existed(name, entry, recorded):
     ran with, or None if it is not known to have been added later."""
     added = {**ADDED, **getattr(entry, 'ADDED', {})}
     if name in added:
-        return added[name](recorded) if callable(added[name]) else added[name]
+        return added[name]
+    if name.startswith('AtariConfig.'):
+        # What atari.py knows an old record did (its default is not that).
+        before = atari.AtariConfig.value_before(name.split('.', 1)[1], _atari_fields(recorded))
+        if before is not dataclasses.MISSING:
+            return repr(before)
     return ADDED_FIELDS.get(name.rsplit('.', 1)[-1])
 
 
-def _game_without_lives(recorded):
-    """Whether the recorded run's Atari game has no lives (False for other envs)."""
-    game = recorded.get('AtariConfig.game')
-    if game is None:
-        return False
-    try:
-        return not atari.has_lives(ast.literal_eval(game))
-    except (ValueError, SyntaxError):
-        return False
+def _atari_fields(recorded):
+    """{field: value} of the recorded AtariConfig bindings (text where not a literal)."""
+    fields = {}
+    for name, text in recorded.items():
+        if name.startswith('AtariConfig.'):
+            try:
+                fields[name.split('.', 1)[1]] = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                fields[name.split('.', 1)[1]] = text
+    return fields
+
+
+def _inert_options(recorded):
+    """The recorded Atari game's options that cannot change what its agent sees (atari.py's
+    inert_fields), as gin names; none for other envs."""
+    game = _atari_fields(recorded).get('game')
+    if not isinstance(game, str):
+        return set()
+    return {f'AtariConfig.{name}' for name in atari.inert_fields(game)}
 
 
 _GAME_OR_SEED = re.compile(r'^\s*(AtariConfig\.game|[A-Za-z_]\w*\.seed)\s*=')
@@ -172,9 +174,9 @@ def differences(run_dir, gin_files=None, gin_bindings=None):
     today = gin_text.operative_bindings(gin.operative_config_str())
     gin.clear_config()
     lines = []
-    without_lives = _game_without_lives(recorded)
+    inert = _inert_options(recorded)
     for name, value in sorted(today.items()):
-        if name in LIFE_LOSS_OPTIONS and without_lives:
+        if name in inert:
             continue
         if name in recorded:
             if recorded[name] != value and not _resolves_to(name, value, recorded[name]):

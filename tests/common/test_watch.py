@@ -148,7 +148,10 @@ def test_bad_input_is_refused_in_one_line(cartpole_run, tmp_path):
 
 
 def test_watching_starts_a_whole_game_from_its_first_frame():
-    config = atari.AtariConfig(variant='stooke', episodic_life=True, max_episode_steps=27000)
+    config = atari.AtariConfig(variant='stooke', episodic_life=True, max_episode_steps=27000,
+                               life_loss_restarts_stack=True)
     watched = watch.watch_env_config(config)
+    watched.validate()  # the life-loss options go with episodic_life
     assert watched == dataclasses.replace(config, episodic_life=False, noop_max=30,
-                                          decorrelation_steps=0, max_episode_steps=0)
+                                          decorrelation_steps=0, max_episode_steps=0,
+                                          life_loss_restarts_stack=False)

@@ -150,3 +150,16 @@ def test_life_loss_handling_the_vector_env_cannot_do_is_refused(bindings, messag
     config = AtariConfig(game='breakout', episodic_life=True, **bindings)
     with pytest.raises(ValueError, match=message):
         AleVectorPool.validate(config, 2)
+
+
+def test_a_second_reset_restarts_every_stack_resized_here():
+    config = AtariConfig(game='pong', resize='linear', noop_max=0, fire_reset=False, stack=3)
+    pool = AleVectorPool(config, 3, num_threads=1)
+    try:
+        pool.reset()
+        for step_actions in _random_actions(5, 3, config.num_actions()):
+            pool.step(step_actions)
+        observations = pool.reset()
+        assert not observations[..., :-1].any() and observations[..., -1].all(axis=(1, 2)).any()
+    finally:
+        pool.close()

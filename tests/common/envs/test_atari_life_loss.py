@@ -43,7 +43,8 @@ def test_fire_on_life_loss_presses_fire_after_a_lost_life():
 
 
 def test_without_the_restart_the_stack_goes_on_across_a_lost_life():
-    """Stooke & Abbeel's presets (rlpyt's atari_env.py keeps its frames at a lost life)."""
+    """As Stooke & Abbeel's presets did before 2026-12-06 (gin/published/accel-ppo-breakout.gin);
+    rlpyt's atari_env.py restarts it, as the presets now do."""
     _, before, after, _, _ = _first_lost_life(AtariConfig(**LIVES))
     np.testing.assert_array_equal(after[..., :-1], before[..., 1:])
     assert after[..., 0].any()
@@ -69,3 +70,19 @@ def test_stack_restarts_at_terminal_only_where_the_atari_config_says_so():
         AtariConfig(**LIVES, life_loss_restarts_stack=True))
     assert not atari.stack_restarts_at_terminal(AtariConfig(**LIVES))
     assert not atari.stack_restarts_at_terminal(gym_envs.GymConfig())
+
+
+def test_a_game_that_ends_in_the_fire_after_a_lost_life_ends_the_episode(monkeypatch):
+    config = AtariConfig(**LIVES, fire_reset=True, life_loss_restarts_stack=True,
+                         fire_on_life_loss=True)
+    env = config.make(0)
+    env.reset()
+    monkeypatch.setattr(env, '_fire', lambda: True)  # as if the FIRE's frames ended the game
+    rng = np.random.default_rng(0)
+    for _ in range(3000):
+        lives = env._ale.lives()  # pylint: disable=protected-access
+        _, _, terminal, done = env.step(int(rng.integers(env.num_actions)))
+        if terminal:
+            break
+    assert env._ale.lives() < lives  # pylint: disable=protected-access
+    assert terminal and done
