@@ -57,6 +57,37 @@ def test_each_preset_names_its_paper_and_builds_every_suite_game(preset, paper):
         env.close()
 
 
+def _life_handling_table():
+    """{folder: (terminal, restart, fire at start, fire after a lost life)} from the table in
+    docs/code_map.md."""
+    with open(os.path.join(app.PROJECT_ROOT, 'docs', 'code_map.md')) as f:
+        rows = [line for line in f if line.startswith('| `gin/')]
+    table = {}
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip().strip('|').split('|')]
+        for folder in cells[0].replace('`', '').split(', '):
+            table[folder.strip('/')] = tuple(cell == 'yes' for cell in cells[1:5])
+    return table
+
+
+def test_the_lives_and_fire_table_holds_for_every_preset():
+    table = _life_handling_table()
+    assert set(table) == {'gin/paac', 'gin/ga3c', 'gin/dqn', 'gin/accel', 'gin/fast'}
+    folders = {os.path.dirname(preset) for preset, _ in PRESETS}
+    presets_by_folder = [(os.path.join('gin', folder, name), folder) for folder in (
+        'paac', 'ga3c', 'dqn', 'accel', 'fast') for name in sorted(os.listdir(
+            os.path.join(app.PROJECT_ROOT, 'gin', folder))) if name.endswith('.gin')]
+    assert folders <= {f'gin/{folder}' for _, folder in presets_by_folder}
+    for preset, folder in presets_by_folder:
+        if preset in ('gin/ga3c/large.gin', 'gin/dqn/standard.gin', 'gin/accel/atari.gin'):
+            continue  # added to or included by other presets, not run alone
+        _, main = presets.paper_of([_path(preset)], [])
+        config = presets.configure_game(main, [_path(preset)], [], 'breakout').env_config
+        handling = (config.episodic_life, config.life_loss_restarts_stack, config.fire_reset,
+                    config.fire_on_life_loss)
+        assert handling == table[f'gin/{folder}'], preset
+
+
 def test_a_preset_of_no_paper_and_a_gym_preset_are_refused(tmp_path):
     empty = tmp_path / 'empty.gin'
     empty.write_text("AtariConfig.game = 'pong'\n")
