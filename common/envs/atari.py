@@ -7,7 +7,6 @@ and stacking happen here, with numpy/cv2, into preallocated buffers.
 """
 import dataclasses
 import difflib
-import functools
 from typing import Optional
 
 import ale_py
@@ -15,6 +14,7 @@ import cv2
 import gin
 import numpy as np
 
+from common.envs.roms import FIRE, NOOP, action_set, has_lives, new_ale
 from common.system import field_types
 
 VARIANTS = ('nature', 'stooke')
@@ -42,8 +42,6 @@ _LIFE_LOSS_WHY = {'life_loss_restarts_stack': ' (the FIRE frame after a lost lif
                   'missing from the stacks a replay rebuilds; restarting the stack keeps them equal)'}
 RAW_SCREEN_SHAPE = (210, 160)
 STOOKE_SCREEN_SHAPE = (104, 80)  # rows 1..208 of the raw screen, halved (downsample)
-FIRE = ale_py.Action.FIRE.value
-NOOP = ale_py.Action.NOOP.value
 
 
 LIFE_LOSS_FIELDS = ('life_loss_restarts_stack', 'fire_on_life_loss')
@@ -87,32 +85,6 @@ def nearest_indices(in_shape, out_shape):
     rows, cols = ((np.arange(out) * 2 + 1) * size // (2 * out)
                   for size, out in zip(in_shape, out_shape))
     return np.ix_(rows, cols)
-
-
-@functools.lru_cache(maxsize=None)
-def action_set(game: str, full_action_space: bool) -> tuple:
-    """The game's ALE action ids (minimal set unless full), cached because it loads the ROM."""
-    ale = _new_ale(game, seed=0, repeat_action_probability=0.0)
-    actions = ale.getLegalActionSet() if full_action_space else ale.getMinimalActionSet()
-    return tuple(action.value for action in actions)
-
-
-@functools.lru_cache(maxsize=None)
-def has_lives(game: str) -> bool:
-    """Whether the game counts lives (Breakout 5; Pong none), cached because it loads the ROM."""
-    ale = _new_ale(game, seed=0, repeat_action_probability=0.0)
-    return ale.lives() > 0
-
-
-def _new_ale(game: str, seed: int, repeat_action_probability: float) -> ale_py.ALEInterface:
-    """An ALEInterface with the ROM loaded, seeded and quiet, one emulator frame per act()."""
-    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
-    ale = ale_py.ALEInterface()
-    ale.setInt('random_seed', int(seed) % 2**31)
-    ale.setFloat('repeat_action_probability', float(repeat_action_probability))
-    ale.setInt('frame_skip', 1)
-    ale.loadROM(ale_py.roms.get_rom_path(game))
-    return ale
 
 
 @gin.configurable
@@ -254,7 +226,7 @@ class AtariEnv:
     def __init__(self, config: AtariConfig, seed: int):
         self.config = config
         self.observation_shape = config.observation_shape
-        self._ale = _new_ale(config.game, seed, config.repeat_action_probability)
+        self._ale = new_ale(config.game, seed, config.repeat_action_probability)
         self._rng = np.random.default_rng(seed)
         self._actions = action_set(config.game, config.full_action_space)
         self._presses_fire = config.presses_fire
