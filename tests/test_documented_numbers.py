@@ -49,6 +49,14 @@ def _eval_at(run, steps):
     return float(row['score_mean']), float(row['score_std'])
 
 
+def _final_eval(run):
+    """(mean, std, min, max) of eval.csv's last row: the suite's evaluation of the final policy,
+    written after any periodic evaluation at the same step."""
+    row = run_files.read_csv(os.path.join(RESULTS, run, 'eval.csv'))[-1]
+    return (float(row['score_mean']), float(row['score_std']), float(row['score_min']),
+            float(row['score_max']))
+
+
 def _eval_and_episodes(run, steps):
     rows = run_files.read_csv(os.path.join(RESULTS, run, 'eval.csv'))
     row = min(rows, key=lambda row: abs(int(row['env_steps']) - steps))
@@ -152,6 +160,9 @@ CLAIMS = [
         *_eval_at('paac-breakout', 10_000_000))),
     ('3.0 +- 2.1 at 10M steps', lambda: '{0:.1f} +- {1:.1f} at 10M steps'.format(
         *_eval_at('ga3c-breakout', 10_000_000))),
+    ('past human at 3.19M steps, 64.2 +- 41.8 at 5M', lambda: 'past human at {0} steps, '
+     '{1:.1f} +- {2:.1f} at 5M'.format(_reach('dqn-breakout', 31.8, 2)[0],
+                                       *_final_eval('dqn-breakout')[:2])),
     ('past human at 1.51M steps, 150 at 6.53M, best 166.9 at 8.43M, 92.0 +- 69.2 at 10M steps',
      lambda: 'past human at {0} steps, 150 at {1}, best {2:.1f} at {3}, {4:.1f} +- {5:.1f} at '
      '10M steps'.format(_reach('accel-ppo-breakout', 31.8, 2)[0],
@@ -241,6 +252,32 @@ RESULTS_CLAIMS = [
          _reach('accel-ppo-breakout', 31.8, 2)[0], _reach('accel-ppo-breakout', 100, 2)[0],
          _reach('accel-ppo-breakout', 150, 2)[0], _best('accel-ppo-breakout')[0],
          _m(_best('accel-ppo-breakout')[1], 2))),
+    ('passed the human score (31.8) at 3.19M steps and rose to 68.4 at 5.01M, its best**: 1.5 at '
+     '1.0M (epsilon reaches 0.1), 13.0 at 2.0M, 26.8 at 3.0M, 43.2 at 4.0M, 59.6 at 4.5M',
+     lambda: 'passed the human score (31.8) at {0} steps and rose to {1:.1f} at {2}, its best**: '
+     '{3:.1f} at 1.0M (epsilon reaches 0.1), {4:.1f} at 2.0M, {5:.1f} at 3.0M, {6:.1f} at 4.0M, '
+     '{7:.1f} at 4.5M'.format(
+         _reach('dqn-breakout', 31.8, 2)[0], _best('dqn-breakout')[0],
+         _m(int(_rows('dqn-breakout')[-1]['env_steps']), 2),
+         *(_mean_near('dqn-breakout', steps) for steps in (1_000_000, 2_000_000, 3_000_000,
+                                                            4_000_000, 4_500_000)))),
+    ('61.0 at 4.65M to 45.1 at 4.75M, and was back at 68.0 by 5.0M, while the evaluation at 4.76M '
+     'held at 68.2', lambda: '{0:.1f} at 4.65M to {1:.1f} at 4.75M, and was back at {2:.1f} by '
+     '5.0M, while the evaluation at 4.76M held at {3:.1f}'.format(
+         *(_mean_near('dqn-breakout', steps) for steps in (4_650_000, 4_750_000, 5_000_000)),
+         _eval_at('dqn-breakout', 4_755_128)[0])),
+    ('9.8 at 1.75M, 20.8 at 2.26M, 36.9 at 3.01M, 49.7 at 3.76M, 69.5 at 4.51M and 81.3 at 5.01M',
+     lambda: '{0:.1f} at 1.75M, {1:.1f} at 2.26M, {2:.1f} at 3.01M, {3:.1f} at 3.76M, {4:.1f} at '
+     '4.51M and {5:.1f} at 5.01M'.format(
+         *(_eval_at('dqn-breakout', steps)[0] for steps in (1_752_256, 2_256_320, 3_006_904,
+                                                            3_756_328, 4_506_328, 5_005_128)))),
+    ("The final policy's evaluation by the suite (the paper's protocol: up to 30 no-op starts, "
+     'epsilon 0.05): 64.2 +- 41.8 over 30 episodes (17 to 262), 207.6% of the human-normalized '
+     'range', lambda: "The final policy's evaluation by the suite (the paper's protocol: up to 30 "
+     'no-op starts, epsilon 0.05): {0:.1f} +- {1:.1f} over 30 episodes ({2:.0f} to {3:.0f}), '
+     '{4:.1f}% of the human-normalized range'.format(
+         *_final_eval('dqn-breakout'),
+         100 * (_final_eval('dqn-breakout')[0] - 1.7) / (31.8 - 1.7))),
     ('-19.6 at 0.5M, -16.3 at 1.0M (epsilon reaches 0.1), **-13.4 at 1.5M**, -9.9 at 2.0M, 5.5 at '
      '2.5M, **14.2 at 3.0M** (best 14.3 at 2.88M); it passed -15 at 1.08M and 0 at 2.40M',
      lambda: '{0:.1f} at 0.5M, {1:.1f} at 1.0M (epsilon reaches 0.1), **{2:.1f} at 1.5M**, {3:.1f} '
