@@ -6,12 +6,14 @@ import math
 import json
 import os
 import re
+import statistics
 
 import pytest
 
 from common.launch import app
 from common.run import superseded
 from common.tools import memory_report
+from common.tools import run_clock
 from common.tools import run_files
 
 RESULTS = os.path.join(app.PROJECT_ROOT, 'docs', 'results')
@@ -55,6 +57,24 @@ def _final_eval(run):
     row = run_files.read_csv(os.path.join(RESULTS, run, 'eval.csv'))[-1]
     return (float(row['score_mean']), float(row['score_std']), float(row['score_min']),
             float(row['score_max']))
+
+
+def _carried_hours_and_rates(run):
+    """A run carried once between two machines: its clock hours, starved hours, highest CPU steal
+    and the median steps/s before and after the carry (run.json's carried_from)."""
+    with open(os.path.join(RESULTS, run, 'run.json')) as f:
+        carried_at = json.load(f)['sessions'][-1]['carried_from']['env_steps']
+    rows = _rows(run)
+    run_dir = os.path.join(RESULTS, run)
+    held = run_clock.lost_share(rows, run_clock.read_cores(run_dir), run_files.read_csv(
+        os.path.join(run_dir, 'eval.csv')))[0] / 3600
+    rates = [[float(row['steps_per_sec']) for row in rows
+              if (int(row['env_steps']) > carried_at) == after] for after in (False, True)]
+    return ('{0:.1f} hours on the clock, {1:.2f} of them starved by the host (CPU steal up to '
+            '{2:.0f}%), median {3:.0f} steps/s on the first Xeon, {4:.0f} on the second'.format(
+                float(rows[-1]['wall_time']) / 3600, held,
+                max(run_files.number(row['steal_pct']) for row in rows),
+                *(statistics.median(rate) for rate in rates)))
 
 
 def _eval_and_episodes(run, steps):
@@ -266,6 +286,9 @@ RESULTS_CLAIMS = [
      '5.0M, while the evaluation at 4.76M held at {3:.1f}'.format(
          *(_mean_near('dqn-breakout', steps) for steps in (4_650_000, 4_750_000, 5_000_000)),
          _eval_at('dqn-breakout', 4_755_128)[0])),
+    ('9.7 hours on the clock, 0.21 of them starved by the host (CPU steal up to 52%), median 160 '
+     'steps/s on the first Xeon, 273 on the second', lambda: _carried_hours_and_rates(
+         'dqn-breakout')),
     ('9.8 at 1.75M, 20.8 at 2.26M, 36.9 at 3.01M, 49.7 at 3.76M, 69.5 at 4.51M and 81.3 at 5.01M',
      lambda: '{0:.1f} at 1.75M, {1:.1f} at 2.26M, {2:.1f} at 3.01M, {3:.1f} at 3.76M, {4:.1f} at '
      '4.51M and {5:.1f} at 5.01M'.format(
