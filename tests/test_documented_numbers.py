@@ -14,6 +14,7 @@ from common.launch import app
 from common.run import superseded
 from common.tools import memory_report
 from common.tools import run_clock
+from common.tools import scorecard
 from common.tools import run_files
 
 RESULTS = os.path.join(app.PROJECT_ROOT, 'docs', 'results')
@@ -59,9 +60,9 @@ def _final_eval(run):
             float(row['score_max']))
 
 
-def _carried_hours_and_rates(run):
-    """A run carried once between two machines: its clock hours, starved hours, highest CPU steal
-    and the median steps/s before and after the carry (run.json's carried_from)."""
+def _carried_stats(run):
+    """A run carried once between two machines: (its clock hours, starved hours, highest CPU steal,
+    median steps/s before the carry, after it) (run.json's carried_from)."""
     with open(os.path.join(RESULTS, run, 'run.json')) as f:
         carried_at = json.load(f)['sessions'][-1]['carried_from']['env_steps']
     rows = _rows(run)
@@ -70,11 +71,9 @@ def _carried_hours_and_rates(run):
         os.path.join(run_dir, 'eval.csv')))[0] / 3600
     rates = [[float(row['steps_per_sec']) for row in rows
               if (int(row['env_steps']) > carried_at) == after] for after in (False, True)]
-    return ('{0:.1f} hours on the clock, {1:.2f} of them starved by the host (CPU steal up to '
-            '{2:.0f}%), median {3:.0f} steps/s on the first Xeon, {4:.0f} on the second'.format(
-                float(rows[-1]['wall_time']) / 3600, held,
-                max(run_files.number(row['steal_pct']) for row in rows),
-                *(statistics.median(rate) for rate in rates)))
+    return (float(rows[-1]['wall_time']) / 3600, held,
+            max(run_files.number(row['steal_pct']) for row in rows),
+            *(statistics.median(rate) for rate in rates))
 
 
 def _eval_and_episodes(run, steps):
@@ -287,8 +286,9 @@ RESULTS_CLAIMS = [
          *(_mean_near('dqn-breakout', steps) for steps in (4_650_000, 4_750_000, 5_000_000)),
          _eval_at('dqn-breakout', 4_755_128)[0])),
     ('9.7 hours on the clock, 0.21 of them starved by the host (CPU steal up to 52%), median 160 '
-     'steps/s on the first Xeon, 273 on the second', lambda: _carried_hours_and_rates(
-         'dqn-breakout')),
+     'steps/s on the first Xeon, 273 on the second', lambda: '{0:.1f} hours on the '
+     'clock, {1:.2f} of them starved by the host (CPU steal up to {2:.0f}%), median {3:.0f} '
+     'steps/s on the first Xeon, {4:.0f} on the second'.format(*_carried_stats('dqn-breakout'))),
     ('9.8 at 1.75M, 20.8 at 2.26M, 36.9 at 3.01M, 49.7 at 3.76M, 69.5 at 4.51M and 81.3 at 5.01M',
      lambda: '{0:.1f} at 1.75M, {1:.1f} at 2.26M, {2:.1f} at 3.01M, {3:.1f} at 3.76M, {4:.1f} at '
      '4.51M and {5:.1f} at 5.01M'.format(
@@ -301,6 +301,21 @@ RESULTS_CLAIMS = [
      '{4:.1f}% of the human-normalized range'.format(
          *_final_eval('dqn-breakout'),
          100 * (_final_eval('dqn-breakout')[0] - 1.7) / (31.8 - 1.7))),
+    ('(1,373 steps/s median) to 4.15M steps', lambda: '({0:,.0f} steps/s median) to 4.15M '
+     'steps'.format(_carried_stats('paac-qbert')[3])),
+    ('median 2,402 steps/s', lambda: f"median {_carried_stats('paac-qbert')[4]:,.0f} steps/s"),
+    ('1.53 hours on the clock', lambda: f"{_carried_stats('paac-qbert')[0]:.2f} hours on the "
+     'clock'),
+    ("The 100-episode mean rose from 79 to 261 at 1M steps, 549 at 5M and 722 at 6M, best 854.8 "
+     "at 7.02M, 672 at 10M; the final policy's evaluation is 570.0 +- 181.8 over 30 episodes (225 "
+     'to 1,075), 3.1% of the human-normalized range', lambda: 'The 100-episode mean rose from '
+     "{0:.0f} to {1:.0f} at 1M steps, {2:.0f} at 5M and {3:.0f} at 6M, best {4:.1f} at {5}, "
+     "{6:.0f} at 10M; the final policy's evaluation is {7:.1f} +- {8:.1f} over 30 episodes ({9:,.0f} "
+     'to {10:,.0f}), {11:.1f}% of the human-normalized range'.format(
+         *(_mean_near('paac-qbert', steps) for steps in (0, 1_000_000, 5_000_000, 6_000_000)),
+         _best('paac-qbert')[0], _m(_best('paac-qbert')[1], 2),
+         _mean_near('paac-qbert', 10_000_000), *_final_eval('paac-qbert'),
+         scorecard.normalized(_final_eval('paac-qbert')[0], 'qbert'))),
     ('-19.6 at 0.5M, -16.3 at 1.0M (epsilon reaches 0.1), **-13.4 at 1.5M**, -9.9 at 2.0M, 5.5 at '
      '2.5M, **14.2 at 3.0M** (best 14.3 at 2.88M); it passed -15 at 1.08M and 0 at 2.40M',
      lambda: '{0:.1f} at 0.5M, {1:.1f} at 1.0M (epsilon reaches 0.1), **{2:.1f} at 1.5M**, {3:.1f} '
