@@ -316,6 +316,23 @@ RESULTS_CLAIMS = [
          _best('paac-qbert')[0], _m(_best('paac-qbert')[1], 2),
          _mean_near('paac-qbert', 10_000_000), *_final_eval('paac-qbert'),
          scorecard.normalized(_final_eval('paac-qbert')[0], 'qbert'))),
+    ('1.30 hours on the clock, median 2,141 steps/s', lambda: '{0:.2f} hours on the clock, '
+     'median {1:,.0f} steps/s'.format(
+         float(_rows('paac-name-this-game')[-1]['wall_time']) / 3600,
+         statistics.median(float(row['steps_per_sec']) for row in _rows('paac-name-this-game')))),
+    ("passed the human score (4,076) at 4.29M steps; 2,175 at 1M steps, 3,478 at 4M, 4,603 at 5M, "
+     "best 4,957.3 at 6.83M, then 3,724 at 10M; the final policy's evaluation is 3,830.3 +- "
+     '1,458.8 over 30 episodes (740 to 6,690), 86.2% of the human-normalized range',
+     lambda: 'passed the human score (4,076) at {0} steps; {1:,.0f} at 1M steps, {2:,.0f} at 4M, '
+     "{3:,.0f} at 5M, best {4:,.1f} at {5}, then {6:,.0f} at 10M; the final policy's evaluation "
+     'is {7:,.1f} +- {8:,.1f} over 30 episodes ({9:,.0f} to {10:,.0f}), {11:.1f}% of the '
+     'human-normalized range'.format(
+         _reach('paac-name-this-game', 4076, 2)[0],
+         *(_mean_near('paac-name-this-game', steps) for steps in (1_000_000, 4_000_000,
+                                                                  5_000_000)),
+         _best('paac-name-this-game')[0], _m(_best('paac-name-this-game')[1], 2),
+         _mean_near('paac-name-this-game', 10_000_000), *_final_eval('paac-name-this-game'),
+         scorecard.normalized(_final_eval('paac-name-this-game')[0], 'name_this_game'))),
     ('-19.6 at 0.5M, -16.3 at 1.0M (epsilon reaches 0.1), **-13.4 at 1.5M**, -9.9 at 2.0M, 5.5 at '
      '2.5M, **14.2 at 3.0M** (best 14.3 at 2.88M); it passed -15 at 1.08M and 0 at 2.40M',
      lambda: '{0:.1f} at 0.5M, {1:.1f} at 1.0M (epsilon reaches 0.1), **{2:.1f} at 1.5M**, {3:.1f} '
