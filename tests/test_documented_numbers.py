@@ -53,11 +53,9 @@ def _eval_at(run, steps):
 
 
 def _final_eval(run):
-    """(mean, std, min, max) of eval.csv's last row: the suite's evaluation of the final policy,
-    written after any periodic evaluation at the same step."""
-    row = run_files.read_csv(os.path.join(RESULTS, run, 'eval.csv'))[-1]
-    return (float(row['score_mean']), float(row['score_std']), float(row['score_min']),
-            float(row['score_max']))
+    """(mean, std, min, max) of the final policy's evaluation, as the scorecard reads it."""
+    row = scorecard.final_evaluation(os.path.join(RESULTS, run))
+    return tuple(float(row[key]) for key in ('score_mean', 'score_std', 'score_min', 'score_max'))
 
 
 def _carried_stats(run):
@@ -304,7 +302,7 @@ RESULTS_CLAIMS = [
      'no-op starts, epsilon 0.05): {0:.1f} +- {1:.1f} over 30 episodes ({2:.0f} to {3:.0f}), '
      '{4:.1f}% of the human-normalized range'.format(
          *_final_eval('dqn-breakout'),
-         100 * (_final_eval('dqn-breakout')[0] - 1.7) / (31.8 - 1.7))),
+         scorecard.normalized(_final_eval('dqn-breakout')[0], 'breakout'))),
     ('(1,373 steps/s median) to 4.15M steps', lambda: '({0:,.0f} steps/s median) to 4.15M '
      'steps'.format(_carried_stats('paac-qbert')[3])),
     ('median 2,402 steps/s', lambda: f"median {_carried_stats('paac-qbert')[4]:,.0f} steps/s"),
