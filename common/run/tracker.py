@@ -20,6 +20,7 @@ from common.run import scalars
 from common.run import session_stop as session_stop_lib
 from common.run import superseded
 from common.system import errors
+from common.system import heap
 from common.system import machine_load
 
 __all__ = ('DIVERGENCE_STATS', 'DivergedError', 'finite_weights', 'RunTracker', 'SESSION_START',
@@ -194,6 +195,9 @@ class RunTracker:
         self._interval_start = time.perf_counter()
         self._interval_steps = 0
         self._interval_updates = 0
+        # After the row, whose rss_mb is what the run held with what the heap kept (a leak
+        # check, not a trimmed figure); its milliseconds count in the next interval.
+        heap.release_free_heap()
         self._last_row_updates = updates
         self._stop_if_diverged(row)
         return seconds
@@ -233,6 +237,7 @@ class RunTracker:
         scalars.assign(self.counters.episodes, self.episodes)
         scalars.assign(self.counters.elapsed_seconds, self.clock.elapsed())
         self.newest_checkpoint = self.checkpointer.save(self.env_steps)
+        heap.release_free_heap()  # the write's and the read-back's buffers, freed by now
         return self.newest_checkpoint
 
     def close(self):
