@@ -177,10 +177,6 @@ CLAIMS = [
         *_eval_at('paac-breakout', 10_000_000))),
     ('3.0 +- 2.1 at 10M steps', lambda: '{0:.1f} +- {1:.1f} at 10M steps'.format(
         *_eval_at('ga3c-breakout', 10_000_000))),
-    ('Name This Game 86.2% of human, Q*bert 3.1% at 10M steps', lambda: 'Name This Game {0:.1f}% '
-     'of human, Q*bert {1:.1f}% at 10M steps'.format(
-         *(scorecard.normalized(_final_eval(run)[0], game) for run, game in (
-             ('paac-name-this-game', 'name_this_game'), ('paac-qbert', 'qbert'))))),
     ('past human at 3.19M steps, 64.2 +- 41.8 at 5M', lambda: 'past human at {0} steps, '
      '{1:.1f} +- {2:.1f} at 5M'.format(_reach('dqn-breakout', 31.8, 2)[0],
                                        *_final_eval('dqn-breakout')[:2])),
@@ -368,6 +364,14 @@ def _text(name):
 def test_the_documents_learning_numbers_are_the_published_data_s(document, claim, from_data):
     assert claim in _text(document), f'{document} no longer says {claim!r}: update this claim'
     assert from_data() == claim
+
+
+def test_the_readme_s_atari5_table_is_the_published_scorecard():
+    published = sorted(os.path.join(RESULTS, name) for name in os.listdir(RESULTS)
+                       if os.path.isfile(os.path.join(RESULTS, name, 'metrics.csv')))
+    table = '\n'.join(scorecard.glance_lines(published))
+    with open(os.path.join(app.PROJECT_ROOT, 'README.md')) as f:
+        assert table in f.read(), f'the README\'s Atari-5 table should read:\n{table}'
 
 
 # The runs whose hours or minutes the README quotes, and the machine its heading names for them.

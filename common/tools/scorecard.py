@@ -18,6 +18,11 @@ from common.tools import reproduce
 from common.tools import run_files
 
 GAMES = tuple(atari5.SUBSETS['atari5'].weights)
+TITLES = {'battle_zone': 'Battle Zone', 'double_dunk': 'Double Dunk',
+          'name_this_game': 'Name This Game', 'phoenix': 'Phoenix', 'qbert': 'Q*bert'}
+# The README's reference row: CleanRL's PPO (envpool, no sticky actions) at 10M steps, the one
+# code base with all five games at a budget the presets run to (external_scores.csv).
+GLANCE_REFERENCE = ('cleanrl', 'ppo_atari_envpool_xla_jax', 10_000_000)
 START = '<!-- Atari-5 scorecard: written by python -m common.results, do not edit -->'
 END = '<!-- end of Atari-5 scorecard -->'
 
@@ -164,3 +169,35 @@ def markdown_block(run_dirs, link_prefix='results/'):
               '', '| game | papers | others at the same env steps |', '|---|---|---|']
     return lines + [f'| {game} | {papers} | {others} |'
                     for game, papers, others in reference_rows(by_preset)]
+
+
+def _glance_cell(score, normalized_score):
+    digits = 1 if abs(score) < 100 else 0
+    return f'{score:,.{digits}f} ({normalized_score:.1f}%)'
+
+
+def glance_lines(run_dirs):
+    """The README's table of the scorecard: a row per preset (its steps), a column per game, each
+    cell the final policy's evaluation and its human-normalized %, the Atari-5 estimate once a
+    preset has all five; last, CleanRL's PPO at 10M steps (its training returns)."""
+    header = ['final policy (% of human)'] + [TITLES[game] for game in GAMES] + ['Atari-5']
+    lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+    for preset, by_game in cells(run_dirs).items():
+        steps = '/'.join(_steps_text(steps) for steps in sorted(
+            {cell['env_steps'] for cell in by_game.values()}))
+        estimate = preset_summary(by_game)[1]
+        row = [f'`{preset}`, {steps}'] + [
+            _glance_cell(by_game[game]['score'], by_game[game]['normalized'])
+            if game in by_game else '-' for game in GAMES]
+        lines.append('| ' + ' | '.join(row + ['-' if math.isnan(estimate)
+                                              else f'{estimate:.1f}%']) + ' |')
+    source, algorithm, env_steps = GLANCE_REFERENCE
+    scores = {game: row['score'] for game in GAMES for row in reference_scores.external_scores(game)
+              if (row['source'], row['algorithm'], row['env_steps']) == GLANCE_REFERENCE}
+    row = [f'CleanRL PPO, {_steps_text(env_steps)} (training)'] + [
+        _glance_cell(scores[game], normalized(scores[game], game)) if game in scores else '-'
+        for game in GAMES]
+    estimate = atari5.atari5_estimate(scores) if len(scores) == len(GAMES) else math.nan
+    lines.append('| ' + ' | '.join(row + ['-' if math.isnan(estimate) else f'{estimate:.1f}%'])
+                 + ' |')
+    return lines

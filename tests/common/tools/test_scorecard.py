@@ -123,6 +123,26 @@ def test_the_references_are_the_papers_and_others_at_the_steps_each_preset_ran(p
     assert '| qbert | ' + papers + ' | ' + others + ' |' in lines
 
 
+def test_the_readme_glance_is_a_row_per_preset_and_cleanrl_s_ppo(published):
+    _, runs = published
+    lines = scorecard.glance_lines(runs)
+    table = [[cell.strip() for cell in line.strip('|').split('|')] for line in lines]
+    assert table[0] == ['final policy (% of human)', 'Battle Zone', 'Double Dunk',
+                        'Name This Game', 'Phoenix', 'Q*bert', 'Atari-5']
+    assert lines[1] == '|---|---|---|---|---|---|---|'
+    fast, paac, cleanrl = table[2:]
+    assert fast == [f'`{FAST}`, 3M', '-', '-', '-', '-', '664 (3.8%)', '-']
+    estimate = atari5.atari5_estimate(SCORES)
+    # Double Dunk: 100 x (-17 + 18.6) / (-15.5 + 18.6); a score under 100 keeps a decimal.
+    assert paac == [f'`{PAAC}`, 10M', '5,000 (7.4%)', '-17.0 (51.6%)', '3,000 (39.7%)',
+                    '2,000 (19.1%)', '1,000 (6.3%)', f'{estimate:.1f}%']
+    # CleanRL's PPO at 10M steps (external_scores.csv): Q*Bert 17246.3, Battle Zone 24283.75.
+    assert cleanrl[0] == 'CleanRL PPO, 10M (training)'
+    assert cleanrl[1] == f'24,284 ({100 * (24283.75 - 2360) / (37800 - 2360):.1f}%)'
+    assert cleanrl[5] == f'17,246 ({100 * (17246.3 - 163.9) / (13455 - 163.9):.1f}%)'
+    assert cleanrl[6].endswith('%') and float(cleanrl[6][:-1]) > 0
+
+
 def test_no_atari5_evaluation_says_so(tmp_path):
     run = _published(str(tmp_path), 'paac-pong', 'pong', PAAC, [(10_000_000, 30, 20.0)])
     assert scorecard.markdown_block([run])[-1] == \
