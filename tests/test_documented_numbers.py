@@ -331,6 +331,26 @@ RESULTS_CLAIMS = [
          _best('paac-name-this-game')[0], _m(_best('paac-name-this-game')[1], 2),
          _mean_near('paac-name-this-game', 10_000_000), *_final_eval('paac-name-this-game'),
          scorecard.normalized(_final_eval('paac-name-this-game')[0], 'name_this_game'))),
+    ('1.43 hours on the clock, median 1,952 steps/s', lambda: '{0:.2f} hours on the clock, '
+     'median {1:,.0f} steps/s'.format(
+         float(_rows('paac-battle-zone')[-1]['wall_time']) / 3600,
+         statistics.median(float(row['steps_per_sec']) for row in _rows('paac-battle-zone')))),
+    ('The 100-episode mean stayed at random (2,360) to 5M steps (2,390 at 1M, 2,260 at 5M), then '
+     "rose: 3,270 at 6M, best 4,590 at 9.91M, 4,170 at 10M; the final policy's evaluation is "
+     '5,433.3 +- 3,105.7 over 30 episodes (1,000 to 11,000), 8.7% of the human-normalized range',
+     lambda: 'The 100-episode mean stayed at random (2,360) to 5M steps ({0:,.0f} at 1M, {1:,.0f} '
+     "at 5M), then rose: {2:,.0f} at 6M, best {3:,.0f} at {4}, {5:,.0f} at 10M; the final policy's "
+     'evaluation is {6:,.1f} +- {7:,.1f} over 30 episodes ({8:,.0f} to {9:,.0f}), {10:.1f}% of the '
+     'human-normalized range'.format(
+         *(_mean_near('paac-battle-zone', steps) for steps in (1_000_000, 5_000_000, 6_000_000)),
+         _best('paac-battle-zone')[0], _m(_best('paac-battle-zone')[1], 2),
+         _mean_near('paac-battle-zone', 10_000_000), *_final_eval('paac-battle-zone'),
+         scorecard.normalized(_final_eval('paac-battle-zone')[0], 'battle_zone'))),
+    ('its entropy stayed at ln 18 (2.890) to 6.1M steps and was 2.881 at 10M',
+     lambda: 'its entropy stayed at ln 18 ({0:.3f}) to {1} steps and was {2:.3f} at 10M'.format(
+         math.log(18), _m(next(int(row['env_steps']) for row in _rows('paac-battle-zone')
+                              if float(row['entropy']) < 2.885), 1),
+         float(_rows('paac-battle-zone')[-1]['entropy']))),
     ('-19.6 at 0.5M, -16.3 at 1.0M (epsilon reaches 0.1), **-13.4 at 1.5M**, -9.9 at 2.0M, 5.5 at '
      '2.5M, **14.2 at 3.0M** (best 14.3 at 2.88M); it passed -15 at 1.08M and 0 at 2.40M',
      lambda: '{0:.1f} at 0.5M, {1:.1f} at 1.0M (epsilon reaches 0.1), **{2:.1f} at 1.5M**, {3:.1f} '
