@@ -138,8 +138,11 @@ def train_in_turn(paper, gin_files, gin_bindings, run_dir, steps, tag, place, ex
         status = train(paper, gin_files, gin_bindings, run_dir, steps, tag,
                        [*extra_flags, *stop_flags(stop)], on_line)
     except KeyboardInterrupt:
-        print(f'{tag} interrupted in {kind} {index} of {count} ({name}; its checkpoint saved): '
-              'rerun the same command to resume', file=sys.stderr)
+        saved = checkpoint_steps(run_dir)
+        kept = (f'its checkpoint at step {saved:,} saved' if saved else
+                'stopped before its first checkpoint, nothing of it to keep')
+        print(f'{tag} interrupted in {kind} {index} of {count} ({name}; {kept}): rerun the same '
+              'command to resume', file=sys.stderr)
         raise
     reached = checkpoint_steps(run_dir)
     if status != 0 or (reached < steps and not stop_reached(run_dir, stop, reached)):

@@ -101,3 +101,20 @@ def test_a_run_stopped_short_of_its_steps_ends_well_only_at_its_stop(monkeypatch
     monkeypatch.setattr(child_runs, 'stop_reached', lambda run_dir, given, steps: None)
     with pytest.raises(errors.RunError, match='ended with exit status 0 at 500 steps'):
         child_runs.train_in_turn('accel', ['p.gin'], [], 'run', 1000, '[t]', place, stop=stop)
+
+
+@pytest.mark.parametrize('saved, said', [
+    (1_324_000, '(battle_zone; its checkpoint at step 1,324,000 saved)'),
+    (0, '(battle_zone; stopped before its first checkpoint, nothing of it to keep)')])
+def test_a_ctrl_c_names_the_checkpoint_it_kept_or_that_there_is_none(monkeypatch, capsys,
+                                                                      saved, said):
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(child_runs, 'train', interrupted)
+    monkeypatch.setattr(child_runs, 'checkpoint_steps', lambda run_dir: saved)
+    with pytest.raises(KeyboardInterrupt):
+        child_runs.train_in_turn('paac', ['p.gin'], [], 'run', 1000, '[3/5 battle_zone]',
+                                 ('game', 3, 5, 'battle_zone'))
+    assert capsys.readouterr().err == (f'[3/5 battle_zone] interrupted in game 3 of 5 {said}: '
+                                       'rerun the same command to resume\n')
