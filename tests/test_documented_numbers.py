@@ -74,6 +74,14 @@ def _carried_stats(run):
             *(statistics.median(rate) for rate in rates))
 
 
+def _clock_and_rate(run):
+    """'<hours> hours on the clock, median <steps/s> steps/s' of a run in one machine's sessions."""
+    rows = _rows(run)
+    return '{0:.2f} hours on the clock, median {1:,.0f} steps/s'.format(
+        float(rows[-1]['wall_time']) / 3600,
+        statistics.median(float(row['steps_per_sec']) for row in rows))
+
+
 def _eval_and_episodes(run, steps):
     rows = run_files.read_csv(os.path.join(RESULTS, run, 'eval.csv'))
     row = min(rows, key=lambda row: abs(int(row['env_steps']) - steps))
@@ -314,10 +322,7 @@ RESULTS_CLAIMS = [
          _best('paac-qbert')[0], _m(_best('paac-qbert')[1], 2),
          _mean_near('paac-qbert', 10_000_000), *_final_eval('paac-qbert'),
          scorecard.normalized(_final_eval('paac-qbert')[0], 'qbert'))),
-    ('1.30 hours on the clock, median 2,141 steps/s', lambda: '{0:.2f} hours on the clock, '
-     'median {1:,.0f} steps/s'.format(
-         float(_rows('paac-name-this-game')[-1]['wall_time']) / 3600,
-         statistics.median(float(row['steps_per_sec']) for row in _rows('paac-name-this-game')))),
+    ('1.30 hours on the clock, median 2,141 steps/s', lambda: _clock_and_rate('paac-name-this-game')),
     ("passed the human score (4,076) at 4.29M steps; 2,175 at 1M steps, 3,478 at 4M, 4,603 at 5M, "
      "best 4,957.3 at 6.83M, then 3,724 at 10M; the final policy's evaluation is 3,830.3 +- "
      '1,458.8 over 30 episodes (740 to 6,690), 86.2% of the human-normalized range',
@@ -331,10 +336,7 @@ RESULTS_CLAIMS = [
          _best('paac-name-this-game')[0], _m(_best('paac-name-this-game')[1], 2),
          _mean_near('paac-name-this-game', 10_000_000), *_final_eval('paac-name-this-game'),
          scorecard.normalized(_final_eval('paac-name-this-game')[0], 'name_this_game'))),
-    ('1.43 hours on the clock, median 1,952 steps/s', lambda: '{0:.2f} hours on the clock, '
-     'median {1:,.0f} steps/s'.format(
-         float(_rows('paac-battle-zone')[-1]['wall_time']) / 3600,
-         statistics.median(float(row['steps_per_sec']) for row in _rows('paac-battle-zone')))),
+    ('1.43 hours on the clock, median 1,952 steps/s', lambda: _clock_and_rate('paac-battle-zone')),
     ('The 100-episode mean stayed at random (2,360) to 5M steps (2,390 at 1M, 2,260 at 5M), then '
      "rose: 3,270 at 6M, best 4,590 at 9.91M, 4,170 at 10M; the final policy's evaluation is "
      '5,433.3 +- 3,105.7 over 30 episodes (1,000 to 11,000), 8.7% of the human-normalized range',
