@@ -17,6 +17,7 @@ from common.learners import interval_means
 from common.learners import losses
 from common.learners import optim
 from common.learners import xla
+from common.run import scalars
 from common.scale import distribute
 
 __all__ = ('UPDATE_STATS', 'REDUCTIONS', 'LossSettings', 'sequence_signature', 'sample_actions',
@@ -131,7 +132,7 @@ class PolicyLearner(tf.Module):
         so a run resumed with another batch continues them where they were."""
         for schedule in self.env_step_schedules:
             if isinstance(schedule, optim.EnvStepSchedule):
-                schedule.env_steps.assign(env_steps)
+                scalars.assign(schedule.env_steps, env_steps)  # no cached tensor per value
 
     def _assign_parameters(self, flat):
         """The model's trainable variables from consecutive pieces of one flat vector, in one

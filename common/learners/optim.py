@@ -9,6 +9,7 @@ options here, set from each paper's config (common/launch/config.py RMSPropConfi
 """
 import tensorflow as tf
 
+from common.run import scalars
 from common.scale import distribute
 
 __all__ = ('RMSProp', 'Adam', 'rmsprop_of', 'LinearSchedule', 'EnvStepSchedule', 'KLAdaptiveRate',
@@ -266,7 +267,7 @@ class KLAdaptiveRate(tf.Module):
 def set_schedule_steps(optimizer, env_steps):
     """Tells optimizer's EnvStepSchedule (if it has one) where the run is."""
     if isinstance(optimizer.learning_rate, EnvStepSchedule):
-        optimizer.learning_rate.env_steps.assign(env_steps)
+        scalars.assign(optimizer.learning_rate.env_steps, env_steps)  # no cached tensor per value
 
 
 def apply_actor_critic_gradients(optimizer, gradients, variables, loss, clip_norm,

@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from common.run import runner
+from common.run import scalars
 from common.run import tracker as tracker_lib
 from common.system import devices
 from common.system import processes
@@ -206,7 +207,7 @@ class CentralState(tf.Module):
         assign_flat(variables, store.pull())
         for slot, variable in self.slots.items():
             variable.assign(np.array(store.slots[slot]))
-        self.updates.assign(store.updates)
+        scalars.assign(self.updates, store.updates)
 
 
 def create_store(variables, state, num_chunks):

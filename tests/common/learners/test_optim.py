@@ -2,6 +2,7 @@
 the KL-adaptive learning rate."""
 import collections
 import re
+import sys
 
 import gin
 import numpy as np
@@ -67,6 +68,21 @@ def test_learning_rate_schedule_is_applied_per_update():
         optimizer.apply_gradients([tf.constant([1.0])], [variable])
     # decay 0, epsilon 0: each step moves by the scheduled rate exactly.
     np.testing.assert_allclose(variable.numpy(), [-(1.0 + 0.75 + 0.5 + 0.25 + 0.0)], rtol=1e-6)
+
+
+def test_set_schedule_steps_keeps_no_tensor_per_value():
+    """The Q-value family sets its schedule's env steps before every update: no cached tensor
+    per Python int (common/run/scalars.py)."""
+    schedule = optim.EnvStepSchedule(optim.LinearSchedule(1.0, 0.0, duration=10_000))
+    optimizer = optim.RMSProp(learning_rate=schedule)
+    for steps in range(200):  # the first calls allocate once
+        optim.set_schedule_steps(optimizer, steps)
+    blocks_before = sys.getallocatedblocks()
+    for steps in range(1_000, 6_000):
+        optim.set_schedule_steps(optimizer, steps)
+    grown = sys.getallocatedblocks() - blocks_before
+    assert grown < 1_000, grown  # a cached tensor per value: 5,000 blocks and more
+    assert int(schedule.env_steps.numpy()) == 5_999 and float(schedule(0)) == pytest.approx(0.4001)
 
 
 def test_schedule_value_at_matches_the_tensor_schedule():
