@@ -1,0 +1,104 @@
+"""What tests/test_documented_numbers.py reads of a published run (docs/results/RUN): its curve
+(the resumed history), scores reached, best and nearest rows, evaluations, clock and memory,
+formatted as the documents print them."""
+import json
+import math
+import os
+import statistics
+
+from common.launch import app
+from common.run import superseded
+from common.tools import memory_report
+from common.tools import run_clock
+from common.tools import scorecard
+from common.tools import run_files
+
+RESULTS = os.path.join(app.PROJECT_ROOT, 'docs', 'results')
+
+
+def _rows(run):
+    return superseded.resumed_history(run_files.read_csv(os.path.join(RESULTS, run,
+                                                                      'metrics.csv')))
+
+
+def _first(run, score):
+    """(env steps, training minutes) of the first row whose 100-episode mean reaches score."""
+    for row in _rows(run):
+        if run_files.number(row['score_mean_100']) >= score:
+            return int(row['env_steps']), float(row['wall_time']) / 60
+    raise AssertionError(f'{run} never reaches {score}')
+
+
+def _mean_near(run, steps):
+    """The 100-episode mean of the row nearest env steps."""
+    row = min(_rows(run), key=lambda row: abs(int(row['env_steps']) - steps))
+    return run_files.number(row['score_mean_100'])
+
+
+def _best(run):
+    """(best 100-episode mean, its env steps)."""
+    row = max((row for row in _rows(run) if not math.isnan(run_files.number(
+        row['score_mean_100']))), key=lambda row: run_files.number(row['score_mean_100']))
+    return run_files.number(row['score_mean_100']), int(row['env_steps'])
+
+
+def _eval_at(run, steps):
+    rows = run_files.read_csv(os.path.join(RESULTS, run, 'eval.csv'))
+    row = min(rows, key=lambda row: abs(int(row['env_steps']) - steps))
+    return float(row['score_mean']), float(row['score_std'])
+
+
+def _final_eval(run):
+    """(mean, std, min, max) of the final policy's evaluation, as the scorecard reads it."""
+    row = scorecard.final_evaluation(os.path.join(RESULTS, run))
+    return tuple(float(row[key]) for key in ('score_mean', 'score_std', 'score_min', 'score_max'))
+
+
+def _carried_stats(run):
+    """A run carried once between two machines: (its clock hours, starved hours, highest CPU steal,
+    median steps/s before the carry, after it) (run.json's carried_from)."""
+    with open(os.path.join(RESULTS, run, 'run.json')) as f:
+        carried_at = json.load(f)['sessions'][-1]['carried_from']['env_steps']
+    rows = _rows(run)
+    run_dir = os.path.join(RESULTS, run)
+    held = run_clock.lost_share(rows, run_clock.read_cores(run_dir), run_files.read_csv(
+        os.path.join(run_dir, 'eval.csv')))[0] / 3600
+    rates = [[float(row['steps_per_sec']) for row in rows
+              if (int(row['env_steps']) > carried_at) == after] for after in (False, True)]
+    return (float(rows[-1]['wall_time']) / 3600, held,
+            max(run_files.number(row['steal_pct']) for row in rows),
+            *(statistics.median(rate) for rate in rates))
+
+
+def _clock_and_rate(run):
+    """'<hours> hours on the clock, median <steps/s> steps/s' of a run in one machine's sessions."""
+    rows = _rows(run)
+    return '{0:.2f} hours on the clock, median {1:,.0f} steps/s'.format(
+        float(rows[-1]['wall_time']) / 3600,
+        statistics.median(float(row['steps_per_sec']) for row in rows))
+
+
+def _eval_and_episodes(run, steps):
+    rows = run_files.read_csv(os.path.join(RESULTS, run, 'eval.csv'))
+    row = min(rows, key=lambda row: abs(int(row['env_steps']) - steps))
+    return float(row['score_mean']), int(row['episodes'])
+
+
+def _memory(run):
+    """(start MB, window start steps, range %, window minutes, MB per hour) of the run's memory
+    after its warm-up, as common.compare --memory prints it."""
+    result = memory_report.report(run_files.read_csv(os.path.join(RESULTS, run, 'metrics.csv')))
+    return (result['start_mb'], _m(result['window_start_steps'], 2), result['range_pct'],
+            result['window_minutes'], result['mb_per_hour'])
+
+
+def _m(steps, digits):
+    return f'{steps / 1e6:.{digits}f}M'
+
+
+def _reach(run, score, steps_digits, minutes_digits=0, hours=False):
+    """'<steps>M' and '<minutes> min' (or '<hours> h') of the first row reaching score."""
+    steps, minutes = _first(run, score)
+    clock = f'{minutes / 60:.1f} h' if hours else f'{minutes:.{minutes_digits}f} min'
+    return _m(steps, steps_digits), clock
+
