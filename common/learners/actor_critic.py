@@ -17,7 +17,6 @@ from common.learners import interval_means
 from common.learners import losses
 from common.learners import optim
 from common.learners import xla
-from common.run import scalars
 from common.scale import distribute
 
 __all__ = ('UPDATE_STATS', 'REDUCTIONS', 'LossSettings', 'sequence_signature', 'sample_actions',
@@ -132,7 +131,7 @@ class PolicyLearner(tf.Module):
         so a run resumed with another batch continues them where they were."""
         for schedule in self.env_step_schedules:
             if isinstance(schedule, optim.EnvStepSchedule):
-                scalars.assign(schedule.env_steps, env_steps)  # no cached tensor per value
+                schedule.set_env_steps(env_steps)
 
     def _assign_parameters(self, flat):
         """The model's trainable variables from consecutive pieces of one flat vector, in one

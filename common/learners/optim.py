@@ -225,6 +225,11 @@ class EnvStepSchedule:
         del updates
         return self.schedule(self.env_steps)
 
+    def set_env_steps(self, env_steps):
+        """Where the run is, before an update: a new count each time, so not as a Python int,
+        of which TensorFlow would keep a tensor per value (common/run/scalars.py)."""
+        scalars.assign(self.env_steps, env_steps)
+
 
 class KLAdaptiveRate(tf.Module):
     """A learning rate steered by the policy's change (rl_games' AdaptiveScheduler,
@@ -267,7 +272,7 @@ class KLAdaptiveRate(tf.Module):
 def set_schedule_steps(optimizer, env_steps):
     """Tells optimizer's EnvStepSchedule (if it has one) where the run is."""
     if isinstance(optimizer.learning_rate, EnvStepSchedule):
-        scalars.assign(optimizer.learning_rate.env_steps, env_steps)  # no cached tensor per value
+        optimizer.learning_rate.set_env_steps(env_steps)
 
 
 def apply_actor_critic_gradients(optimizer, gradients, variables, loss, clip_norm,
