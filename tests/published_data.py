@@ -92,6 +92,12 @@ def _memory(run):
             result['window_minutes'], result['mb_per_hour'])
 
 
+
+def _memory_span(run):
+    """(start MB, end MB, range %) of the run's memory over its last session after the warm-up."""
+    result = memory_report.report(run_files.read_csv(os.path.join(RESULTS, run, 'metrics.csv')))
+    return result['start_mb'], result['end_mb'], result['range_pct']
+
 def _m(steps, digits):
     return f'{steps / 1e6:.{digits}f}M'
 

@@ -13,7 +13,8 @@ from common.launch import app
 from common.tools import scorecard
 # tests/published_data.py (pytest.ini puts tests/ on the path)
 from published_data import (RESULTS, _best, _carried_stats, _clock_and_rate, _eval_and_episodes,
-                            _eval_at, _final_eval, _first, _m, _mean_near, _memory, _reach, _rows)
+                            _eval_at, _final_eval, _first, _m, _mean_near, _memory, _memory_span,
+                            _reach, _rows)
 
 # gin/accel/dqn_512_pong.gin, carried between machines.
 DQN_512 = 'accel-dqn-512-pong'
@@ -261,6 +262,24 @@ RESULTS_CLAIMS = [
          math.log(18), _m(next(int(row['env_steps']) for row in _rows('paac-battle-zone')
                               if float(row['entropy']) < 2.885), 1),
          float(_rows('paac-battle-zone')[-1]['entropy']))),
+    ('1.65 hours on the clock, median 1,809 steps/s', lambda: _clock_and_rate('paac-double-dunk')),
+    ('The 100-episode mean stayed near random (-18.6) to 4M steps (-18.0 at 1M, -18.0 at 4M), then '
+     'rose: -17.4 at 5M, -15.9 at 7M, above the human score (-15.5) from 7.72M steps, best -14.6 at '
+     "8.12M, -15.9 at 10M; the final policy's evaluation is -15.9 +- 3.5 over 30 episodes (-22 to "
+     '-8), 86.0% of the human-normalized range',
+     lambda: 'The 100-episode mean stayed near random (-18.6) to 4M steps ({0:.1f} at 1M, {1:.1f} at '
+     '4M), then rose: {2:.1f} at 5M, {3:.1f} at 7M, above the human score (-15.5) from {4} steps, '
+     "best {5:.1f} at {6}, {7:.1f} at 10M; the final policy's evaluation is {8:.1f} +- {9:.1f} over "
+     '30 episodes ({10:.0f} to {11:.0f}), {12:.1f}% of the human-normalized range'.format(
+         *(_mean_near('paac-double-dunk', steps) for steps in (1_000_000, 4_000_000, 5_000_000,
+                                                               7_000_000)),
+         _reach('paac-double-dunk', -15.5, 2)[0], _best('paac-double-dunk')[0],
+         _m(_best('paac-double-dunk')[1], 2), _mean_near('paac-double-dunk', 10_000_000),
+         *_final_eval('paac-double-dunk'),
+         scorecard.normalized(_final_eval('paac-double-dunk')[0], 'double_dunk'))),
+    ('held its memory flat (789 to 790 MB after the warm-up, range 0.40%',
+     lambda: 'held its memory flat ({0:.0f} to {1:.0f} MB after the warm-up, range {2:.2f}%'.format(
+         *_memory_span('paac-double-dunk'))),
     ('-19.6 at 0.5M, -16.3 at 1.0M (epsilon reaches 0.1), **-13.4 at 1.5M**, -9.9 at 2.0M, 5.5 at '
      '2.5M, **14.2 at 3.0M** (best 14.3 at 2.88M); it passed -15 at 1.08M and 0 at 2.40M',
      lambda: '{0:.1f} at 0.5M, {1:.1f} at 1.0M (epsilon reaches 0.1), **{2:.1f} at 1.5M**, {3:.1f} '
