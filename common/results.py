@@ -203,7 +203,7 @@ def write_summary(published, results_dir, thresholds=reference_scores.THRESHOLDS
         "and highest share of the machine's CPU time a virtual machine's host took per row "
         "(steal_pct; '?' for runs logged before it). The scores are per game "
         '(`THRESHOLDS` in `common/tools/reference_scores.py`); a game not there has its human '
-        'score alone (Mnih et al. 2015).',
+        'score alone (Mnih et al. 2015, else Badia et al. 2020 for a game of the 57 they lack).',
         '',
     ]
     for game, paths in compare.group_by_game(published).items():

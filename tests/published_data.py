@@ -98,6 +98,19 @@ def _memory_span(run):
     result = memory_report.report(run_files.read_csv(os.path.join(RESULTS, run, 'metrics.csv')))
     return result['start_mb'], result['end_mb'], result['range_pct']
 
+
+def _atari5_estimates(preset_row_start):
+    """The Atari-5 estimate (its text) of the README table's row that starts with
+    preset_row_start, and of its CleanRL PPO row, from the published runs."""
+    published = sorted(os.path.join(RESULTS, name) for name in os.listdir(RESULTS)
+                       if os.path.isfile(os.path.join(RESULTS, name, 'metrics.csv')))
+    lines = scorecard.glance_lines(published)
+    last_cell = {line.split(' | ')[0].lstrip('| '): line.rstrip(' |').split(' | ')[-1]
+                 for line in lines}
+    preset = next(value for key, value in last_cell.items() if key.startswith(preset_row_start))
+    cleanrl = next(value for key, value in last_cell.items() if key.startswith('CleanRL'))
+    return preset, cleanrl
+
 def _m(steps, digits):
     return f'{steps / 1e6:.{digits}f}M'
 

@@ -13,8 +13,8 @@ from common.launch import app
 from common.tools import scorecard
 # tests/published_data.py (pytest.ini puts tests/ on the path)
 from published_data import (RESULTS, _best, _carried_stats, _clock_and_rate, _eval_and_episodes,
-                            _eval_at, _final_eval, _first, _m, _mean_near, _memory, _memory_span,
-                            _reach, _rows)
+                            _atari5_estimates, _eval_at, _final_eval, _first, _m, _mean_near,
+                            _memory, _memory_span, _reach, _rows)
 
 # gin/accel/dqn_512_pong.gin, carried between machines.
 DQN_512 = 'accel-dqn-512-pong'
@@ -280,6 +280,26 @@ RESULTS_CLAIMS = [
     ('held its memory flat (789 to 790 MB after the warm-up, range 0.40%',
      lambda: 'held its memory flat ({0:.0f} to {1:.0f} MB after the warm-up, range {2:.2f}%'.format(
          *_memory_span('paac-double-dunk'))),
+    ('1.24 hours on the clock, median 2,291 steps/s', lambda: _clock_and_rate('paac-phoenix')),
+    ('The 100-episode mean rose from 330 to 957 at 1M steps (random 761), 2,451 at 4M, 3,142 at 6M, '
+     "3,923 at 8M, best 4,465.8 at 9.14M, 4,255 at 10M; the final policy's evaluation is 4,853.0 +- "
+     '1,604.3 over 30 episodes (1,970 to 11,600), 63.1% of the human-normalized range',
+     lambda: 'The 100-episode mean rose from {0:,.0f} to {1:,.0f} at 1M steps (random 761), {2:,.0f} '
+     'at 4M, {3:,.0f} at 6M, {4:,.0f} at 8M, best {5:,.1f} at {6}, {7:,.0f} at 10M; the final '
+     "policy's evaluation is {8:,.1f} +- {9:,.1f} over 30 episodes ({10:,.0f} to {11:,.0f}), "
+     '{12:.1f}% of the human-normalized range'.format(
+         *(_mean_near('paac-phoenix', steps) for steps in (0, 1_000_000, 4_000_000, 6_000_000,
+                                                           8_000_000)),
+         _best('paac-phoenix')[0], _m(_best('paac-phoenix')[1], 2),
+         _mean_near('paac-phoenix', 10_000_000), *_final_eval('paac-phoenix'),
+         scorecard.normalized(_final_eval('paac-phoenix')[0], 'phoenix'))),
+    ('788 to 794 MB over the 64 minutes after the warm-up, range 0.90%, +4.6 MB/h',
+     lambda: '{0:.0f} to {1:.0f} MB over the {3:.0f} minutes after the warm-up, range {2:.2f}%, '
+     '+{4:.1f} MB/h'.format(*_memory_span('paac-phoenix'), *_memory('paac-phoenix')[3:])),
+    ('an Atari-5 estimate of the 57-game median of 16.5% of human at 10M steps each, against 76.6% '
+     "for CleanRL's PPO", lambda: 'an Atari-5 estimate of the 57-game median of {0} of human at 10M '
+     "steps each, against {1} for CleanRL's PPO".format(
+         *_atari5_estimates('`gin/paac/pong_fast.gin`'))),
     ('-19.6 at 0.5M, -16.3 at 1.0M (epsilon reaches 0.1), **-13.4 at 1.5M**, -9.9 at 2.0M, 5.5 at '
      '2.5M, **14.2 at 3.0M** (best 14.3 at 2.88M); it passed -15 at 1.08M and 0 at 2.40M',
      lambda: '{0:.1f} at 0.5M, {1:.1f} at 1.0M (epsilon reaches 0.1), **{2:.1f} at 1.5M**, {3:.1f} '

@@ -26,7 +26,7 @@ from common.system import errors
 from common.tools import atari5
 
 # The scores whose time to reach is tabulated (common.results, common.sweep), per game; any other
-# game has its human score alone.
+# game has its human score alone (random_human_and_source's).
 THRESHOLDS = {'pong': (-15.0, 0.0, 18.0), 'breakout': (30.0, 100.0, 300.0)}
 ATARI_SCORES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'atari_scores.csv')
 PAPER_SCORES_FILE = 'paper_scores.csv'
@@ -85,11 +85,12 @@ def random_human_and_source(game):
 
 
 def thresholds_of(game, thresholds=THRESHOLDS):
-    """thresholds[game], else the game's human score alone, else () (a gymnasium id)."""
+    """thresholds[game], else the game's human score alone (Mnih et al. 2015's, else the 57-game
+    table's: random_human_and_source), else () (a gymnasium id)."""
     if game in thresholds:
         return tuple(thresholds[game])
     try:
-        return (random_and_human(game)[1],)
+        return (random_human_and_source(game)[1],)
     except errors.ConfigError:
         return ()
 

@@ -145,3 +145,10 @@ def test_paper_score_text():
     assert reference_scores.paper_score_text('dqn', 'breakout') == '373.4 +- 95.1 (fast_dqn)'
     assert reference_scores.paper_score_text('ga3c', 'pong') == '18 (ga3c)'
     assert reference_scores.paper_score_text('ga3c', 'breakout') == ''
+
+
+def test_a_game_is_timed_to_its_own_thresholds_else_its_human_score_from_either_table():
+    assert reference_scores.thresholds_of('pong') == (-15.0, 0.0, 18.0)
+    assert reference_scores.thresholds_of('qbert') == (13455.0,)  # Mnih et al. 2015
+    assert reference_scores.thresholds_of('phoenix') == (7242.6,)  # not among their 49
+    assert reference_scores.thresholds_of('CartPole-v1') == ()
