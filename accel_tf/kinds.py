@@ -12,6 +12,7 @@ from accel_tf import learners
 from accel_tf import q_family
 from common import evaluate
 from common.launch import app
+from common.launch import config as common_config
 from common.scale import distribute
 from common.scale import multi_worker
 from common.system import devices
@@ -152,7 +153,7 @@ def _actor_critic_policy(run_dir, greedy, renamed, choice):
 def _q_policy(run_dir, greedy, renamed, choice):
     from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
     app.parse_recorded_config(run_dir, renamed, moved=config_lib.READ_AS)
-    config = config_lib.from_gin(refuse_unread=False)
+    config = common_config.with_machine_dtype(config_lib.from_gin(refuse_unread=False))
     protocol = evaluate.run_protocol(config, 'q_values', greedy, choice)
     learner = learners.build_q_learner(config)
     env_steps = checkpoint_lib.restore_latest(run_dir, online=learner.online)

@@ -22,6 +22,7 @@ from common.envs import atari
 from common.envs import eval_protocols
 from common.envs import pools
 from common.launch import app
+from common.launch import config as launch_config
 from common.launch import registry
 from common.system import checks
 from common.system import errors
@@ -200,7 +201,7 @@ def actor_critic_policy(run_dir, make_config, make_learner, greedy=False, obsole
     env_steps)."""
     from common.run import checkpoint as checkpoint_lib  # pylint: disable=import-outside-toplevel
     app.parse_recorded_config(run_dir, obsolete, moved)
-    config = make_config()
+    config = launch_config.with_machine_dtype(make_config())
     protocol = run_protocol(config, 'actor_critic', greedy, choice)
     learner = make_learner(config)
     env_steps = checkpoint_lib.restore_latest(run_dir, model=learner.model)

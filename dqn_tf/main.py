@@ -30,7 +30,7 @@ def load_policy(run_dir, greedy=False, choice=None):
     epsilon-greedy at its protocol's epsilon (evaluate.run_protocol), 0 if greedy."""
     from common.run import checkpoint as checkpoint_lib
     app.parse_recorded_config(run_dir, config_lib.RENAMED, moved=config_lib.MOVED)
-    config = config_lib.DQNConfig()
+    config = common_config.with_machine_dtype(config_lib.DQNConfig())
     protocol = evaluate.run_protocol(config, 'q_values', greedy, choice)
     learner = dqn.build_learner(config)
     env_steps = checkpoint_lib.restore_latest(run_dir, online=learner.online)

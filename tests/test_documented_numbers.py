@@ -300,6 +300,18 @@ RESULTS_CLAIMS = [
      "for CleanRL's PPO", lambda: 'an Atari-5 estimate of the 57-game median of {0} of human at 10M '
      "steps each, against {1} for CleanRL's PPO".format(
          *_atari5_estimates('`gin/paac/pong_fast.gin`'))),
+    ('0.73 hours on the clock, median 1,165 steps/s', lambda: _clock_and_rate('fast-qbert')),
+    ('100-episode training mean rose from 198 to 4,217 at 1M steps, 5,678 at 2M, best 11,004.2 at '
+     "2.91M, 9,380 at 3M; the final policy's evaluation (Stooke & Abbeel's protocol, 100 episodes) "
+     'is 4,331.2 +- 4,472.1 (75 to 15,425), 31.4% of the human-normalized range',
+     lambda: '100-episode training mean rose from {0:,.0f} to {1:,.0f} at 1M steps, {2:,.0f} at 2M, '
+     "best {3:,.1f} at {4}, {5:,.0f} at 3M; the final policy's evaluation (Stooke & Abbeel's "
+     'protocol, 100 episodes) is {6:,.1f} +- {7:,.1f} ({8:,.0f} to {9:,.0f}), {10:.1f}% of the '
+     'human-normalized range'.format(
+         *(_mean_near('fast-qbert', steps) for steps in (0, 1_000_000, 2_000_000)),
+         _best('fast-qbert')[0], _m(_best('fast-qbert')[1], 2),
+         _mean_near('fast-qbert', 3_000_000), *_final_eval('fast-qbert'),
+         scorecard.normalized(_final_eval('fast-qbert')[0], 'qbert'))),
     ('-19.6 at 0.5M, -16.3 at 1.0M (epsilon reaches 0.1), **-13.4 at 1.5M**, -9.9 at 2.0M, 5.5 at '
      '2.5M, **14.2 at 3.0M** (best 14.3 at 2.88M); it passed -15 at 1.08M and 0 at 2.40M',
      lambda: '{0:.1f} at 0.5M, {1:.1f} at 1.0M (epsilon reaches 0.1), **{2:.1f} at 1.5M**, {3:.1f} '

@@ -102,11 +102,11 @@ def test_a_carried_folder_is_a_carry_within_its_bound(name):
 
 
 def test_the_readme_s_clone_weight_bounds_what_the_working_tree_holds():
-    """The README says what a clone weighs: docs/results/ under 240 MB, carried/ under 64 MB."""
+    """The README says what a clone weighs: docs/results/ under 260 MB, carried/ under 64 MB."""
     with open(os.path.join(PROJECT_ROOT, 'README.md')) as f:
         readme = ' '.join(f.read().split())
-    assert '`docs/results/` under 240 MB, `carried/` under 64 MB' in readme
+    assert '`docs/results/` under 260 MB, `carried/` under 64 MB' in readme
     results = sum(size for _, size in _files(RESULTS))
     carried = sum(size for _, size in _files(CARRIED)) if os.path.isdir(CARRIED) else 0
-    assert results < 240e6, f'docs/results/ holds {results / 1e6:.0f} MB: update the README'
+    assert results < 260e6, f'docs/results/ holds {results / 1e6:.0f} MB: update the README'
     assert carried < 64e6, f'carried/ holds {carried / 1e6:.0f} MB: update the README'

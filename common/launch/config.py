@@ -6,6 +6,7 @@ it trains with TF1's RMSProp); its validate() calls super().validate() and then 
 fields. Types are checked first (a string where a number belongs is named in one line), then
 ranges.
 """
+import copy
 import dataclasses
 from typing import Any
 
@@ -319,6 +320,16 @@ def resolve(config):
     resolved.validate()
     resolved.validate_seed_exact()
     return resolved
+
+
+def with_machine_dtype(config):
+    """A copy of config with compute_dtype 'auto' set to this machine's native dtype, as resolve()
+    sets it for a run: for a run's recorded config read back to evaluate its policy."""
+    if config.compute_dtype != AUTO_DTYPE:
+        return config
+    machine = copy.copy(config)
+    machine.compute_dtype = native_dtype.native_dtype()[0]
+    return machine
 
 
 def resolved_record(config):

@@ -106,7 +106,7 @@ def preset_summary(by_game):
 
 
 def _steps_text(steps):
-    return f'{steps / 1e6:g}M'
+    return f'{steps / 1e6:.3g}M'  # a batch past the budget: 3.00032M reads 3M
 
 
 def _cell_text(cell, link_prefix):

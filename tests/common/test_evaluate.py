@@ -113,3 +113,19 @@ def test_bad_flags_stop_in_one_line_before_the_run_is_read(tmp_path, kwargs, nam
     with pytest.raises(errors.ConfigError) as raised:
         evaluate.evaluate_run(str(tmp_path / 'nowhere'), **kwargs)
     assert named in str(raised.value) and '\n' not in str(raised.value)
+
+
+@pytest.mark.parametrize('name, owner', [('paac', 'PAACConfig'), ('ga3c', 'GA3CConfig'),
+                                         ('dqn', 'DQNConfig'), ('accel_ppo', 'AccelConfig'),
+                                         ('accel_dqn', 'AccelConfig')])
+def test_a_run_that_asked_for_the_machines_dtype_is_evaluated_in_it(tmp_path, name, owner):
+    """compute_dtype 'auto' is resolved when a run starts, and again when its recorded config is
+    read back for evaluation (the suite's final evaluation of gin/fast/pong.gin failed on it)."""
+    run_dir = _copy(name, tmp_path)
+    with open(os.path.join(run_dir, 'operative_config.gin'), 'a') as f:
+        f.write(f"\n{owner}.compute_dtype = 'auto'\n")
+    env_config, policy, env_steps = evaluate.load_policy(run_dir)
+    assert env_steps > 0
+    observations = np.zeros((1,) + tuple(env_config.observation_shape),
+                            env_config.observation_dtype)
+    assert np.asarray(policy(observations)).shape == (1,)
