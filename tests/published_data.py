@@ -92,7 +92,6 @@ def _memory(run):
             result['window_minutes'], result['mb_per_hour'])
 
 
-
 def _memory_span(run):
     """(start MB, end MB, range %) of the run's memory over its last session after the warm-up."""
     result = memory_report.report(run_files.read_csv(os.path.join(RESULTS, run, 'metrics.csv')))
@@ -102,14 +101,19 @@ def _memory_span(run):
 def _atari5_estimates(preset_row_start):
     """The Atari-5 estimate (its text) of the README table's row that starts with
     preset_row_start, and of its CleanRL PPO row, from the published runs."""
-    published = sorted(os.path.join(RESULTS, name) for name in os.listdir(RESULTS)
-                       if os.path.isfile(os.path.join(RESULTS, name, 'metrics.csv')))
-    lines = scorecard.glance_lines(published)
+    lines = scorecard.glance_lines(_published_runs())
     last_cell = {line.split(' | ')[0].lstrip('| '): line.rstrip(' |').split(' | ')[-1]
                  for line in lines}
     preset = next(value for key, value in last_cell.items() if key.startswith(preset_row_start))
     cleanrl = next(value for key, value in last_cell.items() if key.startswith('CleanRL'))
     return preset, cleanrl
+
+
+def _published_runs():
+    """The published run folders (those with a metrics.csv), sorted."""
+    return sorted(os.path.join(RESULTS, name) for name in os.listdir(RESULTS)
+                  if os.path.isfile(os.path.join(RESULTS, name, 'metrics.csv')))
+
 
 def _m(steps, digits):
     return f'{steps / 1e6:.{digits}f}M'

@@ -12,9 +12,9 @@ import pytest
 from common.launch import app
 from common.tools import scorecard
 # tests/published_data.py (pytest.ini puts tests/ on the path)
-from published_data import (RESULTS, _best, _carried_stats, _clock_and_rate, _eval_and_episodes,
+from published_data import (_best, _carried_stats, _clock_and_rate, _eval_and_episodes,
                             _atari5_estimates, _eval_at, _final_eval, _first, _m, _mean_near,
-                            _memory, _memory_span, _reach, _rows)
+                            _memory, _memory_span, _published_runs, _reach, _rows)
 
 # gin/accel/dqn_512_pong.gin, carried between machines.
 DQN_512 = 'accel-dqn-512-pong'
@@ -348,9 +348,7 @@ def test_the_documents_learning_numbers_are_the_published_data_s(document, claim
 
 
 def test_the_readme_s_atari5_table_is_the_published_scorecard():
-    published = sorted(os.path.join(RESULTS, name) for name in os.listdir(RESULTS)
-                       if os.path.isfile(os.path.join(RESULTS, name, 'metrics.csv')))
-    table = '\n'.join(scorecard.glance_lines(published))
+    table = '\n'.join(scorecard.glance_lines(_published_runs()))
     with open(os.path.join(app.PROJECT_ROOT, 'README.md')) as f:
         assert table in f.read(), f'the README\'s Atari-5 table should read:\n{table}'
 
