@@ -27,7 +27,7 @@ def test_the_evaluation_env_takes_the_protocols_starts_and_its_cap_in_agent_step
     training = atari.AtariConfig(game='pong', frame_skip=4, noop_max=30, episodic_life=True,
                                  max_episode_steps=27_000)
     nature = evaluate.evaluation_env_config(training, PROTOCOLS['nature'])
-    assert nature == dataclasses.replace(training, episodic_life=False,
+    assert nature == dataclasses.replace(training, episodic_life=False, decorrelation_steps=0,
                                          max_episode_steps=4_500)  # 18,000 frames / 4
     ga3c = evaluate.evaluation_env_config(dataclasses.replace(training, frame_skip=3),
                                           PROTOCOLS['ga3c'])
@@ -42,6 +42,25 @@ def test_the_evaluation_env_takes_the_protocols_starts_and_its_cap_in_agent_step
     played.validate()
     assert (played.episodic_life, played.life_loss_restarts_stack, played.fire_on_life_loss,
             played.fire_reset) == (False, False, False, True)
+
+
+def test_the_counted_game_is_played_by_the_policy_from_its_first_step():
+    # Stooke & Abbeel's presets decorrelate training envs with up to 1,000 random actions at
+    # their first reset; in an evaluation those would play the start of each environment's first
+    # game, the one that counts. Capped at 40 frames (10 agent steps), the game must take 10
+    # actions of the policy, whatever the training config's decorrelation.
+    training = atari.AtariConfig(game='pong', variant='stooke', decorrelation_steps=1000,
+                                 episodic_life=True)
+    capped = dataclasses.replace(PROTOCOLS['stooke_pg'], episodes=2, max_frames=40)
+    assert evaluate.evaluation_env_config(training, capped).resolved_decorrelation_steps == 0
+    calls = []
+
+    def noop(observations):
+        calls.append(len(observations))
+        return np.zeros(len(observations), np.int64)
+
+    scores = evaluate.play(training, noop, capped, seed=3)
+    assert len(scores) == 2 and calls == [2] * 10
 
 
 def test_play_runs_the_protocols_episodes_or_its_step_budget():
