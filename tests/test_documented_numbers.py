@@ -316,6 +316,20 @@ RESULTS_CLAIMS = [
          _best('fast-qbert')[0], _m(_best('fast-qbert')[1], 2),
          _mean_near('fast-qbert', 3_000_000), *_final_eval('fast-qbert'),
          scorecard.normalized(_final_eval('fast-qbert')[0], 'qbert'))),
+    ('0.94 hours on the clock, median 811 steps/s', lambda: _clock_and_rate('fast-name-this-game')),
+    ('training mean was 1,020 at 23k steps (random 2,292: the first games are short), 3,904 at 1M, '
+     "3,826 at 2M, best 4,627.6 at 2.78M, 4,570 at 3M; the final policy's evaluation (100 episodes) "
+     'is 4,488.2 +- 1,076.0 (1,950 to 7,240), 123.1% of the human-normalized range',
+     lambda: 'training mean was {0:,.0f} at 23k steps (random 2,292: the first games are short), '
+     "{1:,.0f} at 1M, {2:,.0f} at 2M, best {3:,.1f} at {4}, {5:,.0f} at 3M; the final policy's "
+     'evaluation (100 episodes) is {6:,.1f} +- {7:,.1f} ({8:,.0f} to {9:,.0f}), {10:.1f}% of the '
+     'human-normalized range'.format(
+         *(_mean_near('fast-name-this-game', steps) for steps in (22_528, 1_000_000, 2_000_000)),
+         _best('fast-name-this-game')[0], _m(_best('fast-name-this-game')[1], 2),
+         _mean_near('fast-name-this-game', 3_000_000), *_final_eval('fast-name-this-game'),
+         scorecard.normalized(_final_eval('fast-name-this-game')[0], 'name_this_game'))),
+    ('Memory 2,100 MB over the last session\'s 10 minutes', lambda: "Memory {0:,.0f} MB over the "
+     "last session's {3:.0f} minutes".format(*_memory('fast-name-this-game'))),
     ('-19.6 at 0.5M, -16.3 at 1.0M (epsilon reaches 0.1), **-13.4 at 1.5M**, -9.9 at 2.0M, 5.5 at '
      '2.5M, **14.2 at 3.0M** (best 14.3 at 2.88M); it passed -15 at 1.08M and 0 at 2.40M',
      lambda: '{0:.1f} at 0.5M, {1:.1f} at 1.0M (epsilon reaches 0.1), **{2:.1f} at 1.5M**, {3:.1f} '
