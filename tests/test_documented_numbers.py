@@ -330,6 +330,20 @@ RESULTS_CLAIMS = [
          scorecard.normalized(_final_eval('fast-name-this-game')[0], 'name_this_game'))),
     ('Memory 2,100 MB over the last session\'s 10 minutes', lambda: "Memory {0:,.0f} MB over the "
      "last session's {3:.0f} minutes".format(*_memory('fast-name-this-game'))),
+    ('0.77 hours on the clock, median 1,102 steps/s', lambda: _clock_and_rate('fast-battle-zone')),
+    ('training mean was 4,000 at 8k steps, 9,950 at 1M, 13,340 at 2M, best 21,190.0 at 2.77M, 18,680 '
+     "at 3M; the final policy's evaluation (100 episodes) is 20,620.0 +- 5,371.7 (11,000 to 37,000), "
+     '51.5% of the human-normalized range',
+     lambda: 'training mean was {0:,.0f} at 8k steps, {1:,.0f} at 1M, {2:,.0f} at 2M, best {3:,.1f} '
+     "at {4}, {5:,.0f} at 3M; the final policy's evaluation (100 episodes) is {6:,.1f} +- {7:,.1f} "
+     '({8:,.0f} to {9:,.0f}), {10:.1f}% of the human-normalized range'.format(
+         *(_mean_near('fast-battle-zone', steps) for steps in (8_192, 1_000_000, 2_000_000)),
+         _best('fast-battle-zone')[0], _m(_best('fast-battle-zone')[1], 2),
+         _mean_near('fast-battle-zone', 3_000_000), *_final_eval('fast-battle-zone'),
+         scorecard.normalized(_final_eval('fast-battle-zone')[0], 'battle_zone'))),
+    ('Memory 2,059 MB at the window\'s start, range 0.19%, +4.6 MB/h over 36 minutes',
+     lambda: "Memory {0:,.0f} MB at the window's start, range {2:.2f}%, +{4:.1f} MB/h over {3:.0f} "
+     'minutes'.format(*_memory('fast-battle-zone'))),
     ('-19.6 at 0.5M, -16.3 at 1.0M (epsilon reaches 0.1), **-13.4 at 1.5M**, -9.9 at 2.0M, 5.5 at '
      '2.5M, **14.2 at 3.0M** (best 14.3 at 2.88M); it passed -15 at 1.08M and 0 at 2.40M',
      lambda: '{0:.1f} at 0.5M, {1:.1f} at 1.0M (epsilon reaches 0.1), **{2:.1f} at 1.5M**, {3:.1f} '
