@@ -48,6 +48,16 @@ def _eval_at(run, steps):
     return float(row['score_mean']), float(row['score_std'])
 
 
+def _curve_and_evaluation(run, game, steps, final_steps):
+    """What a published game's sentence quotes: the 100-episode means at the three steps, the best
+    mean and its steps (as '2.78M'), the mean at final_steps, the final evaluation's (mean, std,
+    min, max) and its human-normalized %."""
+    best, best_steps = _best(run)
+    evaluation = _final_eval(run)
+    return (*(_mean_near(run, at) for at in steps), best, _m(best_steps, 2),
+            _mean_near(run, final_steps), *evaluation, scorecard.normalized(evaluation[0], game))
+
+
 def _final_eval(run):
     """(mean, std, min, max) of the final policy's evaluation, as the scorecard reads it."""
     row = scorecard.final_evaluation(os.path.join(RESULTS, run))

@@ -12,8 +12,9 @@ import pytest
 from common.launch import app
 from common.tools import scorecard
 # tests/published_data.py (pytest.ini puts tests/ on the path)
-from published_data import (_best, _carried_stats, _clock_and_rate, _eval_and_episodes,
-                            _atari5_estimates, _eval_at, _final_eval, _first, _m, _mean_near,
+from published_data import (_best, _carried_stats, _clock_and_rate, _curve_and_evaluation,
+                            _eval_and_episodes, _atari5_estimates, _eval_at, _final_eval, _first,
+                            _m, _mean_near,
                             _memory, _memory_span, _published_runs, _reach, _rows)
 
 # gin/accel/dqn_512_pong.gin, carried between machines.
@@ -231,10 +232,7 @@ RESULTS_CLAIMS = [
      "{0:.0f} to {1:.0f} at 1M steps, {2:.0f} at 5M and {3:.0f} at 6M, best {4:.1f} at {5}, "
      "{6:.0f} at 10M; the final policy's evaluation is {7:.1f} +- {8:.1f} over 30 episodes ({9:,.0f} "
      'to {10:,.0f}), {11:.1f}% of the human-normalized range'.format(
-         *(_mean_near('paac-qbert', steps) for steps in (0, 1_000_000, 5_000_000, 6_000_000)),
-         _best('paac-qbert')[0], _m(_best('paac-qbert')[1], 2),
-         _mean_near('paac-qbert', 10_000_000), *_final_eval('paac-qbert'),
-         scorecard.normalized(_final_eval('paac-qbert')[0], 'qbert'))),
+         *_curve_and_evaluation('paac-qbert', 'qbert', (0, 1_000_000, 5_000_000, 6_000_000), 10_000_000))),
     ('1.30 hours on the clock, median 2,141 steps/s', lambda: _clock_and_rate('paac-name-this-game')),
     ("passed the human score (4,076) at 4.29M steps; 2,175 at 1M steps, 3,478 at 4M, 4,603 at 5M, "
      "best 4,957.3 at 6.83M, then 3,724 at 10M; the final policy's evaluation is 3,830.3 +- "
@@ -257,10 +255,7 @@ RESULTS_CLAIMS = [
      "at 5M), then rose: {2:,.0f} at 6M, best {3:,.0f} at {4}, {5:,.0f} at 10M; the final policy's "
      'evaluation is {6:,.1f} +- {7:,.1f} over 30 episodes ({8:,.0f} to {9:,.0f}), {10:.1f}% of the '
      'human-normalized range'.format(
-         *(_mean_near('paac-battle-zone', steps) for steps in (1_000_000, 5_000_000, 6_000_000)),
-         _best('paac-battle-zone')[0], _m(_best('paac-battle-zone')[1], 2),
-         _mean_near('paac-battle-zone', 10_000_000), *_final_eval('paac-battle-zone'),
-         scorecard.normalized(_final_eval('paac-battle-zone')[0], 'battle_zone'))),
+         *_curve_and_evaluation('paac-battle-zone', 'battle_zone', (1_000_000, 5_000_000, 6_000_000), 10_000_000))),
     ('its entropy stayed at ln 18 (2.890) to 6.1M steps and was 2.881 at 10M',
      lambda: 'its entropy stayed at ln 18 ({0:.3f}) to {1} steps and was {2:.3f} at 10M'.format(
          math.log(18), _m(next(int(row['env_steps']) for row in _rows('paac-battle-zone')
@@ -312,10 +307,7 @@ RESULTS_CLAIMS = [
      "best {3:,.1f} at {4}, {5:,.0f} at 3M; the final policy's evaluation (Stooke & Abbeel's "
      'protocol, 100 episodes) is {6:,.1f} +- {7:,.1f} ({8:,.0f} to {9:,.0f}), {10:.1f}% of the '
      'human-normalized range'.format(
-         *(_mean_near('fast-qbert', steps) for steps in (0, 1_000_000, 2_000_000)),
-         _best('fast-qbert')[0], _m(_best('fast-qbert')[1], 2),
-         _mean_near('fast-qbert', 3_000_000), *_final_eval('fast-qbert'),
-         scorecard.normalized(_final_eval('fast-qbert')[0], 'qbert'))),
+         *_curve_and_evaluation('fast-qbert', 'qbert', (0, 1_000_000, 2_000_000), 3_000_000))),
     ('0.94 hours on the clock, median 811 steps/s', lambda: _clock_and_rate('fast-name-this-game')),
     ('training mean was 1,020 at 23k steps (random 2,292: the first games are short), 3,904 at 1M, '
      "3,826 at 2M, best 4,627.6 at 2.78M, 4,570 at 3M; the final policy's evaluation (100 episodes) "
@@ -324,10 +316,7 @@ RESULTS_CLAIMS = [
      "{1:,.0f} at 1M, {2:,.0f} at 2M, best {3:,.1f} at {4}, {5:,.0f} at 3M; the final policy's "
      'evaluation (100 episodes) is {6:,.1f} +- {7:,.1f} ({8:,.0f} to {9:,.0f}), {10:.1f}% of the '
      'human-normalized range'.format(
-         *(_mean_near('fast-name-this-game', steps) for steps in (22_528, 1_000_000, 2_000_000)),
-         _best('fast-name-this-game')[0], _m(_best('fast-name-this-game')[1], 2),
-         _mean_near('fast-name-this-game', 3_000_000), *_final_eval('fast-name-this-game'),
-         scorecard.normalized(_final_eval('fast-name-this-game')[0], 'name_this_game'))),
+         *_curve_and_evaluation('fast-name-this-game', 'name_this_game', (22_528, 1_000_000, 2_000_000), 3_000_000))),
     ('Memory 2,100 MB over the last session\'s 10 minutes', lambda: "Memory {0:,.0f} MB over the "
      "last session's {3:.0f} minutes".format(*_memory('fast-name-this-game'))),
     ('0.77 hours on the clock, median 1,102 steps/s', lambda: _clock_and_rate('fast-battle-zone')),
@@ -337,10 +326,7 @@ RESULTS_CLAIMS = [
      lambda: 'training mean was {0:,.0f} at 8k steps, {1:,.0f} at 1M, {2:,.0f} at 2M, best {3:,.1f} '
      "at {4}, {5:,.0f} at 3M; the final policy's evaluation (100 episodes) is {6:,.1f} +- {7:,.1f} "
      '({8:,.0f} to {9:,.0f}), {10:.1f}% of the human-normalized range'.format(
-         *(_mean_near('fast-battle-zone', steps) for steps in (8_192, 1_000_000, 2_000_000)),
-         _best('fast-battle-zone')[0], _m(_best('fast-battle-zone')[1], 2),
-         _mean_near('fast-battle-zone', 3_000_000), *_final_eval('fast-battle-zone'),
-         scorecard.normalized(_final_eval('fast-battle-zone')[0], 'battle_zone'))),
+         *_curve_and_evaluation('fast-battle-zone', 'battle_zone', (8_192, 1_000_000, 2_000_000), 3_000_000))),
     ('Memory 2,059 MB at the window\'s start, range 0.19%, +4.6 MB/h over 36 minutes',
      lambda: "Memory {0:,.0f} MB at the window's start, range {2:.2f}%, +{4:.1f} MB/h over {3:.0f} "
      'minutes'.format(*_memory('fast-battle-zone'))),
