@@ -34,13 +34,12 @@ EVAL_COLUMNS = ('wall_time', 'env_steps', 'episodes', 'score_mean', 'score_min',
 
 def evaluation_env_config(env_config, protocol):
     """The training env config with protocol's no-op starts and cap (its frames in agent steps
-    of the env's frame_skip). Evaluation always plays whole games from their first frame:
-    episodic life is off whatever training used, and so is the start-up decorrelation (its
-    random actions would play the start of each environment's first, counted, game; rlpyt
-    decorrelates its training samplers only). A gym env keeps its own starts and limit."""
+    of the env's frame_skip). Evaluation always plays whole games from their first frame
+    (AtariConfig.whole_games: no episodic life, no start-up decorrelation, whatever training
+    used). A gym env keeps its own starts and limit."""
     if isinstance(env_config, atari.AtariConfig):
         return env_config.whole_games(
-            noop_max=protocol.noop_max, decorrelation_steps=0,
+            noop_max=protocol.noop_max,
             max_episode_steps=protocol.max_episode_steps(env_config.frame_skip))
     return env_config
 

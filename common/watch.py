@@ -105,8 +105,7 @@ def watch_env_config(env_config, noop_max=30):
     decorrelation and no step cap of its own: the game is watched from its first frame, and
     play() cuts it at max_steps."""
     if isinstance(env_config, atari.AtariConfig):
-        env_config = env_config.whole_games(noop_max=noop_max, decorrelation_steps=0,
-                                            max_episode_steps=0)
+        env_config = env_config.whole_games(noop_max=noop_max, max_episode_steps=0)
     return env_config
 
 

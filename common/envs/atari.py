@@ -206,10 +206,12 @@ class AtariConfig:
         return inert_fields(self.game)
 
     def whole_games(self, **changes) -> 'AtariConfig':
-        """This config (with changes) playing whole games, as evaluation and watching do: a lost
-        life is no terminal, so nothing happens at it."""
+        """This config (with changes) playing whole games from their first frame, as evaluation and
+        watching do: a lost life is no terminal, so nothing happens at it, and no start-up
+        decorrelation plays random actions into an environment's first game (rlpyt decorrelates
+        its training samplers only)."""
         return dataclasses.replace(self, episodic_life=False, life_loss_restarts_stack=False,
-                                   fire_on_life_loss=False, **changes)
+                                   fire_on_life_loss=False, decorrelation_steps=0, **changes)
 
     def num_actions(self) -> int:
         """Size of the action set the agent picks from."""
