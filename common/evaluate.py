@@ -54,6 +54,27 @@ def play(env_config, policy_fn, protocol, seed=12345):
     return run_episodes(env_config, policy_fn, protocol.episodes, seed)
 
 
+PROGRESS_SECONDS = 60.0  # a progress line at most this often (read at each call)
+
+
+def _progress_printer():
+    """report(text, steps): prints how far an evaluation has got, at most every PROGRESS_SECONDS
+    (a 100-game evaluation whose games all run to the 108,000-frame cap plays 2.7M steps, tens of
+    minutes on 2 cores, and would otherwise print nothing)."""
+    every = PROGRESS_SECONDS
+    start = last = time.monotonic()
+
+    def report(text, steps):
+        nonlocal last
+        now = time.monotonic()
+        if now - last >= every:
+            last = now
+            print(f'  evaluating: {text}, {steps:,} steps played '
+                  f'({steps / max(now - start, 1e-9):,.0f} steps/s)', flush=True)
+
+    return report
+
+
 def run_episodes(env_config, policy_fn, num_episodes, seed=12345):
     """Plays num_episodes episodes, one per environment in a serial pool; returns their scores.
 
@@ -64,14 +85,18 @@ def run_episodes(env_config, policy_fn, num_episodes, seed=12345):
         raise ValueError(f'num_episodes must be > 0, got {num_episodes}')
     scores = np.full(num_episodes, np.nan)
     finished = np.zeros(num_episodes, bool)
+    report = _progress_printer()
     with pools.SerialPool(env_config, num_episodes, seed=seed) as pool:
         observations = pool.reset()
+        steps = 0
         while not finished.all():
             result = pool.step(np.asarray(policy_fn(observations)))
             newly_finished = result.dones & ~finished
             scores[newly_finished] = result.episode_returns[newly_finished]
             finished |= result.dones
             observations = result.observations
+            steps += num_episodes
+            report(f'{int(finished.sum())} of {num_episodes} episodes ended', steps)
     return scores
 
 
@@ -83,12 +108,14 @@ def run_for_steps(env_config, policy_fn, num_envs, max_steps, seed=12345):
         raise ValueError(f'need num_envs > 0 and max_steps >= num_envs, got {num_envs} and '
                          f'{max_steps}')
     scores = []
+    report = _progress_printer()
     with pools.SerialPool(env_config, num_envs, seed=seed) as pool:
         observations = pool.reset()
-        for _ in range(max_steps // num_envs):
+        for step in range(1, max_steps // num_envs + 1):
             result = pool.step(np.asarray(policy_fn(observations)))
             scores.extend(result.episode_returns[result.dones].tolist())
             observations = result.observations
+            report(f'{len(scores)} episodes ended of a {max_steps:,}-step budget', step * num_envs)
     return np.array(scores)
 
 

@@ -75,6 +75,26 @@ def test_play_runs_the_protocols_episodes_or_its_step_budget():
     assert evaluate.play(cut, left, budget).tolist() == [7.0, 7.0, 7.0, 7.0]
 
 
+def test_a_long_evaluation_says_how_far_it_has_got(monkeypatch, capsys):
+    # A progress line at most every PROGRESS_SECONDS: at 0, one per step of the pool, counting
+    # the episodes ended and the steps played by every environment.
+    cut = gym_envs.GymConfig('CartPole-v1', max_episode_steps=7)
+    left = lambda observations: [0] * len(observations)  # noqa: E731
+    monkeypatch.setattr(evaluate, 'PROGRESS_SECONDS', 0.0)
+    evaluate.play(cut, left, dataclasses.replace(PROTOCOLS['nature'], episodes=3))
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 7 and lines[-1].startswith(
+        '  evaluating: 3 of 3 episodes ended, 21 steps played (')
+    assert lines[0].startswith('  evaluating: 0 of 3 episodes ended, 3 steps played (')
+    evaluate.play(cut, left, dataclasses.replace(PROTOCOLS['stooke'], steps=30, envs=2))
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 15 and lines[-1].startswith(
+        '  evaluating: 4 episodes ended of a 30-step budget, 30 steps played (')
+    monkeypatch.setattr(evaluate, 'PROGRESS_SECONDS', 3600.0)  # the default's kind: quiet
+    evaluate.play(cut, left, dataclasses.replace(PROTOCOLS['nature'], episodes=3))
+    assert capsys.readouterr().out == ''
+
+
 def _copy(name, tmp_path):
     run_dir = tmp_path / name
     shutil.copytree(os.path.join(FIXTURES, name), run_dir)
