@@ -58,10 +58,28 @@ def _curve_and_evaluation(run, game, steps, final_steps):
             _mean_near(run, final_steps), *evaluation, scorecard.normalized(evaluation[0], game))
 
 
+def _capped_games(run, cap, after):
+    """Training games of run that ran to the cap (agent steps): (the env steps of the first, as
+    '1.17M'; how many of the games ended after env steps `after`; how many of those; their mean
+    score; the lowest and highest score of the others after it)."""
+    games = run_files.read_csv(os.path.join(RESULTS, run, 'episodes.csv'))
+    capped = [int(game['env_steps']) for game in games if int(game['length']) >= cap]
+    late = [game for game in games if int(game['env_steps']) > after]
+    late_capped = [float(game['score']) for game in late if int(game['length']) >= cap]
+    others = [float(game['score']) for game in late if int(game['length']) < cap]
+    return (_m(capped[0], 2), len(late_capped), len(late), statistics.mean(late_capped),
+            min(others), max(others))
+
+
 def _final_eval(run):
     """(mean, std, min, max) of the final policy's evaluation, as the scorecard reads it."""
     row = scorecard.final_evaluation(os.path.join(RESULTS, run))
     return tuple(float(row[key]) for key in ('score_mean', 'score_std', 'score_min', 'score_max'))
+
+
+def _final_eval_seconds(run):
+    """How long the final policy's evaluation took (eval.csv's seconds)."""
+    return float(scorecard.final_evaluation(os.path.join(RESULTS, run))['seconds'])
 
 
 def _carried_stats(run):

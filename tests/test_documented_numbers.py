@@ -12,10 +12,10 @@ import pytest
 from common.launch import app
 from common.tools import scorecard
 # tests/published_data.py (pytest.ini puts tests/ on the path)
-from published_data import (_best, _carried_stats, _clock_and_rate, _curve_and_evaluation,
-                            _eval_and_episodes, _atari5_estimates, _eval_at, _final_eval, _first,
-                            _m, _mean_near,
-                            _memory, _memory_span, _published_runs, _reach, _rows)
+from published_data import (_best, _capped_games, _carried_stats, _clock_and_rate,
+                            _curve_and_evaluation, _eval_and_episodes, _atari5_estimates, _eval_at,
+                            _final_eval, _final_eval_seconds, _first, _m, _mean_near, _memory,
+                            _memory_span, _published_runs, _reach, _rows)
 
 # gin/accel/dqn_512_pong.gin, carried between machines.
 DQN_512 = 'accel-dqn-512-pong'
@@ -330,6 +330,28 @@ RESULTS_CLAIMS = [
     ('Memory 2,059 MB at the window\'s start, range 0.19%, +4.6 MB/h over 36 minutes',
      lambda: "Memory {0:,.0f} MB at the window's start, range {2:.2f}%, +{4:.1f} MB/h over {3:.0f} "
      'minutes'.format(*_memory('fast-battle-zone'))),
+    ('0.79 hours on the clock, median 1,056 steps/s', lambda: _clock_and_rate('fast-double-dunk')),
+    ('training mean was -18.2 at 0.1M steps (random -18.6), -16.7 at 1M, past the human score '
+     "(-15.5) at 1.26M, -15.9 at 2M, best -13.8 at 2.72M, -13.8 at 3M; the final policy's "
+     'evaluation (100 episodes) is -3.8 +- 3.3 (-12 to 2), 476.8% of the human-normalized range',
+     lambda: 'training mean was {0:.1f} at 0.1M steps (random -18.6), {1:.1f} at 1M, past the '
+     'human score (-15.5) at {human}, {2:.1f} at 2M, best {3:.1f} at {4}, {5:.1f} at 3M; the final '
+     "policy's evaluation (100 episodes) is {6:.1f} +- {7:.1f} ({8:.0f} to {9:.0f}), {10:.1f}% of "
+     'the human-normalized range'.format(
+         *_curve_and_evaluation('fast-double-dunk', 'double_dunk', (100_000, 1_000_000, 2_000_000), 3_000_000),
+         human=_m(_first('fast-double-dunk', -15.5)[0], 2))),
+    ('from 1.17M steps on, 60 of the 117 training games after 1M steps ran to the 27,000-step cap '
+     "(108,000 frames), where a game that never reaches its score limit is scored as it stands "
+     "(those games' mean -7.9; the others ended at -24 to -10)",
+     lambda: 'from {0} steps on, {1} of the {2} training games after 1M steps ran to the '
+     '27,000-step cap (108,000 frames), where a game that never reaches its score limit is scored '
+     "as it stands (those games' mean {3:.1f}; the others ended at {4:.0f} to {5:.0f})".format(
+         *_capped_games('fast-double-dunk', 27_000, 1_000_000))),
+    ("32 minutes (eval.csv's 1,948 s)", lambda: "{0:.0f} minutes (eval.csv's {1:,.0f} s)".format(
+        _final_eval_seconds('fast-double-dunk') / 60, _final_eval_seconds('fast-double-dunk'))),
+    ('Memory 2,060 MB at the window\'s start, range 0.20%, +5.7 MB/h over 37 minutes',
+     lambda: "Memory {0:,.0f} MB at the window's start, range {2:.2f}%, +{4:.1f} MB/h over {3:.0f} "
+     'minutes'.format(*_memory('fast-double-dunk'))),
     ('-19.6 at 0.5M, -16.3 at 1.0M (epsilon reaches 0.1), **-13.4 at 1.5M**, -9.9 at 2.0M, 5.5 at '
      '2.5M, **14.2 at 3.0M** (best 14.3 at 2.88M); it passed -15 at 1.08M and 0 at 2.40M',
      lambda: '{0:.1f} at 0.5M, {1:.1f} at 1.0M (epsilon reaches 0.1), **{2:.1f} at 1.5M**, {3:.1f} '
