@@ -8,6 +8,7 @@ import statistics
 
 from common.launch import app
 from common.run import superseded
+from common.tools import atari5
 from common.tools import memory_report
 from common.tools import run_clock
 from common.tools import scorecard
@@ -135,6 +136,14 @@ def _atari5_estimates(preset_row_start):
     preset = next(value for key, value in last_cell.items() if key.startswith(preset_row_start))
     cleanrl = next(value for key, value in last_cell.items() if key.startswith('CleanRL'))
     return preset, cleanrl
+
+
+def _atari5_with_human(runs_by_game, game):
+    """The Atari-5 estimate of the published runs {game: run} with game's score replaced by its
+    human score (atari5's own table, the one the regression was fit on)."""
+    scores = {name: _final_eval(run)[0] for name, run in runs_by_game.items()}
+    scores[game] = atari5.random_and_human(game, atari5.ATARI5)[1]
+    return atari5.atari5_estimate(scores)
 
 
 def _published_runs():

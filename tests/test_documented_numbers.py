@@ -12,7 +12,7 @@ import pytest
 from common.launch import app
 from common.tools import scorecard
 # tests/published_data.py (pytest.ini puts tests/ on the path)
-from published_data import (_best, _capped_games, _carried_stats, _clock_and_rate,
+from published_data import (_atari5_with_human, _best, _capped_games, _carried_stats, _clock_and_rate,
                             _curve_and_evaluation, _eval_and_episodes, _atari5_estimates, _eval_at,
                             _final_eval, _final_eval_seconds, _first, _m, _mean_near, _memory,
                             _memory_span, _published_runs, _reach, _rows)
@@ -352,6 +352,31 @@ RESULTS_CLAIMS = [
     ('Memory 2,060 MB at the window\'s start, range 0.20%, +5.7 MB/h over 37 minutes',
      lambda: "Memory {0:,.0f} MB at the window's start, range {2:.2f}%, +{4:.1f} MB/h over {3:.0f} "
      'minutes'.format(*_memory('fast-double-dunk'))),
+    ('0.93 hours on the clock, median 907 steps/s', lambda: _clock_and_rate('fast-phoenix')),
+    ('training mean was 833 at 0.1M steps (random 761), 2,736 at 1M, 3,264 at 2M, best 3,832.4 at '
+     "3.00M, 3,832 at 3M; the final policy's evaluation (100 episodes) is 3,784.3 +- 1,051.1 (400 "
+     'to 5,780), 46.6% of the human-normalized range',
+     lambda: 'training mean was {0:,.0f} at 0.1M steps (random 761), {1:,.0f} at 1M, {2:,.0f} at '
+     "2M, best {3:,.1f} at {4}, {5:,.0f} at 3M; the final policy's evaluation (100 episodes) is "
+     '{6:,.1f} +- {7:,.1f} ({8:,.0f} to {9:,.0f}), {10:.1f}% of the human-normalized range'.format(
+         *_curve_and_evaluation('fast-phoenix', 'phoenix', (100_000, 1_000_000, 2_000_000), 3_000_000))),
+    ("21 minutes (eval.csv's 1,255 s)", lambda: "{0:.0f} minutes (eval.csv's {1:,.0f} s)".format(
+        _final_eval_seconds('fast-phoenix') / 60, _final_eval_seconds('fast-phoenix'))),
+    ("Memory 1,593 MB at the window's start, range 0.21%, +4.2 MB/h over 45 minutes",
+     lambda: "Memory {0:,.0f} MB at the window's start, range {2:.2f}%, +{4:.1f} MB/h over {3:.0f} "
+     'minutes'.format(*_memory('fast-phoenix'))),
+    ("an Atari-5 estimate of the 57-game median of 50.1% of human at 3M steps each, against 16.5% "
+     "for PAAC's preset at 10M and 76.6% for CleanRL's PPO at 10M",
+     lambda: 'an Atari-5 estimate of the 57-game median of {0} of human at 3M steps each, against '
+     "{2} for PAAC's preset at 10M and {1} for CleanRL's PPO at 10M".format(
+         *_atari5_estimates('`gin/fast/pong.gin`'),
+         _atari5_estimates('`gin/paac/pong_fast.gin`')[0])),
+    ('counted at the human score instead of its 476.8%, the estimate would be 43.9%',
+     lambda: 'counted at the human score instead of its {0:.1f}%, the estimate would be '
+     '{1:.1f}%'.format(_curve_and_evaluation('fast-double-dunk', 'double_dunk', (0, 0, 0), 0)[-1],
+                       _atari5_with_human({game: 'fast-' + game.replace('_', '-') for game in (
+                           'battle_zone', 'double_dunk', 'name_this_game', 'phoenix', 'qbert')},
+                           'double_dunk'))),
     ('-19.6 at 0.5M, -16.3 at 1.0M (epsilon reaches 0.1), **-13.4 at 1.5M**, -9.9 at 2.0M, 5.5 at '
      '2.5M, **14.2 at 3.0M** (best 14.3 at 2.88M); it passed -15 at 1.08M and 0 at 2.40M',
      lambda: '{0:.1f} at 0.5M, {1:.1f} at 1.0M (epsilon reaches 0.1), **{2:.1f} at 1.5M**, {3:.1f} '
