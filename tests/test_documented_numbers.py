@@ -33,6 +33,16 @@ def _median_reach(runs, score):
 
 
 # (the claim as the README prints it, a function of the data giving that same text)
+def _memory_window(run):
+    return ("Memory {0:,.0f} MB at the window's start, range {2:.2f}%, +{4:.1f} MB/h over {3:.0f} "
+            'minutes'.format(*_memory(run)))
+
+
+def _evaluation_minutes(run):
+    seconds = _final_eval_seconds(run)
+    return f"{seconds / 60:.0f} minutes (eval.csv's {seconds:,.0f} s)"
+
+
 CLAIMS = [
     ('-15 at 22 min (4.5M steps), 0 at 37 min (7.6M), 18 at 41 min (8.4M)',
      lambda: '-15 at {1} ({0} steps), 0 at {3} ({2}), 18 at {5} ({4})'.format(
@@ -328,8 +338,7 @@ RESULTS_CLAIMS = [
      '({8:,.0f} to {9:,.0f}), {10:.1f}% of the human-normalized range'.format(
          *_curve_and_evaluation('fast-battle-zone', 'battle_zone', (8_192, 1_000_000, 2_000_000), 3_000_000))),
     ('Memory 2,059 MB at the window\'s start, range 0.19%, +4.6 MB/h over 36 minutes',
-     lambda: "Memory {0:,.0f} MB at the window's start, range {2:.2f}%, +{4:.1f} MB/h over {3:.0f} "
-     'minutes'.format(*_memory('fast-battle-zone'))),
+     lambda: _memory_window('fast-battle-zone')),
     ('0.79 hours on the clock, median 1,056 steps/s', lambda: _clock_and_rate('fast-double-dunk')),
     ('training mean was -18.2 at 0.1M steps (random -18.6), -16.7 at 1M, past the human score '
      "(-15.5) at 1.26M, -15.9 at 2M, best -13.8 at 2.72M, -13.8 at 3M; the final policy's "
@@ -347,11 +356,9 @@ RESULTS_CLAIMS = [
      '27,000-step cap (108,000 frames), where a game that never reaches its score limit is scored '
      "as it stands (those games' mean {3:.1f}; the others ended at {4:.0f} to {5:.0f})".format(
          *_capped_games('fast-double-dunk', 27_000, 1_000_000))),
-    ("32 minutes (eval.csv's 1,948 s)", lambda: "{0:.0f} minutes (eval.csv's {1:,.0f} s)".format(
-        _final_eval_seconds('fast-double-dunk') / 60, _final_eval_seconds('fast-double-dunk'))),
+    ("32 minutes (eval.csv's 1,948 s)", lambda: _evaluation_minutes('fast-double-dunk')),
     ('Memory 2,060 MB at the window\'s start, range 0.20%, +5.7 MB/h over 37 minutes',
-     lambda: "Memory {0:,.0f} MB at the window's start, range {2:.2f}%, +{4:.1f} MB/h over {3:.0f} "
-     'minutes'.format(*_memory('fast-double-dunk'))),
+     lambda: _memory_window('fast-double-dunk')),
     ('0.93 hours on the clock, median 907 steps/s', lambda: _clock_and_rate('fast-phoenix')),
     ('training mean was 833 at 0.1M steps (random 761), 2,736 at 1M, 3,264 at 2M, best 3,832.4 at '
      "3.00M, 3,832 at 3M; the final policy's evaluation (100 episodes) is 3,784.3 +- 1,051.1 (400 "
@@ -360,11 +367,9 @@ RESULTS_CLAIMS = [
      "2M, best {3:,.1f} at {4}, {5:,.0f} at 3M; the final policy's evaluation (100 episodes) is "
      '{6:,.1f} +- {7:,.1f} ({8:,.0f} to {9:,.0f}), {10:.1f}% of the human-normalized range'.format(
          *_curve_and_evaluation('fast-phoenix', 'phoenix', (100_000, 1_000_000, 2_000_000), 3_000_000))),
-    ("21 minutes (eval.csv's 1,255 s)", lambda: "{0:.0f} minutes (eval.csv's {1:,.0f} s)".format(
-        _final_eval_seconds('fast-phoenix') / 60, _final_eval_seconds('fast-phoenix'))),
+    ("21 minutes (eval.csv's 1,255 s)", lambda: _evaluation_minutes('fast-phoenix')),
     ("Memory 1,593 MB at the window's start, range 0.21%, +4.2 MB/h over 45 minutes",
-     lambda: "Memory {0:,.0f} MB at the window's start, range {2:.2f}%, +{4:.1f} MB/h over {3:.0f} "
-     'minutes'.format(*_memory('fast-phoenix'))),
+     lambda: _memory_window('fast-phoenix')),
     ("an Atari-5 estimate of the 57-game median of 50.1% of human at 3M steps each, against 16.5% "
      "for PAAC's preset at 10M and 76.6% for CleanRL's PPO at 10M",
      lambda: 'an Atari-5 estimate of the 57-game median of {0} of human at 3M steps each, against '
