@@ -12,10 +12,11 @@ import pytest
 from common.launch import app
 from common.tools import scorecard
 # tests/published_data.py (pytest.ini puts tests/ on the path)
-from published_data import (_atari5_with_human, _best, _capped_games, _carried_stats, _clock_and_rate,
-                            _curve_and_evaluation, _eval_and_episodes, _atari5_estimates, _eval_at,
-                            _final_eval, _final_eval_seconds, _first, _m, _mean_near, _memory,
-                            _memory_span, _published_runs, _reach, _rows)
+from published_data import (_atari5_estimates, _best, _carried_stats, _clock_and_rate,
+                            _curve_and_evaluation, _eval_and_episodes, _eval_at, _final_eval,
+                            _first, _m, _mean_near, _memory, _memory_span, _published_runs, _reach,
+                            _rows)
+from time_to_score_preset_claims import TIME_TO_SCORE_PRESET_CLAIMS
 
 # gin/accel/dqn_512_pong.gin, carried between machines.
 DQN_512 = 'accel-dqn-512-pong'
@@ -33,16 +34,6 @@ def _median_reach(runs, score):
 
 
 # (the claim as the README prints it, a function of the data giving that same text)
-def _memory_window(run):
-    return ("Memory {0:,.0f} MB at the window's start, range {2:.2f}%, +{4:.1f} MB/h over {3:.0f} "
-            'minutes'.format(*_memory(run)))
-
-
-def _evaluation_minutes(run):
-    seconds = _final_eval_seconds(run)
-    return f"{seconds / 60:.0f} minutes (eval.csv's {seconds:,.0f} s)"
-
-
 CLAIMS = [
     ('-15 at 22 min (4.5M steps), 0 at 37 min (7.6M), 18 at 41 min (8.4M)',
      lambda: '-15 at {1} ({0} steps), 0 at {3} ({2}), 18 at {5} ({4})'.format(
@@ -137,7 +128,7 @@ def _seed_aggregate(*runs):
     return f'{mean}, percentile-bootstrap 95% interval {low}-{high}'
 
 
-RESULTS_CLAIMS = [
+RESULTS_CLAIMS = TIME_TO_SCORE_PRESET_CLAIMS + [
     ("evaluation is 171.0 +- 86.3 over 100 episodes (38 to 366), 563% of the human-normalized",
      lambda: 'evaluation is {0:.1f} +- {1:.1f} over 100 episodes ({2:.0f} to {3:.0f}), {4:.0f}% of '
      'the human-normalized'.format(*_final_eval('accel-ppo-breakout'), scorecard.normalized(
@@ -309,79 +300,6 @@ RESULTS_CLAIMS = [
      "for CleanRL's PPO", lambda: 'an Atari-5 estimate of the 57-game median of {0} of human at 10M '
      "steps each, against {1} for CleanRL's PPO".format(
          *_atari5_estimates('`gin/paac/pong_fast.gin`'))),
-    ('0.73 hours on the clock, median 1,165 steps/s', lambda: _clock_and_rate('fast-qbert')),
-    ('100-episode training mean rose from 198 to 4,217 at 1M steps, 5,678 at 2M, best 11,004.2 at '
-     "2.91M, 9,380 at 3M; the final policy's evaluation (Stooke & Abbeel's protocol, 100 episodes) "
-     'is 10,471.2 +- 3,474.8 (300 to 15,325), 77.6% of the human-normalized range',
-     lambda: '100-episode training mean rose from {0:,.0f} to {1:,.0f} at 1M steps, {2:,.0f} at 2M, '
-     "best {3:,.1f} at {4}, {5:,.0f} at 3M; the final policy's evaluation (Stooke & Abbeel's "
-     'protocol, 100 episodes) is {6:,.1f} +- {7:,.1f} ({8:,.0f} to {9:,.0f}), {10:.1f}% of the '
-     'human-normalized range'.format(
-         *_curve_and_evaluation('fast-qbert', 'qbert', (0, 1_000_000, 2_000_000), 3_000_000))),
-    ('0.94 hours on the clock, median 811 steps/s', lambda: _clock_and_rate('fast-name-this-game')),
-    ('training mean was 1,020 at 23k steps (random 2,292: the first games are short), 3,904 at 1M, '
-     "3,826 at 2M, best 4,627.6 at 2.78M, 4,570 at 3M; the final policy's evaluation (100 episodes) "
-     'is 4,488.2 +- 1,076.0 (1,950 to 7,240), 123.1% of the human-normalized range',
-     lambda: 'training mean was {0:,.0f} at 23k steps (random 2,292: the first games are short), '
-     "{1:,.0f} at 1M, {2:,.0f} at 2M, best {3:,.1f} at {4}, {5:,.0f} at 3M; the final policy's "
-     'evaluation (100 episodes) is {6:,.1f} +- {7:,.1f} ({8:,.0f} to {9:,.0f}), {10:.1f}% of the '
-     'human-normalized range'.format(
-         *_curve_and_evaluation('fast-name-this-game', 'name_this_game', (22_528, 1_000_000, 2_000_000), 3_000_000))),
-    ('Memory 2,100 MB over the last session\'s 10 minutes', lambda: "Memory {0:,.0f} MB over the "
-     "last session's {3:.0f} minutes".format(*_memory('fast-name-this-game'))),
-    ('0.77 hours on the clock, median 1,102 steps/s', lambda: _clock_and_rate('fast-battle-zone')),
-    ('training mean was 4,000 at 8k steps, 9,950 at 1M, 13,340 at 2M, best 21,190.0 at 2.77M, 18,680 '
-     "at 3M; the final policy's evaluation (100 episodes) is 20,620.0 +- 5,371.7 (11,000 to 37,000), "
-     '51.5% of the human-normalized range',
-     lambda: 'training mean was {0:,.0f} at 8k steps, {1:,.0f} at 1M, {2:,.0f} at 2M, best {3:,.1f} '
-     "at {4}, {5:,.0f} at 3M; the final policy's evaluation (100 episodes) is {6:,.1f} +- {7:,.1f} "
-     '({8:,.0f} to {9:,.0f}), {10:.1f}% of the human-normalized range'.format(
-         *_curve_and_evaluation('fast-battle-zone', 'battle_zone', (8_192, 1_000_000, 2_000_000), 3_000_000))),
-    ('Memory 2,059 MB at the window\'s start, range 0.19%, +4.6 MB/h over 36 minutes',
-     lambda: _memory_window('fast-battle-zone')),
-    ('0.79 hours on the clock, median 1,056 steps/s', lambda: _clock_and_rate('fast-double-dunk')),
-    ('training mean was -18.2 at 0.1M steps (random -18.6), -16.7 at 1M, past the human score '
-     "(-15.5) at 1.26M, -15.9 at 2M, best -13.8 at 2.72M, -13.8 at 3M; the final policy's "
-     'evaluation (100 episodes) is -3.8 +- 3.3 (-12 to 2), 476.8% of the human-normalized range',
-     lambda: 'training mean was {0:.1f} at 0.1M steps (random -18.6), {1:.1f} at 1M, past the '
-     'human score (-15.5) at {human}, {2:.1f} at 2M, best {3:.1f} at {4}, {5:.1f} at 3M; the final '
-     "policy's evaluation (100 episodes) is {6:.1f} +- {7:.1f} ({8:.0f} to {9:.0f}), {10:.1f}% of "
-     'the human-normalized range'.format(
-         *_curve_and_evaluation('fast-double-dunk', 'double_dunk', (100_000, 1_000_000, 2_000_000), 3_000_000),
-         human=_m(_first('fast-double-dunk', -15.5)[0], 2))),
-    ('from 1.17M steps on, 60 of the 117 training games after 1M steps ran to the 27,000-step cap '
-     "(108,000 frames), where a game that never reaches its score limit is scored as it stands "
-     "(those games' mean -7.9; the others ended at -24 to -10)",
-     lambda: 'from {0} steps on, {1} of the {2} training games after 1M steps ran to the '
-     '27,000-step cap (108,000 frames), where a game that never reaches its score limit is scored '
-     "as it stands (those games' mean {3:.1f}; the others ended at {4:.0f} to {5:.0f})".format(
-         *_capped_games('fast-double-dunk', 27_000, 1_000_000))),
-    ("32 minutes (eval.csv's 1,948 s)", lambda: _evaluation_minutes('fast-double-dunk')),
-    ('Memory 2,060 MB at the window\'s start, range 0.20%, +5.7 MB/h over 37 minutes',
-     lambda: _memory_window('fast-double-dunk')),
-    ('0.93 hours on the clock, median 907 steps/s', lambda: _clock_and_rate('fast-phoenix')),
-    ('training mean was 833 at 0.1M steps (random 761), 2,736 at 1M, 3,264 at 2M, best 3,832.4 at '
-     "3.00M, 3,832 at 3M; the final policy's evaluation (100 episodes) is 3,784.3 +- 1,051.1 (400 "
-     'to 5,780), 46.6% of the human-normalized range',
-     lambda: 'training mean was {0:,.0f} at 0.1M steps (random 761), {1:,.0f} at 1M, {2:,.0f} at '
-     "2M, best {3:,.1f} at {4}, {5:,.0f} at 3M; the final policy's evaluation (100 episodes) is "
-     '{6:,.1f} +- {7:,.1f} ({8:,.0f} to {9:,.0f}), {10:.1f}% of the human-normalized range'.format(
-         *_curve_and_evaluation('fast-phoenix', 'phoenix', (100_000, 1_000_000, 2_000_000), 3_000_000))),
-    ("21 minutes (eval.csv's 1,255 s)", lambda: _evaluation_minutes('fast-phoenix')),
-    ("Memory 1,593 MB at the window's start, range 0.21%, +4.2 MB/h over 45 minutes",
-     lambda: _memory_window('fast-phoenix')),
-    ("an Atari-5 estimate of the 57-game median of 50.1% of human at 3M steps each, against 16.5% "
-     "for PAAC's preset at 10M and 76.6% for CleanRL's PPO at 10M",
-     lambda: 'an Atari-5 estimate of the 57-game median of {0} of human at 3M steps each, against '
-     "{2} for PAAC's preset at 10M and {1} for CleanRL's PPO at 10M".format(
-         *_atari5_estimates('`gin/fast/pong.gin`'),
-         _atari5_estimates('`gin/paac/pong_fast.gin`')[0])),
-    ('counted at the human score instead of its 476.8%, the estimate would be 43.9%',
-     lambda: 'counted at the human score instead of its {0:.1f}%, the estimate would be '
-     '{1:.1f}%'.format(_curve_and_evaluation('fast-double-dunk', 'double_dunk', (0, 0, 0), 0)[-1],
-                       _atari5_with_human({game: 'fast-' + game.replace('_', '-') for game in (
-                           'battle_zone', 'double_dunk', 'name_this_game', 'phoenix', 'qbert')},
-                           'double_dunk'))),
     ('-19.6 at 0.5M, -16.3 at 1.0M (epsilon reaches 0.1), **-13.4 at 1.5M**, -9.9 at 2.0M, 5.5 at '
      '2.5M, **14.2 at 3.0M** (best 14.3 at 2.88M); it passed -15 at 1.08M and 0 at 2.40M',
      lambda: '{0:.1f} at 0.5M, {1:.1f} at 1.0M (epsilon reaches 0.1), **{2:.1f} at 1.5M**, {3:.1f} '
